@@ -1,0 +1,18 @@
+// Command storecheck checks a store backend against the contracts: with no
+// backend named, the embedded reference.
+//
+//	storecheck                 same as storecheck run
+//	storecheck run [flags]     run the conformance suite
+//
+// Exit codes: 0 everything passed, 1 a check failed, 2 a usage error.
+package main
+
+import (
+	"os"
+
+	"github.com/storecheck/storecheck/reference"
+)
+
+func main() {
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, reference.Harness(reference.Options{})))
+}

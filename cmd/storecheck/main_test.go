@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/reference"
+)
+
+// Ginkgo runs one suite per process, so tests that run the suite start this
+// test binary again as the storecheck command (see TestMain), with the
+// harness named in harnessEnv.
+const harnessEnv = "STORECHECK_TEST_HARNESS"
+
+func TestMain(m *testing.M) {
+	if name, ok := os.LookupEnv(harnessEnv); ok {
+		o := reference.Options{}
+		switch {
+		case name == "memory":
+			o.InMemory = true
+		case name == "direct":
+			o.Direct = true
+		case strings.HasPrefix(name, "bug:"):
+			b, ok := bugs.ByName(strings.TrimPrefix(name, "bug:"))
+			if !ok {
+				fmt.Fprintf(os.Stderr, "no bug %q\n", name)
+				os.Exit(99)
+			}
+			o.Bug = b
+		}
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, reference.Harness(o)))
+	}
+	os.Exit(m.Run())
+}
+
+// storecheck runs the command in a new process against the named harness.
+func storecheck(t *testing.T, harness string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), harnessEnv+"="+harness)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run storecheck: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+var tally = regexp.MustCompile(`(?m)^  continuity\s+spec\s+(\d+) passed\s+(\d+) failed\s+(\d+) skipped`)
+
+func TestRunPassesTheReference(t *testing.T) {
+	for _, harness := range []string{"file", "memory", "direct"} {
+		t.Run(harness, func(t *testing.T) {
+			out, errs, code := storecheck(t, harness, "run", "--seed", "7")
+			if code != exitPassed {
+				t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
+			}
+			m := tally.FindStringSubmatch(out)
+			if m == nil || m[1] == "0" || m[2] != "0" {
+				t.Fatalf("want a continuity line with passes and no failures:\n%s", out)
+			}
+			if !strings.Contains(out, "seed 7") {
+				t.Errorf("the summary does not print the seed:\n%s", out)
+			}
+			if harness == "memory" && !strings.Contains(out, "skip continuity/spec: backend does not declare capability files") {
+				t.Errorf("in memory, the file specs must be skipped with a reason:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestNoArgumentsRunsTheSuite(t *testing.T) {
+	out, _, code := storecheck(t, "file")
+	if code != exitPassed || tally.FindString(out) == "" {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// Each deliberate bug must make the specs that state its rule fail: the suite
+// catches what it claims to catch.
+func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
+	want := map[bugs.Bug][]string{
+		bugs.ContinuityFenceRejectsEqual: {
+			"continuity upsert_continuity_record accepts the stored fence again and a newer one",
+			"continuity save_session_snapshot accepts the record's own fence",
+		},
+		bugs.ContinuityFenceAcceptsOlder: {
+			"continuity upsert_continuity_record rejects a fence lower than the stored one with stale_fencing_token",
+			"continuity save_session_snapshot rejects a fence lower than the record's with stale_fencing_token",
+			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
+		},
+		bugs.ContinuityDeleteSkipsFence: {
+			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
+		},
+		bugs.ContinuityGenerationRegression: {
+			"continuity upsert_continuity_record rejects a lower generation with stale_continuity_generation, even with a newer fence",
+		},
+		bugs.ContinuityVersionResetOnRebind: {
+			"continuity upsert_continuity_record keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)",
+		},
+		bugs.ContinuitySnapshotOwnerUnchecked: {
+			"continuity save_session_snapshot rejects a snapshot row owned by another identity with corruption, keeping the old bytes",
+			"continuity save_session_snapshot rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes",
+		},
+		bugs.ContinuityMaxFenceRecordsOnly: {
+			"continuity max_fencing_token is the maximum over records and snapshots",
+		},
+	}
+	if len(want) != len(bugs.Continuity) {
+		t.Fatalf("every continuity bug needs its expected failures here")
+	}
+	for _, b := range bugs.Continuity {
+		t.Run(b.Name(), func(t *testing.T) {
+			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--seed", "1")
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
+			}
+			for _, name := range want[b] {
+				if !strings.Contains(out, "FAIL continuity/spec: "+name+"\n") {
+					t.Errorf("spec %q did not fail:\n%s", name, out)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	h := reference.Harness(reference.Options{})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --seed, --fail-fast, --verbose\n"},
+		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: continuity\n"},
+		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose\n"},
+		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose\n"},
+		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, help\n"},
+	} {
+		var out, errs bytes.Buffer
+		if code := cli(tc.args, &out, &errs, h); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, exitUsage)
+		}
+		if errs.String() != tc.want {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errs.String(), tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: a usage error printed to stdout: %q", tc.args, out.String())
+		}
+	}
+}

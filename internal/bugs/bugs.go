@@ -1,0 +1,50 @@
+// Package bugs names the deliberate bugs the reference stores can be opened
+// with. Each one breaks a single rule of a contract, so the kit can show that
+// it catches what it claims. The package is internal: only storecheck's own
+// tests and selftest can open a broken store.
+package bugs
+
+// Bug is one deliberate bug; the zero Bug is none.
+type Bug struct{ name string }
+
+// Name is the bug's stable name ("" for none).
+func (b Bug) Name() string { return b.name }
+
+// The continuity store's bugs.
+var (
+	// ContinuityFenceRejectsEqual compares fences with <= where the
+	// contract says <: a writer presenting the stored fence is refused.
+	ContinuityFenceRejectsEqual = Bug{"continuity_fence_rejects_equal"}
+	// ContinuityFenceAcceptsOlder lets a fence one below the stored one
+	// through (an off-by-one on the stale-fence comparison).
+	ContinuityFenceAcceptsOlder = Bug{"continuity_fence_accepts_older"}
+	// ContinuityDeleteSkipsFence deletes a record without checking the fence.
+	ContinuityDeleteSkipsFence = Bug{"continuity_delete_skips_fence"}
+	// ContinuityGenerationRegression lets a newer fence take a record back
+	// to an older generation.
+	ContinuityGenerationRegression = Bug{"continuity_generation_regression"}
+	// ContinuityVersionResetOnRebind takes the presented checkpoint version
+	// even within the same generation.
+	ContinuityVersionResetOnRebind = Bug{"continuity_version_reset_on_rebind"}
+	// ContinuitySnapshotOwnerUnchecked overwrites a snapshot row owned by
+	// another identity or generation.
+	ContinuitySnapshotOwnerUnchecked = Bug{"continuity_snapshot_owner_unchecked"}
+	// ContinuityMaxFenceRecordsOnly computes the fencing high-water mark
+	// over the records table alone.
+	ContinuityMaxFenceRecordsOnly = Bug{"continuity_max_fence_records_only"}
+)
+
+// Continuity lists the continuity store's bugs.
+var Continuity = []Bug{ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
+	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
+	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly}
+
+// ByName finds a bug by its name.
+func ByName(name string) (Bug, bool) {
+	for _, b := range Continuity {
+		if b.name == name {
+			return b, true
+		}
+	}
+	return Bug{}, false
+}

@@ -1,0 +1,352 @@
+// Package continuity is the reference continuity store: the contract of
+// spec/continuity on SQLite, after meerkat-mobkit's LocalContinuityStore.
+// Unlike the seed, every operation, the single-statement upsert included, is
+// one transaction whose checks and writes cannot interleave with another
+// writer's, from this process or another.
+package continuity
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/continuity"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS continuity_records (
+	identity           TEXT PRIMARY KEY,
+	agent_runtime_id   TEXT NOT NULL,
+	session_id         TEXT NOT NULL,
+	generation         INTEGER NOT NULL,
+	checkpoint_version INTEGER NOT NULL,
+	fencing_token      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_snapshots (
+	session_id         TEXT PRIMARY KEY,
+	identity           TEXT NOT NULL,
+	generation         INTEGER NOT NULL,
+	checkpoint_version INTEGER NOT NULL,
+	fencing_token      INTEGER NOT NULL,
+	data               BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_snapshots_by_identity ON session_snapshots(identity, generation);`
+
+// Options says how to open the store.
+type Options struct {
+	// Path is the database file; "" or ":memory:" is an in-memory store.
+	Path string
+	// BusyTimeout bounds the wait for another connection's lock (default
+	// 5s, as in the seed).
+	BusyTimeout time.Duration
+	// Bug opens a deliberately broken store (storecheck's own tests only).
+	Bug bugs.Bug
+}
+
+// Store is the reference continuity store.
+type Store struct {
+	db  *sqlitedb.DB
+	bug bugs.Bug
+}
+
+var _ c.Store = (*Store)(nil)
+
+// Open opens (or creates) a store.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Schema: schema, IOKind: c.ErrIO})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, bug: o.Bug}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// record is a continuity row with its fence.
+type record struct {
+	c.Record
+	fence c.FencingToken
+}
+
+func loadRecord(ctx context.Context, tx *sql.Tx, id c.Identity) (*record, error) {
+	r := record{Record: c.Record{Identity: id}}
+	err := tx.QueryRowContext(ctx, `SELECT agent_runtime_id, session_id, generation, checkpoint_version, fencing_token
+		FROM continuity_records WHERE identity = ?`, id).
+		Scan(&r.AgentRuntimeID, &r.SessionID, &r.Generation, &r.CheckpointVersion, &r.fence)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// staleFence is the fencing rule: a presented fence older than the stored
+// one has lost its authority.
+func (s *Store) staleFence(presented, stored c.FencingToken) bool {
+	switch s.bug {
+	case bugs.ContinuityFenceRejectsEqual:
+		return presented <= stored
+	case bugs.ContinuityFenceAcceptsOlder:
+		return presented+1 < stored
+	}
+	return presented < stored
+}
+
+func staleFenceError(id c.Identity, presented, stored c.FencingToken) error {
+	return spec.Errorf(c.ErrStaleFencingToken, "identity %s: presented fence %d, current %d", id, presented, stored)
+}
+
+func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
+	out := make(map[c.Identity]c.Resolution, len(ids))
+	err := s.db.Read(ctx, "resolve_many", func(tx *sql.Tx) error {
+		for _, id := range ids {
+			r, err := loadRecord(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if r == nil {
+				out[id] = c.Resolution{State: c.Uninitialized}
+			} else {
+				out[id] = c.Resolution{State: c.Ready, Record: &r.Record}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Store) LoadSessionSnapshot(ctx context.Context, session c.SessionID) (*c.Snapshot, error) {
+	var snap *c.Snapshot
+	err := s.db.Read(ctx, "load_session_snapshot", func(tx *sql.Tx) error {
+		var data []byte
+		err := tx.QueryRowContext(ctx, `SELECT data FROM session_snapshots WHERE session_id = ?`, session).Scan(&data)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		snap = &c.Snapshot{Data: data}
+		return nil
+	})
+	return snap, err
+}
+
+func (s *Store) SessionSnapshotMatchesCurrent(ctx context.Context, m c.MatchCandidate) (bool, error) {
+	var match bool
+	err := s.db.Read(ctx, "session_snapshot_matches_current", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT EXISTS(
+			SELECT 1 FROM session_snapshots AS snap
+			JOIN continuity_records AS rec
+			  ON rec.identity = snap.identity
+			 AND rec.session_id = snap.session_id
+			 AND rec.generation = snap.generation
+			 AND rec.checkpoint_version = snap.checkpoint_version
+			WHERE snap.session_id = ?1 AND snap.identity = ?2 AND snap.generation = ?3
+			  AND snap.checkpoint_version = ?4 AND rec.fencing_token = ?5
+			  AND snap.fencing_token <= ?5 AND snap.data = ?6)`,
+			m.SessionID, m.Identity, m.Generation, m.CheckpointVersion, m.FencingToken, blob(m.Data)).Scan(&match)
+	})
+	return match, err
+}
+
+// blob keeps empty bytes a zero-length BLOB rather than NULL.
+func blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func (s *Store) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session c.SessionID, expected string) (bool, error) {
+	var deleted bool
+	err := s.db.Write(ctx, "delete_session_snapshot_if_current_revision", func(tx *sql.Tx) error {
+		var data []byte
+		err := tx.QueryRowContext(ctx, `SELECT data FROM session_snapshots WHERE session_id = ?`, session).Scan(&data)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if c.SnapshotRevision(data) != expected {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM session_snapshots WHERE session_id = ?`, session)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		deleted = n > 0
+		return err
+	})
+	return deleted, err
+}
+
+func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) error {
+	return s.db.Write(ctx, "save_session_snapshot", func(tx *sql.Tx) error {
+		rec, err := loadRecord(ctx, tx, w.Identity)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			if rec.SessionID != w.SessionID || rec.Generation != w.Generation {
+				return spec.Errorf(c.ErrNotFound, "identity %s is at session %s generation %d, not session %s generation %d",
+					w.Identity, rec.SessionID, rec.Generation, w.SessionID, w.Generation)
+			}
+			if s.staleFence(w.FencingToken, rec.fence) {
+				return staleFenceError(w.Identity, w.FencingToken, rec.fence)
+			}
+			if w.CheckpointVersion <= rec.CheckpointVersion {
+				return spec.Errorf(c.ErrStaleCheckpointVersion, "identity %s: presented checkpoint version %d, current %d",
+					w.Identity, w.CheckpointVersion, rec.CheckpointVersion)
+			}
+		}
+		var owner c.Identity
+		var ownerGen c.Generation
+		err = tx.QueryRowContext(ctx, `SELECT identity, generation FROM session_snapshots WHERE session_id = ?`, w.SessionID).
+			Scan(&owner, &ownerGen)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case (owner != w.Identity || ownerGen != w.Generation) && s.bug != bugs.ContinuitySnapshotOwnerUnchecked:
+			return spec.Errorf(c.ErrCorruption, "session snapshot %s is owned by %s generation %d, not %s generation %d",
+				w.SessionID, owner, ownerGen, w.Identity, w.Generation)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session_snapshots
+			(session_id, identity, generation, checkpoint_version, fencing_token, data) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(session_id) DO UPDATE SET identity = excluded.identity, generation = excluded.generation,
+				checkpoint_version = excluded.checkpoint_version, fencing_token = excluded.fencing_token, data = excluded.data`,
+			w.SessionID, w.Identity, w.Generation, w.CheckpointVersion, w.FencingToken, blob(w.Data)); err != nil {
+			return fmt.Errorf("upsert snapshot: %w", err)
+		}
+		if rec == nil {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE continuity_records SET checkpoint_version = ?, fencing_token = ?
+			WHERE identity = ? AND session_id = ? AND generation = ?`,
+			w.CheckpointVersion, w.FencingToken, w.Identity, w.SessionID, w.Generation)
+		if err != nil {
+			return fmt.Errorf("advance record: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return spec.Errorf(c.ErrNotFound, "identity %s: record moved during the save (%d rows, %v)", w.Identity, n, err)
+		}
+		return nil
+	})
+}
+
+func (s *Store) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
+	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
+		cur, err := loadRecord(ctx, tx, r.Identity)
+		if err != nil {
+			return err
+		}
+		version := r.CheckpointVersion
+		if cur != nil {
+			if s.staleFence(fence, cur.fence) {
+				return staleFenceError(r.Identity, fence, cur.fence)
+			}
+			if r.Generation < cur.Generation && s.bug != bugs.ContinuityGenerationRegression {
+				return spec.Errorf(c.ErrStaleContinuityGeneration, "identity %s: presented generation %d, current %d",
+					r.Identity, r.Generation, cur.Generation)
+			}
+			// Within one generation the durable checkpoint head never goes
+			// backwards, even when the session is rebound.
+			if r.Generation == cur.Generation && cur.CheckpointVersion > version && s.bug != bugs.ContinuityVersionResetOnRebind {
+				version = cur.CheckpointVersion
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO continuity_records
+			(identity, agent_runtime_id, session_id, generation, checkpoint_version, fencing_token) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(identity) DO UPDATE SET agent_runtime_id = excluded.agent_runtime_id,
+				session_id = excluded.session_id, generation = excluded.generation,
+				checkpoint_version = excluded.checkpoint_version, fencing_token = excluded.fencing_token`,
+			r.Identity, r.AgentRuntimeID, r.SessionID, r.Generation, version, fence)
+		return err
+	})
+}
+
+func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, previous *c.Record, fence c.FencingToken) error {
+	if previous != nil && previous.Identity != attempt.Identity {
+		return spec.Errorf(c.ErrCorruption, "rollback identity mismatch: attempted %s, previous %s", attempt.Identity, previous.Identity)
+	}
+	return s.db.Write(ctx, "rollback_continuity_record", func(tx *sql.Tx) error {
+		cur, err := loadRecord(ctx, tx, attempt.Identity)
+		if err != nil {
+			return err
+		}
+		if cur == nil {
+			return spec.Errorf(c.ErrNotFound, "identity %s has no record to roll back", attempt.Identity)
+		}
+		if cur.fence != fence {
+			return staleFenceError(attempt.Identity, fence, cur.fence)
+		}
+		if cur.AgentRuntimeID != attempt.AgentRuntimeID || cur.SessionID != attempt.SessionID || cur.Generation != attempt.Generation {
+			return spec.Errorf(c.ErrStaleContinuityGeneration,
+				"identity %s: the attempt (%s, %s, generation %d) is no longer current (%s, %s, generation %d)",
+				attempt.Identity, attempt.AgentRuntimeID, attempt.SessionID, attempt.Generation,
+				cur.AgentRuntimeID, cur.SessionID, cur.Generation)
+		}
+		// Only the abandoned attempt's generation loses its snapshots; older
+		// ones remain the restored record's rollback authority.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM session_snapshots WHERE identity = ? AND generation = ?`,
+			attempt.Identity, attempt.Generation); err != nil {
+			return fmt.Errorf("delete attempt snapshots: %w", err)
+		}
+		if previous == nil {
+			_, err = tx.ExecContext(ctx, `DELETE FROM continuity_records WHERE identity = ?`, attempt.Identity)
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE continuity_records SET agent_runtime_id = ?, session_id = ?, generation = ?,
+			checkpoint_version = ?, fencing_token = ? WHERE identity = ?`,
+			previous.AgentRuntimeID, previous.SessionID, previous.Generation, previous.CheckpointVersion, fence, attempt.Identity)
+		return err
+	})
+}
+
+func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence c.FencingToken) error {
+	return s.db.Write(ctx, "delete_continuity_record", func(tx *sql.Tx) error {
+		cur, err := loadRecord(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if cur != nil && s.staleFence(fence, cur.fence) && s.bug != bugs.ContinuityDeleteSkipsFence {
+			return staleFenceError(id, fence, cur.fence)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM session_snapshots WHERE identity = ?`, id); err != nil {
+			return fmt.Errorf("delete snapshots: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM continuity_records WHERE identity = ?`, id)
+		return err
+	})
+}
+
+func (s *Store) MaxFencingToken(ctx context.Context) (c.FencingToken, error) {
+	query := `SELECT MAX(
+		(SELECT COALESCE(MAX(fencing_token), 0) FROM continuity_records),
+		(SELECT COALESCE(MAX(fencing_token), 0) FROM session_snapshots))`
+	if s.bug == bugs.ContinuityMaxFenceRecordsOnly {
+		query = `SELECT COALESCE(MAX(fencing_token), 0) FROM continuity_records`
+	}
+	var max c.FencingToken
+	err := s.db.Read(ctx, "max_fencing_token", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, query).Scan(&max)
+	})
+	return max, err
+}

@@ -1,0 +1,191 @@
+// Package sqlitedb is the SQLite plumbing the reference stores share, on
+// modernc.org/sqlite (pure Go): a file in WAL mode with a busy timeout, one
+// serialized writer whose transactions start with BEGIN IMMEDIATE, and a
+// bounded pool of read-only connections; or an in-memory database that every
+// call of the store sees (one pinned connection for reads and writes, since
+// each in-memory connection would otherwise be a database of its own).
+//
+// Every operation of a store runs as one transaction through Write or Read, so
+// a failed operation changes nothing.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/storecheck/storecheck/spec"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Defaults taken from the seeds' stores.
+const (
+	DefaultBusyTimeout = 5 * time.Second
+	DefaultReadPool    = 4
+)
+
+// Options says how to open a database.
+type Options struct {
+	// Path is the database file; "" or ":memory:" opens an in-memory one.
+	Path string
+	// BusyTimeout is how long a statement waits for another connection's
+	// lock before it fails; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// ReadPool is the number of read connections of a file database; 0
+	// means DefaultReadPool.
+	ReadPool int
+	// Schema is run (idempotently) when the database opens.
+	Schema string
+	// IOKind is the contract's kind for failures of the database itself.
+	IOKind spec.Kind
+}
+
+// DB is an open database.
+type DB struct {
+	ioKind spec.Kind
+	closed atomic.Bool
+	// writerDB holds the one writer connection; writer is it, pinned.
+	// writeSlot serializes its users and, unlike a mutex, lets a waiting
+	// caller give up when its context ends.
+	writerDB  *sql.DB
+	writer    *sql.Conn
+	writeSlot chan struct{}
+	// readers is the read pool of a file database; nil in memory, where
+	// reads take the writer.
+	readers *sql.DB
+}
+
+// InMemory reports whether path names an in-memory database.
+func InMemory(path string) bool { return path == "" || path == ":memory:" }
+
+// Open opens (creating if needed) the database and applies the schema. It
+// waits for another connection's lock at most the busy timeout, and no
+// longer than ctx allows.
+func Open(ctx context.Context, o Options) (*DB, error) {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.ReadPool <= 0 {
+		o.ReadPool = DefaultReadPool
+	}
+	if strings.ContainsAny(o.Path, "?#") {
+		return nil, spec.Errorf(o.IOKind, "open %q: a database path may not contain '?' or '#'", o.Path)
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds())
+	db := &DB{ioKind: o.IOKind, writeSlot: make(chan struct{}, 1)}
+	fail := func(step string, err error) (*DB, error) {
+		db.Close()
+		return nil, spec.Errorf(o.IOKind, "open %q: %s: %w", o.Path, step, err)
+	}
+
+	writerDSN := "file::memory:?" + url.Values{"_pragma": {busy}, "_txlock": {"immediate"}}.Encode()
+	if !InMemory(o.Path) {
+		writerDSN = "file:" + o.Path + "?" + url.Values{"_pragma": {busy}, "_txlock": {"immediate"}}.Encode()
+	}
+	var err error
+	if db.writerDB, err = sql.Open("sqlite", writerDSN); err != nil {
+		return fail("writer", err)
+	}
+	db.writerDB.SetMaxOpenConns(1)
+	if db.writer, err = db.writerDB.Conn(ctx); err != nil {
+		return fail("writer", err)
+	}
+	if !InMemory(o.Path) {
+		if _, err = db.writer.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+			return fail("journal_mode", err)
+		}
+	}
+	if o.Schema != "" {
+		if err = db.Write(ctx, fmt.Sprintf("open %q: schema", o.Path), func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, o.Schema)
+			return err
+		}); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	if !InMemory(o.Path) {
+		readerDSN := "file:" + o.Path + "?" + url.Values{"_pragma": {busy, "query_only(1)"}}.Encode()
+		if db.readers, err = sql.Open("sqlite", readerDSN); err != nil {
+			return fail("readers", err)
+		}
+		db.readers.SetMaxOpenConns(o.ReadPool)
+		db.readers.SetMaxIdleConns(o.ReadPool)
+		if err = db.readers.PingContext(ctx); err != nil {
+			return fail("readers", err)
+		}
+	}
+	return db, nil
+}
+
+// Write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits when
+// fn returns nil. A contract error from fn passes through unchanged; any
+// other failure becomes the contract's io kind, naming op.
+func (db *DB) Write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	select {
+	case db.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return spec.Errorf(db.ioKind, "%s: waiting for the writer: %w", op, ctx.Err())
+	}
+	defer func() { <-db.writeSlot }()
+	if db.closed.Load() {
+		return spec.Errorf(db.ioKind, "%s: store is closed", op)
+	}
+	return db.run(ctx, op, db.writer.BeginTx, fn)
+}
+
+// Read runs fn in one read transaction: a consistent view of the database.
+func (db *DB) Read(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if db.readers == nil {
+		return db.Write(ctx, op, fn)
+	}
+	if db.closed.Load() {
+		return spec.Errorf(db.ioKind, "%s: store is closed", op)
+	}
+	return db.run(ctx, op, db.readers.BeginTx, fn)
+}
+
+func (db *DB) run(ctx context.Context, op string, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(tx *sql.Tx) error) error {
+	tx, err := begin(ctx, nil)
+	if err != nil {
+		return spec.Errorf(db.ioKind, "%s: begin: %w", op, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		var kind *spec.Error
+		if errors.As(err, &kind) {
+			return err
+		}
+		return spec.Errorf(db.ioKind, "%s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return spec.Errorf(db.ioKind, "%s: commit: %w", op, err)
+	}
+	return nil
+}
+
+// Close waits for the write in progress, then closes every connection. It is
+// safe to call more than once.
+func (db *DB) Close() error {
+	db.writeSlot <- struct{}{}
+	defer func() { <-db.writeSlot }()
+	if db.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	if db.writer != nil {
+		errs = append(errs, db.writer.Close())
+	}
+	if db.writerDB != nil {
+		errs = append(errs, db.writerDB.Close())
+	}
+	if db.readers != nil {
+		errs = append(errs, db.readers.Close())
+	}
+	return errors.Join(errs...)
+}

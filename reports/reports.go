@@ -1,0 +1,116 @@
+// Package reports holds what a run found, as checks, and renders it for the
+// people and the tools that read it.
+package reports
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+)
+
+// Outcome is a check's verdict.
+type Outcome string
+
+const (
+	Passed  Outcome = "passed"
+	Failed  Outcome = "failed"
+	Skipped Outcome = "skipped"
+	// Inconclusive: the check could not decide (it ran out of time); it is
+	// never a pass.
+	Inconclusive Outcome = "inconclusive"
+)
+
+// Check is one verdict of one layer of the kit on one store: a spec, a
+// linearizability check, a simulated seed.
+type Check struct {
+	Store    string        `json:"store"`
+	Layer    string        `json:"layer"`
+	Name     string        `json:"name"`
+	Outcome  Outcome       `json:"outcome"`
+	Message  string        `json:"message,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Run is everything one invocation found.
+type Run struct {
+	Backend string  `json:"backend"`
+	Seed    int64   `json:"seed"`
+	Checks  []Check `json:"checks"`
+}
+
+// Tally counts a store's checks in one layer.
+type Tally struct {
+	Store, Layer                                 string
+	Passed, Failed, Skipped, Inconclusive, Total int
+}
+
+// Tallies counts the checks per store and layer, sorted by store then layer.
+func (r Run) Tallies() []Tally {
+	idx := map[[2]string]*Tally{}
+	var out []*Tally
+	for _, c := range r.Checks {
+		k := [2]string{c.Store, c.Layer}
+		t := idx[k]
+		if t == nil {
+			t = &Tally{Store: c.Store, Layer: c.Layer}
+			idx[k] = t
+			out = append(out, t)
+		}
+		t.Total++
+		switch c.Outcome {
+		case Passed:
+			t.Passed++
+		case Failed:
+			t.Failed++
+		case Skipped:
+			t.Skipped++
+		case Inconclusive:
+			t.Inconclusive++
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Store != out[j].Store {
+			return out[i].Store < out[j].Store
+		}
+		return out[i].Layer < out[j].Layer
+	})
+	res := make([]Tally, len(out))
+	for i, t := range out {
+		res[i] = *t
+	}
+	return res
+}
+
+// Failed reports whether any check failed.
+func (r Run) Failed() bool {
+	for _, c := range r.Checks {
+		if c.Outcome == Failed {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteText writes the short summary a person reads on a terminal: a line
+// per store and layer, every failure by name, skip reasons once each.
+func WriteText(w io.Writer, r Run) {
+	fmt.Fprintf(w, "storecheck: backend %s, seed %d\n", r.Backend, r.Seed)
+	for _, t := range r.Tallies() {
+		fmt.Fprintf(w, "  %-11s %-16s %4d passed %4d failed %4d skipped", t.Store, t.Layer, t.Passed, t.Failed, t.Skipped)
+		if t.Inconclusive > 0 {
+			fmt.Fprintf(w, " %4d inconclusive", t.Inconclusive)
+		}
+		fmt.Fprintln(w)
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Checks {
+		switch {
+		case c.Outcome == Failed || c.Outcome == Inconclusive:
+			fmt.Fprintf(w, "%s %s/%s: %s\n    %s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, c.Message)
+		case c.Outcome == Skipped && c.Message != "" && !seen[c.Store+c.Message]:
+			seen[c.Store+c.Message] = true
+			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
+		}
+	}
+}

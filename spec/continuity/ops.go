@@ -1,0 +1,183 @@
+package continuity
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/storecheck/storecheck/spec"
+)
+
+// The continuity operations as values, one per Store method. The result each
+// one yields from Apply is named on it.
+
+// ResolveMany yields map[Identity]Resolution.
+type ResolveMany struct {
+	Identities []Identity `json:"identities"`
+}
+
+// LoadSessionSnapshot yields *Snapshot (nil when none).
+type LoadSessionSnapshot struct {
+	SessionID SessionID `json:"session_id"`
+}
+
+// SessionSnapshotMatchesCurrent yields bool.
+type SessionSnapshotMatchesCurrent struct {
+	Candidate MatchCandidate `json:"candidate"`
+}
+
+// DeleteSessionSnapshotIfCurrentRevision yields bool.
+type DeleteSessionSnapshotIfCurrentRevision struct {
+	SessionID        SessionID `json:"session_id"`
+	ExpectedRevision string    `json:"expected_revision"`
+}
+
+// SaveSessionSnapshot yields nil.
+type SaveSessionSnapshot struct {
+	Write SnapshotWrite `json:"write"`
+}
+
+// UpsertContinuityRecord yields nil.
+type UpsertContinuityRecord struct {
+	Record Record       `json:"record"`
+	Fence  FencingToken `json:"fence"`
+}
+
+// RollbackContinuityRecord yields nil.
+type RollbackContinuityRecord struct {
+	Attempt  Record       `json:"attempt"`
+	Previous *Record      `json:"previous"`
+	Fence    FencingToken `json:"fence"`
+}
+
+// DeleteContinuityRecord yields nil.
+type DeleteContinuityRecord struct {
+	Identity Identity     `json:"identity"`
+	Fence    FencingToken `json:"fence"`
+}
+
+// MaxFencingToken yields FencingToken.
+type MaxFencingToken struct{}
+
+func (ResolveMany) Name() string                   { return "resolve_many" }
+func (LoadSessionSnapshot) Name() string           { return "load_session_snapshot" }
+func (SessionSnapshotMatchesCurrent) Name() string { return "session_snapshot_matches_current" }
+func (DeleteSessionSnapshotIfCurrentRevision) Name() string {
+	return "delete_session_snapshot_if_current_revision"
+}
+func (SaveSessionSnapshot) Name() string      { return "save_session_snapshot" }
+func (UpsertContinuityRecord) Name() string   { return "upsert_continuity_record" }
+func (RollbackContinuityRecord) Name() string { return "rollback_continuity_record" }
+func (DeleteContinuityRecord) Name() string   { return "delete_continuity_record" }
+func (MaxFencingToken) Name() string          { return "max_fencing_token" }
+
+// Ops lists one zero value of every operation, in the contract's order.
+var Ops = []spec.Op{ResolveMany{}, LoadSessionSnapshot{}, SessionSnapshotMatchesCurrent{},
+	DeleteSessionSnapshotIfCurrentRevision{}, SaveSessionSnapshot{}, UpsertContinuityRecord{},
+	RollbackContinuityRecord{}, DeleteContinuityRecord{}, MaxFencingToken{}}
+
+// Apply performs op on s and returns the op's result value.
+func Apply(ctx context.Context, s Store, op spec.Op) (any, error) {
+	switch o := op.(type) {
+	case ResolveMany:
+		return s.ResolveMany(ctx, o.Identities)
+	case LoadSessionSnapshot:
+		return s.LoadSessionSnapshot(ctx, o.SessionID)
+	case SessionSnapshotMatchesCurrent:
+		return s.SessionSnapshotMatchesCurrent(ctx, o.Candidate)
+	case DeleteSessionSnapshotIfCurrentRevision:
+		return s.DeleteSessionSnapshotIfCurrentRevision(ctx, o.SessionID, o.ExpectedRevision)
+	case SaveSessionSnapshot:
+		return nil, s.SaveSessionSnapshot(ctx, o.Write)
+	case UpsertContinuityRecord:
+		return nil, s.UpsertContinuityRecord(ctx, o.Record, o.Fence)
+	case RollbackContinuityRecord:
+		return nil, s.RollbackContinuityRecord(ctx, o.Attempt, o.Previous, o.Fence)
+	case DeleteContinuityRecord:
+		return nil, s.DeleteContinuityRecord(ctx, o.Identity, o.Fence)
+	case MaxFencingToken:
+		return s.MaxFencingToken(ctx)
+	}
+	return nil, fmt.Errorf("continuity: %T is not a continuity operation", op)
+}
+
+// Client is a Store whose every call becomes an operation value handed to an
+// Applier: a process over the wire, a recorder, a fault injector. It is how
+// the suite and the checkers drive any backend through one seam.
+type Client struct {
+	Target spec.Applier
+}
+
+var _ Store = Client{}
+
+// result asserts that a backend answered op with a value of type T.
+func result[T any](op spec.Op, v any, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	t, ok := v.(T)
+	if !ok {
+		return zero, fmt.Errorf("continuity: backend answered %s with %T, want %T", op.Name(), v, zero)
+	}
+	return t, nil
+}
+
+func (c Client) do(ctx context.Context, op spec.Op) (any, error) { return c.Target.Apply(ctx, op) }
+
+func (c Client) ResolveMany(ctx context.Context, ids []Identity) (map[Identity]Resolution, error) {
+	op := ResolveMany{Identities: ids}
+	v, err := c.do(ctx, op)
+	return result[map[Identity]Resolution](op, v, err)
+}
+
+func (c Client) LoadSessionSnapshot(ctx context.Context, session SessionID) (*Snapshot, error) {
+	op := LoadSessionSnapshot{SessionID: session}
+	v, err := c.do(ctx, op)
+	return result[*Snapshot](op, v, err)
+}
+
+func (c Client) SessionSnapshotMatchesCurrent(ctx context.Context, cand MatchCandidate) (bool, error) {
+	op := SessionSnapshotMatchesCurrent{Candidate: cand}
+	v, err := c.do(ctx, op)
+	return result[bool](op, v, err)
+}
+
+func (c Client) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session SessionID, rev string) (bool, error) {
+	op := DeleteSessionSnapshotIfCurrentRevision{SessionID: session, ExpectedRevision: rev}
+	v, err := c.do(ctx, op)
+	return result[bool](op, v, err)
+}
+
+func (c Client) SaveSessionSnapshot(ctx context.Context, w SnapshotWrite) error {
+	_, err := c.do(ctx, SaveSessionSnapshot{Write: w})
+	return err
+}
+
+func (c Client) UpsertContinuityRecord(ctx context.Context, r Record, fence FencingToken) error {
+	_, err := c.do(ctx, UpsertContinuityRecord{Record: r, Fence: fence})
+	return err
+}
+
+func (c Client) RollbackContinuityRecord(ctx context.Context, attempt Record, previous *Record, fence FencingToken) error {
+	_, err := c.do(ctx, RollbackContinuityRecord{Attempt: attempt, Previous: previous, Fence: fence})
+	return err
+}
+
+func (c Client) DeleteContinuityRecord(ctx context.Context, id Identity, fence FencingToken) error {
+	_, err := c.do(ctx, DeleteContinuityRecord{Identity: id, Fence: fence})
+	return err
+}
+
+func (c Client) MaxFencingToken(ctx context.Context) (FencingToken, error) {
+	op := MaxFencingToken{}
+	v, err := c.do(ctx, op)
+	return result[FencingToken](op, v, err)
+}
+
+// Close closes the target when it can be closed.
+func (c Client) Close() error {
+	if cl, ok := c.Target.(interface{ Close() error }); ok {
+		return cl.Close()
+	}
+	return nil
+}

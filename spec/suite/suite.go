@@ -1,0 +1,141 @@
+// Package suite is the conformance suite: every rule of every contract as a
+// Ginkgo spec, run against any backend through a Harness.
+//
+// From go test, a backend author writes one test:
+//
+//	func TestConformance(t *testing.T) { suite.Test(t, myHarness) }
+//
+// The storecheck binary runs the very same specs through Run. Ginkgo runs one
+// suite per process, so each of these may be called once per process.
+package suite
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega"
+
+	"github.com/storecheck/storecheck/reports"
+)
+
+// Epoch is where every spec's fake clock starts: a fixed instant, so that
+// runs are the same byte for byte.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Layer is the report layer of the suite's checks.
+const Layer = "spec"
+
+// Define adds the suite's specs for h to Ginkgo's tree. Call it before
+// RunSpecs, once.
+func Define(h Harness) {
+	Describe("continuity", Label("continuity"), func() { continuitySpecs(h) })
+}
+
+// Test runs the whole suite against h from a go test function.
+func Test(t GinkgoTestingT, h Harness) bool {
+	RegisterFailHandler(Fail)
+	Define(h)
+	return RunSpecs(t, "storecheck conformance: "+h.Name)
+}
+
+// Config selects what Run runs.
+type Config struct {
+	// Seed orders the specs; the same seed runs them in the same order.
+	Seed int64
+	// Stores limits the run to these stores; empty means all.
+	Stores []string
+	// FailFast stops at the first failure.
+	FailFast bool
+	// Verbose prints every spec as it runs, not only failures.
+	Verbose bool
+}
+
+// failer records a failure for Run, which has no *testing.T.
+type failer struct{ failed bool }
+
+func (f *failer) Fail() { f.failed = true }
+
+// Run runs the suite against h and returns one check per spec.
+func Run(h Harness, cfg Config) []reports.Check {
+	RegisterFailHandler(Fail)
+	Define(h)
+	var checks []reports.Check
+	ReportAfterSuite("storecheck", func(r Report) { checks = convert(r) })
+	sc, rc := GinkgoConfiguration()
+	sc.RandomSeed = cfg.Seed
+	sc.RandomizeAllSpecs = true
+	sc.FailFast = cfg.FailFast
+	if len(cfg.Stores) > 0 {
+		sc.LabelFilter = strings.Join(cfg.Stores, " || ")
+	}
+	rc.Succinct = !cfg.Verbose
+	rc.Verbose = cfg.Verbose
+	rc.NoColor = true
+	RunSpecs(&failer{}, "storecheck conformance: "+h.Name, sc, rc)
+	return checks
+}
+
+// convert turns Ginkgo's report into checks: the store is a spec's first
+// container, the operation its second.
+func convert(r Report) []reports.Check {
+	var out []reports.Check
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		c := reports.Check{Layer: Layer, Name: s.FullText(), Duration: s.RunTime}
+		if h := s.ContainerHierarchyTexts; len(h) > 0 {
+			c.Store = h[0]
+		}
+		switch {
+		case s.State.Is(types.SpecStatePassed):
+			c.Outcome = reports.Passed
+		case s.State.Is(types.SpecStateSkipped | types.SpecStatePending):
+			c.Outcome = reports.Skipped
+			c.Message = s.Failure.Message
+		default:
+			c.Outcome = reports.Failed
+			c.Message = s.Failure.Message
+			if loc := s.Failure.Location; loc.FileName != "" {
+				c.Message += " (" + filepath.Base(loc.FileName) + ":" + strconv.Itoa(loc.LineNumber) + ")"
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// fresh holds what one spec works with: a context, a fake clock at Epoch,
+// and where its store lives.
+type fresh struct {
+	ctx   context.Context
+	clock *clockwork.FakeClock
+	path  string
+}
+
+// newFresh prepares a spec: a file path in a temporary folder when the
+// backend keeps files, else in-memory.
+func newFresh(h Harness, file string) *fresh {
+	f := &fresh{ctx: context.Background(), clock: clockwork.NewFakeClockAt(Epoch)}
+	switch {
+	case h.Capabilities.Files:
+		f.path = filepath.Join(GinkgoT().TempDir(), file)
+	case h.Capabilities.InMemory:
+	default:
+		Fail("the harness declares neither Files nor InMemory: the suite cannot open a store")
+	}
+	return f
+}
+
+// need skips the current spec unless the harness declares a capability.
+func need(has bool, capability, what string) {
+	if !has {
+		Skip("backend does not declare capability " + capability + ": " + what + " is not checked")
+	}
+}
