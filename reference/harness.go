@@ -46,7 +46,7 @@ func Harness(o Options) suite.Harness {
 			if o.Direct {
 				return s, nil
 			}
-			return continuity.Client{Target: adapters.Continuity(s)}, nil
+			return continuity.Proxy{Target: adapters.Continuity(s)}, nil
 		},
 	}
 }

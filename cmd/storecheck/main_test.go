@@ -56,7 +56,10 @@ func storecheck(t *testing.T, harness string, args ...string) (stdout, stderr st
 	return out.String(), errb.String(), code
 }
 
-var tally = regexp.MustCompile(`(?m)^  continuity\s+spec\s+(\d+) passed\s+(\d+) failed\s+(\d+) skipped`)
+// tally matches a store's summary line.
+func tally(store string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^  ` + store + `\s+spec\s+(\d+) passed\s+(\d+) failed\s+(\d+) skipped`)
+}
 
 func TestRunPassesTheReference(t *testing.T) {
 	for _, harness := range []string{"file", "memory", "direct"} {
@@ -65,9 +68,11 @@ func TestRunPassesTheReference(t *testing.T) {
 			if code != exitPassed {
 				t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 			}
-			m := tally.FindStringSubmatch(out)
-			if m == nil || m[1] == "0" || m[2] != "0" {
-				t.Fatalf("want a continuity line with passes and no failures:\n%s", out)
+			for _, store := range stores {
+				m := tally(store).FindStringSubmatch(out)
+				if m == nil || m[1] == "0" || m[2] != "0" {
+					t.Fatalf("want a %s line with passes and no failures:\n%s", store, out)
+				}
 			}
 			if !strings.Contains(out, "seed 7") {
 				t.Errorf("the summary does not print the seed:\n%s", out)
@@ -81,52 +86,32 @@ func TestRunPassesTheReference(t *testing.T) {
 
 func TestNoArgumentsRunsTheSuite(t *testing.T) {
 	out, _, code := storecheck(t, "file")
-	if code != exitPassed || tally.FindString(out) == "" {
+	if code != exitPassed || tally(stores[0]).FindString(out) == "" {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
 
+// expectedFailures names, for each deliberate bug, specs that must fail
+// against it. Each store's file adds its bugs (bugs_<store>_test.go).
+var expectedFailures = map[bugs.Bug][]string{}
+
 // Each deliberate bug must make the specs that state its rule fail: the suite
 // catches what it claims to catch.
 func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
-	want := map[bugs.Bug][]string{
-		bugs.ContinuityFenceRejectsEqual: {
-			"continuity upsert_continuity_record accepts the stored fence again and a newer one",
-			"continuity save_session_snapshot accepts the record's own fence",
-		},
-		bugs.ContinuityFenceAcceptsOlder: {
-			"continuity upsert_continuity_record rejects a fence lower than the stored one with stale_fencing_token",
-			"continuity save_session_snapshot rejects a fence lower than the record's with stale_fencing_token",
-			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
-		},
-		bugs.ContinuityDeleteSkipsFence: {
-			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
-		},
-		bugs.ContinuityGenerationRegression: {
-			"continuity upsert_continuity_record rejects a lower generation with stale_continuity_generation, even with a newer fence",
-		},
-		bugs.ContinuityVersionResetOnRebind: {
-			"continuity upsert_continuity_record keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)",
-		},
-		bugs.ContinuitySnapshotOwnerUnchecked: {
-			"continuity save_session_snapshot rejects a snapshot row owned by another identity with corruption, keeping the old bytes",
-			"continuity save_session_snapshot rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes",
-		},
-		bugs.ContinuityMaxFenceRecordsOnly: {
-			"continuity max_fencing_token is the maximum over records and snapshots",
-		},
-	}
-	if len(want) != len(bugs.Continuity) {
-		t.Fatalf("every continuity bug needs its expected failures here")
-	}
-	for _, b := range bugs.Continuity {
+	for _, b := range bugs.All() {
 		t.Run(b.Name(), func(t *testing.T) {
+			t.Parallel()
+			want := expectedFailures[b]
+			if len(want) == 0 {
+				t.Fatalf("bug %s has no expected failures in expectedFailures", b.Name())
+			}
 			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--seed", "1")
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 			}
-			for _, name := range want[b] {
-				if !strings.Contains(out, "FAIL continuity/spec: "+name+"\n") {
+			for _, name := range want {
+				store, _, _ := strings.Cut(name, " ")
+				if !strings.Contains(out, "FAIL "+store+"/spec: "+name+"\n") {
 					t.Errorf("spec %q did not fail:\n%s", name, out)
 				}
 			}
@@ -141,7 +126,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --seed, --fail-fast, --verbose\n"},
-		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: continuity\n"},
+		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, help\n"},

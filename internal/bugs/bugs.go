@@ -10,6 +10,28 @@ type Bug struct{ name string }
 // Name is the bug's stable name ("" for none).
 func (b Bug) Name() string { return b.name }
 
+// all is every bug of every store, in registration order.
+var all []Bug
+
+// register adds a store's bugs to the registry and returns them.
+func register(bs ...Bug) []Bug {
+	all = append(all, bs...)
+	return bs
+}
+
+// ByName finds a bug by its name.
+func ByName(name string) (Bug, bool) {
+	for _, b := range all {
+		if b.name == name {
+			return b, true
+		}
+	}
+	return Bug{}, false
+}
+
+// All lists every bug of every store.
+func All() []Bug { return append([]Bug(nil), all...) }
+
 // The continuity store's bugs.
 var (
 	// ContinuityFenceRejectsEqual compares fences with <= where the
@@ -35,16 +57,7 @@ var (
 )
 
 // Continuity lists the continuity store's bugs.
-var Continuity = []Bug{ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
+var Continuity = register(ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
 	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
-	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly}
+	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly)
 
-// ByName finds a bug by its name.
-func ByName(name string) (Bug, bool) {
-	for _, b := range Continuity {
-		if b.name == name {
-			return b, true
-		}
-	}
-	return Bug{}, false
-}

@@ -100,14 +100,14 @@ func Apply(ctx context.Context, s Store, op spec.Op) (any, error) {
 	return nil, fmt.Errorf("continuity: %T is not a continuity operation", op)
 }
 
-// Client is a Store whose every call becomes an operation value handed to an
+// Proxy is a Store whose every call becomes an operation value handed to an
 // Applier: a process over the wire, a recorder, a fault injector. It is how
 // the suite and the checkers drive any backend through one seam.
-type Client struct {
+type Proxy struct {
 	Target spec.Applier
 }
 
-var _ Store = Client{}
+var _ Store = Proxy{}
 
 // result asserts that a backend answered op with a value of type T.
 func result[T any](op spec.Op, v any, err error) (T, error) {
@@ -122,60 +122,60 @@ func result[T any](op spec.Op, v any, err error) (T, error) {
 	return t, nil
 }
 
-func (c Client) do(ctx context.Context, op spec.Op) (any, error) { return c.Target.Apply(ctx, op) }
+func (c Proxy) do(ctx context.Context, op spec.Op) (any, error) { return c.Target.Apply(ctx, op) }
 
-func (c Client) ResolveMany(ctx context.Context, ids []Identity) (map[Identity]Resolution, error) {
+func (c Proxy) ResolveMany(ctx context.Context, ids []Identity) (map[Identity]Resolution, error) {
 	op := ResolveMany{Identities: ids}
 	v, err := c.do(ctx, op)
 	return result[map[Identity]Resolution](op, v, err)
 }
 
-func (c Client) LoadSessionSnapshot(ctx context.Context, session SessionID) (*Snapshot, error) {
+func (c Proxy) LoadSessionSnapshot(ctx context.Context, session SessionID) (*Snapshot, error) {
 	op := LoadSessionSnapshot{SessionID: session}
 	v, err := c.do(ctx, op)
 	return result[*Snapshot](op, v, err)
 }
 
-func (c Client) SessionSnapshotMatchesCurrent(ctx context.Context, cand MatchCandidate) (bool, error) {
+func (c Proxy) SessionSnapshotMatchesCurrent(ctx context.Context, cand MatchCandidate) (bool, error) {
 	op := SessionSnapshotMatchesCurrent{Candidate: cand}
 	v, err := c.do(ctx, op)
 	return result[bool](op, v, err)
 }
 
-func (c Client) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session SessionID, rev string) (bool, error) {
+func (c Proxy) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session SessionID, rev string) (bool, error) {
 	op := DeleteSessionSnapshotIfCurrentRevision{SessionID: session, ExpectedRevision: rev}
 	v, err := c.do(ctx, op)
 	return result[bool](op, v, err)
 }
 
-func (c Client) SaveSessionSnapshot(ctx context.Context, w SnapshotWrite) error {
+func (c Proxy) SaveSessionSnapshot(ctx context.Context, w SnapshotWrite) error {
 	_, err := c.do(ctx, SaveSessionSnapshot{Write: w})
 	return err
 }
 
-func (c Client) UpsertContinuityRecord(ctx context.Context, r Record, fence FencingToken) error {
+func (c Proxy) UpsertContinuityRecord(ctx context.Context, r Record, fence FencingToken) error {
 	_, err := c.do(ctx, UpsertContinuityRecord{Record: r, Fence: fence})
 	return err
 }
 
-func (c Client) RollbackContinuityRecord(ctx context.Context, attempt Record, previous *Record, fence FencingToken) error {
+func (c Proxy) RollbackContinuityRecord(ctx context.Context, attempt Record, previous *Record, fence FencingToken) error {
 	_, err := c.do(ctx, RollbackContinuityRecord{Attempt: attempt, Previous: previous, Fence: fence})
 	return err
 }
 
-func (c Client) DeleteContinuityRecord(ctx context.Context, id Identity, fence FencingToken) error {
+func (c Proxy) DeleteContinuityRecord(ctx context.Context, id Identity, fence FencingToken) error {
 	_, err := c.do(ctx, DeleteContinuityRecord{Identity: id, Fence: fence})
 	return err
 }
 
-func (c Client) MaxFencingToken(ctx context.Context) (FencingToken, error) {
+func (c Proxy) MaxFencingToken(ctx context.Context) (FencingToken, error) {
 	op := MaxFencingToken{}
 	v, err := c.do(ctx, op)
 	return result[FencingToken](op, v, err)
 }
 
 // Close closes the target when it can be closed.
-func (c Client) Close() error {
+func (c Proxy) Close() error {
 	if cl, ok := c.Target.(interface{ Close() error }); ok {
 		return cl.Close()
 	}

@@ -1,0 +1,35 @@
+package main
+
+import "github.com/storecheck/storecheck/internal/bugs"
+
+func init() {
+	for b, specs := range map[bugs.Bug][]string{
+		bugs.ContinuityFenceRejectsEqual: {
+			"continuity upsert_continuity_record accepts the stored fence again and a newer one",
+			"continuity save_session_snapshot accepts the record's own fence",
+		},
+		bugs.ContinuityFenceAcceptsOlder: {
+			"continuity upsert_continuity_record rejects a fence lower than the stored one with stale_fencing_token",
+			"continuity save_session_snapshot rejects a fence lower than the record's with stale_fencing_token",
+			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
+		},
+		bugs.ContinuityDeleteSkipsFence: {
+			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
+		},
+		bugs.ContinuityGenerationRegression: {
+			"continuity upsert_continuity_record rejects a lower generation with stale_continuity_generation, even with a newer fence",
+		},
+		bugs.ContinuityVersionResetOnRebind: {
+			"continuity upsert_continuity_record keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)",
+		},
+		bugs.ContinuitySnapshotOwnerUnchecked: {
+			"continuity save_session_snapshot rejects a snapshot row owned by another identity with corruption, keeping the old bytes",
+			"continuity save_session_snapshot rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes",
+		},
+		bugs.ContinuityMaxFenceRecordsOnly: {
+			"continuity max_fencing_token is the maximum over records and snapshots",
+		},
+	} {
+		expectedFailures[b] = specs
+	}
+}
