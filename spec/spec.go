@@ -18,8 +18,12 @@ import (
 
 // Op is one store operation as a value. Name is the operation's stable
 // snake_case name, the same in reports, histories and the wire protocol.
+// Result is the zero value of what the operation yields (a typed nil for a
+// pointer, map or slice; untyped nil when it yields nothing), so a decoder
+// or a checker knows the result's type without a table of its own.
 type Op interface {
 	Name() string
+	Result() any
 }
 
 // Applier performs operation values: a store in process, a backend over the

@@ -8,7 +8,8 @@ import (
 )
 
 // The continuity operations as values, one per Store method. The result each
-// one yields from Apply is named on it.
+// one yields from Apply is named on it, and is the type its Result method
+// returns.
 
 // ResolveMany yields map[Identity]Resolution.
 type ResolveMany struct {
@@ -69,6 +70,18 @@ func (UpsertContinuityRecord) Name() string   { return "upsert_continuity_record
 func (RollbackContinuityRecord) Name() string { return "rollback_continuity_record" }
 func (DeleteContinuityRecord) Name() string   { return "delete_continuity_record" }
 func (MaxFencingToken) Name() string          { return "max_fencing_token" }
+
+func (ResolveMany) Result() any                   { return map[Identity]Resolution(nil) }
+func (LoadSessionSnapshot) Result() any           { return (*Snapshot)(nil) }
+func (SessionSnapshotMatchesCurrent) Result() any { return false }
+func (DeleteSessionSnapshotIfCurrentRevision) Result() any {
+	return false
+}
+func (SaveSessionSnapshot) Result() any      { return nil }
+func (UpsertContinuityRecord) Result() any   { return nil }
+func (RollbackContinuityRecord) Result() any { return nil }
+func (DeleteContinuityRecord) Result() any   { return nil }
+func (MaxFencingToken) Result() any          { return FencingToken(0) }
 
 // Ops lists one zero value of every operation, in the contract's order.
 var Ops = []spec.Op{ResolveMany{}, LoadSessionSnapshot{}, SessionSnapshotMatchesCurrent{},
