@@ -46,4 +46,3 @@ func cli(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, help\n", cmd)
 	return exitUsage
 }
-
