@@ -194,3 +194,6 @@ func (c Proxy) Close() error {
 	}
 	return nil
 }
+
+// Contract describes the continuity store to the generic parts of the kit.
+var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}

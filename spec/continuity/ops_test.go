@@ -2,7 +2,9 @@ package continuity
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/storecheck/storecheck/spec"
@@ -59,3 +61,45 @@ func TestOpsDeclareTheirResults(t *testing.T) {
 type applierFunc func(context.Context, spec.Op) (any, error)
 
 func (f applierFunc) Apply(ctx context.Context, op spec.Op) (any, error) { return f(ctx, op) }
+
+// Every operation survives a JSON round trip by name, and so does its result.
+func TestOpsRoundTripThroughJSON(t *testing.T) {
+	prev := &Record{Identity: "i", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 2}
+	for _, op := range []spec.Op{
+		ResolveMany{Identities: []Identity{"a", "b"}},
+		SaveSessionSnapshot{Write: SnapshotWrite{Identity: "i", SessionID: "s", CheckpointVersion: 3, FencingToken: 4, Data: []byte{0, 1, 255}}},
+		RollbackContinuityRecord{Attempt: *prev, Previous: prev, Fence: 9},
+		MaxFencingToken{},
+	} {
+		raw, err := json.Marshal(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Contract.DecodeOp(op.Name(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, op) {
+			t.Errorf("%s: %#v came back as %#v", op.Name(), op, back)
+		}
+	}
+	if _, err := Contract.DecodeOp("upsert_continuity_record", []byte(`{"record":{},"fense":1}`)); err == nil ||
+		!strings.Contains(err.Error(), `unknown field "fense"`) {
+		t.Errorf("a misspelt field: %v", err)
+	}
+	if _, err := Contract.DecodeOp("upsert", nil); err == nil || err.Error() != `continuity has no operation "upsert"` {
+		t.Errorf("an unknown operation: %v", err)
+	}
+	res := map[Identity]Resolution{"a": {State: Ready, Record: prev}, "b": {State: Uninitialized}}
+	raw, _ := json.Marshal(res)
+	back, err := spec.DecodeResult(ResolveMany{}, raw)
+	if err != nil || !reflect.DeepEqual(back, res) {
+		t.Errorf("resolve_many result: %#v, %v", back, err)
+	}
+	if _, err := spec.DecodeResult(MaxFencingToken{}, []byte(`"seven"`)); err == nil {
+		t.Error("a string decoded as a fencing token")
+	}
+	if _, err := spec.DecodeResult(UpsertContinuityRecord{}, []byte(`true`)); err == nil {
+		t.Error("a value decoded for an operation that yields nothing")
+	}
+}
