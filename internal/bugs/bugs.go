@@ -54,9 +54,13 @@ var (
 	// ContinuityMaxFenceRecordsOnly computes the fencing high-water mark
 	// over the records table alone.
 	ContinuityMaxFenceRecordsOnly = Bug{"continuity_max_fence_records_only"}
+	// ContinuityUpsertCheckOutsideTx checks the fence and generation in one
+	// transaction and writes in another: a race lets an older fence land
+	// after a newer one was acknowledged. Only concurrency exposes it.
+	ContinuityUpsertCheckOutsideTx = Bug{"continuity_upsert_check_outside_tx"}
 )
 
 // Continuity lists the continuity store's bugs.
 var Continuity = register(ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
 	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
-	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly)
+	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly, ContinuityUpsertCheckOutsideTx)

@@ -252,33 +252,56 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 }
 
 func (s *Store) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
+	if s.bug == bugs.ContinuityUpsertCheckOutsideTx {
+		return s.racyUpsert(ctx, r, fence)
+	}
 	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
 		cur, err := loadRecord(ctx, tx, r.Identity)
 		if err != nil {
 			return err
 		}
-		version := r.CheckpointVersion
-		if cur != nil {
-			if s.staleFence(fence, cur.fence) {
-				return staleFenceError(r.Identity, fence, cur.fence)
-			}
-			if r.Generation < cur.Generation && s.bug != bugs.ContinuityGenerationRegression {
-				return spec.Errorf(c.ErrStaleContinuityGeneration, "identity %s: presented generation %d, current %d",
-					r.Identity, r.Generation, cur.Generation)
-			}
-			// Within one generation the durable checkpoint head never goes
-			// backwards, even when the session is rebound.
-			if r.Generation == cur.Generation && cur.CheckpointVersion > version && s.bug != bugs.ContinuityVersionResetOnRebind {
-				version = cur.CheckpointVersion
-			}
+		return s.upsertChecked(ctx, tx, cur, r, fence)
+	})
+}
+
+// upsertChecked applies the upsert rules to the current record and writes.
+func (s *Store) upsertChecked(ctx context.Context, tx *sql.Tx, cur *record, r c.Record, fence c.FencingToken) error {
+	version := r.CheckpointVersion
+	if cur != nil {
+		if s.staleFence(fence, cur.fence) {
+			return staleFenceError(r.Identity, fence, cur.fence)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO continuity_records
-			(identity, agent_runtime_id, session_id, generation, checkpoint_version, fencing_token) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT(identity) DO UPDATE SET agent_runtime_id = excluded.agent_runtime_id,
-				session_id = excluded.session_id, generation = excluded.generation,
-				checkpoint_version = excluded.checkpoint_version, fencing_token = excluded.fencing_token`,
-			r.Identity, r.AgentRuntimeID, r.SessionID, r.Generation, version, fence)
+		if r.Generation < cur.Generation && s.bug != bugs.ContinuityGenerationRegression {
+			return spec.Errorf(c.ErrStaleContinuityGeneration, "identity %s: presented generation %d, current %d",
+				r.Identity, r.Generation, cur.Generation)
+		}
+		// Within one generation the durable checkpoint head never goes
+		// backwards, even when the session is rebound.
+		if r.Generation == cur.Generation && cur.CheckpointVersion > version && s.bug != bugs.ContinuityVersionResetOnRebind {
+			version = cur.CheckpointVersion
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO continuity_records
+		(identity, agent_runtime_id, session_id, generation, checkpoint_version, fencing_token) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT(identity) DO UPDATE SET agent_runtime_id = excluded.agent_runtime_id,
+			session_id = excluded.session_id, generation = excluded.generation,
+			checkpoint_version = excluded.checkpoint_version, fencing_token = excluded.fencing_token`,
+		r.Identity, r.AgentRuntimeID, r.SessionID, r.Generation, version, fence)
+	return err
+}
+
+// racyUpsert is bugs.ContinuityUpsertCheckOutsideTx: the read and the
+// checked write are two transactions, so another writer can come between.
+func (s *Store) racyUpsert(ctx context.Context, r c.Record, fence c.FencingToken) error {
+	var cur *record
+	if err := s.db.Read(ctx, "upsert_continuity_record", func(tx *sql.Tx) (err error) {
+		cur, err = loadRecord(ctx, tx, r.Identity)
 		return err
+	}); err != nil {
+		return err
+	}
+	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
+		return s.upsertChecked(ctx, tx, cur, r, fence)
 	})
 }
 

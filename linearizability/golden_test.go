@@ -1,0 +1,80 @@
+package linearizability
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// Models by store, for the golden histories.
+var goldenModels = map[string]model.Model{"continuity": model.Continuity{}}
+
+// Each store's testdata holds histories known to be linearizable (ok/) and
+// known not to be (illegal/), each one a bug class; the checker must agree.
+func TestGoldenHistories(t *testing.T) {
+	var contracts []spec.Contract
+	for _, m := range goldenModels {
+		contracts = append(contracts, m.Contract())
+	}
+	files, _ := filepath.Glob("testdata/*/*/*.json")
+	if len(files) == 0 {
+		t.Fatal("no golden histories")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimPrefix(f, "testdata/"), func(t *testing.T) {
+			want := Verdict(map[string]Verdict{"ok": Linearizable, "illegal": Illegal}[filepath.Base(filepath.Dir(f))])
+			h, err := ReadFile(f, contracts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Check(goldenModels[h.Store], h, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != want {
+				t.Fatalf("verdict %s, want %s", res.Verdict, want)
+			}
+			// A saved history reads back the same.
+			saved := filepath.Join(t.TempDir(), "h.json")
+			if err := h.WriteFile(saved); err != nil {
+				t.Fatal(err)
+			}
+			again, err := ReadFile(saved, contracts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(again.Entries) != len(h.Entries) {
+				t.Fatalf("round trip lost entries")
+			}
+			for i := range h.Entries {
+				if !again.Entries[i].Outcome.Same(h.Entries[i].Outcome) || again.Entries[i].Op.Name() != h.Entries[i].Op.Name() {
+					t.Fatalf("entry %d changed in a round trip", i)
+				}
+			}
+		})
+	}
+}
+
+func TestMalformedHistoriesAreRefused(t *testing.T) {
+	contracts := []spec.Contract{model.Continuity{}.Contract()}
+	for name, tc := range map[string]struct{ json, want string }{
+		"unknown store":     {`{"store":"nope","entries":[]}`, `unknown store "nope"`},
+		"unknown operation": {`{"store":"continuity","entries":[{"op":"frob","call":1,"return":2}]}`, `continuity has no operation "frob"`},
+		"return before call": {`{"store":"continuity","entries":[{"op":"max_fencing_token","call":5,"return":2,"result":0}]}`,
+			"returns at 2 before its call at 5"},
+		"overlapping client": {`{"store":"continuity","entries":[{"op":"max_fencing_token","call":1,"return":4,"result":0},{"op":"max_fencing_token","call":2,"return":3,"result":0}]}`,
+			"client 0 called it at 2 with an operation outstanding until 4"},
+		"wrong result type": {`{"store":"continuity","entries":[{"op":"max_fencing_token","call":1,"return":2,"result":"x"}]}`,
+			"max_fencing_token result: want continuity.FencingToken"},
+		"unknown field": {`{"store":"continuity","entries":[],"extra":1}`, `unknown field "extra"`},
+	} {
+		_, err := Read(strings.NewReader(tc.json), contracts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
+		}
+	}
+}

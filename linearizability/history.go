@@ -1,0 +1,193 @@
+// Package linearizability records what concurrent clients did to a backend
+// and asks porcupine whether some sequential order of it is one the
+// contract's model (package model) allows.
+package linearizability
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// Entry is one operation of a history: who issued it, the operation value,
+// the injected time it ran at, when it was called and returned (logical
+// ticks: a return before a call means real-time order), and its outcome.
+// An indefinite entry may or may not have taken effect (its reply was lost
+// to a crash or a timeout); it has no return.
+type Entry struct {
+	Client     int
+	Op         spec.Op
+	NowMS      int64
+	Call       int64
+	Return     int64
+	Outcome    model.Outcome
+	Indefinite bool
+}
+
+// History is what a run did to one store.
+type History struct {
+	Store   string
+	Seed    int64
+	Command string
+	Entries []Entry
+}
+
+// Validate checks that the history is well formed: every return after its
+// call, no client with two operations outstanding at once, and nothing after
+// an indefinite operation of the same client.
+func (h History) Validate() error {
+	busyUntil := map[int]int64{}
+	indefinite := map[int]bool{}
+	for i, e := range h.Entries {
+		if e.Op == nil {
+			return fmt.Errorf("entry %d: no operation", i)
+		}
+		if !e.Indefinite && e.Return < e.Call {
+			return fmt.Errorf("entry %d (%s, client %d): returns at %d before its call at %d", i, e.Op.Name(), e.Client, e.Return, e.Call)
+		}
+		if indefinite[e.Client] {
+			return fmt.Errorf("entry %d (%s): client %d issued it after an indefinite operation", i, e.Op.Name(), e.Client)
+		}
+		if until, ok := busyUntil[e.Client]; ok && e.Call <= until {
+			return fmt.Errorf("entry %d (%s): client %d called it at %d with an operation outstanding until %d", i, e.Op.Name(), e.Client, e.Call, until)
+		}
+		busyUntil[e.Client] = e.Return
+		indefinite[e.Client] = e.Indefinite
+	}
+	return nil
+}
+
+// Definite reports whether an error of kind k means the operation did not
+// happen: every kind of the contract but io. An io failure (a commit whose
+// answer was lost), a timeout, a crash, or an error with no kind may or may
+// not have taken effect.
+func Definite(contract spec.Contract, k spec.Kind) bool {
+	return k != "io" && contract.HasKind(k)
+}
+
+// Outcome turns what a backend answered into a model outcome, and says
+// whether it is definite.
+func Outcome(contract spec.Contract, result any, err error) (model.Outcome, bool) {
+	if err == nil {
+		return model.OK(result), true
+	}
+	k := spec.KindOf(err)
+	if k == "" {
+		k = "unknown_error"
+	}
+	return model.Fail(k), Definite(contract, k)
+}
+
+type entryJSON struct {
+	Client     int             `json:"client"`
+	Op         string          `json:"op"`
+	Args       json.RawMessage `json:"args"`
+	NowMS      int64           `json:"now_ms"`
+	Call       int64           `json:"call"`
+	Return     int64           `json:"return,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      spec.Kind       `json:"error,omitempty"`
+	Indefinite bool            `json:"indefinite,omitempty"`
+}
+
+type historyJSON struct {
+	Store   string      `json:"store"`
+	Seed    int64       `json:"seed"`
+	Command string      `json:"command,omitempty"`
+	Entries []entryJSON `json:"entries"`
+}
+
+// MarshalJSON writes the history with each operation as its name and
+// arguments, the form the wire protocol uses.
+func (h History) MarshalJSON() ([]byte, error) {
+	out := historyJSON{Store: h.Store, Seed: h.Seed, Command: h.Command, Entries: make([]entryJSON, len(h.Entries))}
+	for i, e := range h.Entries {
+		args, err := json.Marshal(e.Op)
+		if err != nil {
+			return nil, err
+		}
+		j := entryJSON{Client: e.Client, Op: e.Op.Name(), Args: args, NowMS: e.NowMS, Call: e.Call, Indefinite: e.Indefinite}
+		if !e.Indefinite {
+			j.Return = e.Return
+			j.Error = e.Outcome.Kind
+			if e.Outcome.Kind == "" && e.Outcome.Result != nil {
+				if j.Result, err = json.Marshal(e.Outcome.Result); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out.Entries[i] = j
+	}
+	return json.MarshalIndent(out, "", " ")
+}
+
+// Read decodes a saved history of one of the given stores.
+func Read(r io.Reader, contracts []spec.Contract) (History, error) {
+	var raw historyJSON
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return History{}, fmt.Errorf("history: %w", err)
+	}
+	var contract *spec.Contract
+	for i := range contracts {
+		if contracts[i].Name == raw.Store {
+			contract = &contracts[i]
+		}
+	}
+	if contract == nil {
+		return History{}, fmt.Errorf("history: unknown store %q", raw.Store)
+	}
+	h := History{Store: raw.Store, Seed: raw.Seed, Command: raw.Command, Entries: make([]Entry, len(raw.Entries))}
+	for i, j := range raw.Entries {
+		op, err := contract.DecodeOp(j.Op, j.Args)
+		if err != nil {
+			return History{}, fmt.Errorf("history entry %d: %w", i, err)
+		}
+		e := Entry{Client: j.Client, Op: op, NowMS: j.NowMS, Call: j.Call, Return: j.Return, Indefinite: j.Indefinite}
+		switch {
+		case j.Indefinite:
+		case j.Error != "":
+			e.Outcome = model.Fail(j.Error)
+		default:
+			v, err := spec.DecodeResult(op, j.Result)
+			if err != nil {
+				return History{}, fmt.Errorf("history entry %d: %w", i, err)
+			}
+			e.Outcome = model.OK(v)
+		}
+		h.Entries[i] = e
+	}
+	if err := h.Validate(); err != nil {
+		return History{}, fmt.Errorf("history: %w", err)
+	}
+	return h, nil
+}
+
+// ReadFile reads a saved history.
+func ReadFile(path string, contracts []spec.Contract) (History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return History{}, err
+	}
+	defer f.Close()
+	h, err := Read(f, contracts)
+	if err != nil {
+		return History{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// WriteFile saves the history as JSON.
+func (h History) WriteFile(path string) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return errors.Join(os.WriteFile(path, append(b, '\n'), 0o644))
+}

@@ -1,0 +1,106 @@
+package linearizability
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/linearizability/model"
+	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
+)
+
+func continuityOpener(t testing.TB, bug bugs.Bug) Opener {
+	path := filepath.Join(t.TempDir(), "continuity.db")
+	return func(ctx context.Context, _ clockwork.Clock) (adapters.Target, error) {
+		s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: path, Bug: bug})
+		if err != nil {
+			return nil, err
+		}
+		return adapters.Continuity(s), nil
+	}
+}
+
+// The model and the reference are two statements of one contract: stepped
+// through the same long random sequences, they must answer alike every time.
+func TestContinuityModelAgreesWithTheReference(t *testing.T) {
+	ctx := context.Background()
+	for seed := range 20 {
+		s, err := refcontinuity.Open(ctx, refcontinuity.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := model.Continuity{}
+		state := m.Init()
+		r := rand.New(rand.NewPCG(uint64(seed), 0))
+		w := DefaultContinuityWorkload
+		for step := range 400 {
+			op := w.Next(r, 0, step)
+			res, err := c.Apply(ctx, s, op)
+			got, _ := Outcome(c.Contract, res, err)
+			var want model.Outcome
+			state, want = m.Step(state, op, 0)
+			if !want.Same(got) {
+				t.Fatalf("seed %d step %d: %s %+v: the reference answered %s, the model %s\nmodel state:\n%s",
+					seed, step, op.Name(), op, got, want, state)
+			}
+		}
+		s.Close()
+	}
+}
+
+func TestReferenceIsLinearizable(t *testing.T) {
+	ctx := context.Background()
+	for _, w := range []ContinuityWorkload{DefaultContinuityWorkload, {Identities: 8, Sessions: 2, Partitioned: true}} {
+		h, err := Run(ctx, c.Contract, continuityOpener(t, bugs.Bug{}), w, Config{Seed: 3, Ops: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Entries) != 1000 {
+			t.Fatalf("recorded %d operations, want 1000", len(h.Entries))
+		}
+		res, err := Check(model.Continuity{}, h, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Linearizable {
+			t.Fatalf("workload %+v: %s", w, res.Summary())
+		}
+		if w.Partitioned && res.Partitions < 8 {
+			t.Errorf("a partitioned workload split into %d parts only", res.Partitions)
+		}
+	}
+}
+
+// A store whose fence check and write are two transactions loses a race that
+// no single-threaded spec can show; the concurrent check must catch it.
+func TestRacyUpsertIsIllegal(t *testing.T) {
+	ctx := context.Background()
+	w := ContinuityWorkload{Identities: 1, Sessions: 1}
+	for seed := range int64(20) {
+		h, err := Run(ctx, c.Contract, continuityOpener(t, bugs.ContinuityUpsertCheckOutsideTx), w, Config{Seed: seed, Ops: 800})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Check(model.Continuity{}, h, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict == Illegal {
+			var html bytes.Buffer
+			if err := res.Visualize(&html); err != nil || html.Len() == 0 {
+				t.Fatalf("visualization: %v", err)
+			}
+			t.Logf("caught at seed %d: %s", seed, res.Summary())
+			return
+		}
+	}
+	t.Fatal("20 runs against a racy upsert were all judged linearizable")
+}

@@ -1,0 +1,264 @@
+package model
+
+import (
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/continuity"
+)
+
+// Continuity is the continuity contract (spec/continuity) as a model.
+type Continuity struct{}
+
+type crec struct {
+	c.Record
+	Fence c.FencingToken
+}
+
+type csnap struct {
+	Identity   c.Identity
+	Generation c.Generation
+	Version    c.CheckpointVersion
+	Fence      c.FencingToken
+	Data       string
+}
+
+// ContinuityState is the records and snapshots of a continuity store.
+type ContinuityState struct {
+	records map[c.Identity]crec
+	snaps   map[c.SessionID]csnap
+}
+
+func (Continuity) Contract() spec.Contract { return c.Contract }
+
+func (Continuity) Init() State { return ContinuityState{} }
+
+func (s ContinuityState) Equal(o State) bool {
+	t, ok := o.(ContinuityState)
+	return ok && maps.Equal(s.records, t.records) && maps.Equal(s.snaps, t.snaps)
+}
+
+// Hash combines per-entry hashes with XOR, so map order does not matter.
+func (s ContinuityState) Hash() uint64 {
+	var h uint64
+	for id, r := range s.records {
+		h ^= hashOf("r", id, r)
+	}
+	for sess, sn := range s.snaps {
+		h ^= hashOf("s", sess, sn)
+	}
+	return h
+}
+
+func hashOf(parts ...any) uint64 {
+	f := fnv.New64a()
+	fmt.Fprint(f, parts...)
+	return f.Sum64()
+}
+
+func (s ContinuityState) String() string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(s.records)) {
+		r := s.records[id]
+		fmt.Fprintf(&b, "record %s: runtime %s session %s gen %d version %d fence %d\n",
+			id, r.AgentRuntimeID, r.SessionID, r.Generation, r.CheckpointVersion, r.Fence)
+	}
+	for _, sess := range slices.Sorted(maps.Keys(s.snaps)) {
+		sn := s.snaps[sess]
+		fmt.Fprintf(&b, "snapshot %s: %s gen %d version %d fence %d data %q\n",
+			sess, sn.Identity, sn.Generation, sn.Version, sn.Fence, sn.Data)
+	}
+	if b.Len() == 0 {
+		return "empty"
+	}
+	return b.String()
+}
+
+func (s ContinuityState) withRecord(id c.Identity, r *crec) ContinuityState {
+	next := ContinuityState{records: maps.Clone(s.records), snaps: s.snaps}
+	if next.records == nil {
+		next.records = map[c.Identity]crec{}
+	}
+	if r == nil {
+		delete(next.records, id)
+	} else {
+		next.records[id] = *r
+	}
+	return next
+}
+
+func (s ContinuityState) withSnapshots(keep func(c.SessionID, csnap) bool, put map[c.SessionID]csnap) ContinuityState {
+	next := ContinuityState{records: s.records, snaps: map[c.SessionID]csnap{}}
+	for k, v := range s.snaps {
+		if keep == nil || keep(k, v) {
+			next.snaps[k] = v
+		}
+	}
+	maps.Copy(next.snaps, put)
+	return next
+}
+
+func (Continuity) Keys(op spec.Op) []string {
+	id := func(i c.Identity) string { return "identity:" + string(i) }
+	sess := func(s c.SessionID) string { return "session:" + string(s) }
+	switch o := op.(type) {
+	case c.UpsertContinuityRecord:
+		return []string{id(o.Record.Identity)}
+	case c.SaveSessionSnapshot:
+		return []string{id(o.Write.Identity), sess(o.Write.SessionID)}
+	case c.LoadSessionSnapshot:
+		return []string{sess(o.SessionID)}
+	case c.SessionSnapshotMatchesCurrent:
+		return []string{id(o.Candidate.Identity), sess(o.Candidate.SessionID)}
+	case c.DeleteSessionSnapshotIfCurrentRevision:
+		return []string{sess(o.SessionID)}
+	case c.RollbackContinuityRecord:
+		keys := []string{id(o.Attempt.Identity)}
+		if o.Previous != nil {
+			keys = append(keys, id(o.Previous.Identity))
+		}
+		return keys
+	case c.DeleteContinuityRecord:
+		return []string{id(o.Identity)}
+	case c.ResolveMany:
+		keys := make([]string, len(o.Identities))
+		for i, x := range o.Identities {
+			keys[i] = id(x)
+		}
+		return keys
+	}
+	return nil // max_fencing_token reads everything
+}
+
+func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
+	s := st.(ContinuityState)
+	switch o := op.(type) {
+	case c.UpsertContinuityRecord:
+		r := o.Record
+		cur, ok := s.records[r.Identity]
+		version := r.CheckpointVersion
+		if ok {
+			if o.Fence < cur.Fence {
+				return s, Fail(c.ErrStaleFencingToken)
+			}
+			if r.Generation < cur.Generation {
+				return s, Fail(c.ErrStaleContinuityGeneration)
+			}
+			if r.Generation == cur.Generation && cur.CheckpointVersion > version {
+				version = cur.CheckpointVersion
+			}
+		}
+		r.CheckpointVersion = version
+		return s.withRecord(r.Identity, &crec{Record: r, Fence: o.Fence}), OK(nil)
+
+	case c.SaveSessionSnapshot:
+		w := o.Write
+		cur, hasRecord := s.records[w.Identity]
+		if hasRecord {
+			switch {
+			case cur.SessionID != w.SessionID || cur.Generation != w.Generation:
+				return s, Fail(c.ErrNotFound)
+			case w.FencingToken < cur.Fence:
+				return s, Fail(c.ErrStaleFencingToken)
+			case w.CheckpointVersion <= cur.CheckpointVersion:
+				return s, Fail(c.ErrStaleCheckpointVersion)
+			}
+		}
+		if sn, ok := s.snaps[w.SessionID]; ok && (sn.Identity != w.Identity || sn.Generation != w.Generation) {
+			return s, Fail(c.ErrCorruption)
+		}
+		next := s.withSnapshots(nil, map[c.SessionID]csnap{w.SessionID: {
+			Identity: w.Identity, Generation: w.Generation, Version: w.CheckpointVersion, Fence: w.FencingToken, Data: string(w.Data)}})
+		if hasRecord {
+			cur.CheckpointVersion, cur.Fence = w.CheckpointVersion, w.FencingToken
+			next = next.withRecord(w.Identity, &cur)
+		}
+		return next, OK(nil)
+
+	case c.LoadSessionSnapshot:
+		if sn, ok := s.snaps[o.SessionID]; ok {
+			return s, OK(&c.Snapshot{Data: []byte(sn.Data)})
+		}
+		return s, OK((*c.Snapshot)(nil))
+
+	case c.ResolveMany:
+		out := map[c.Identity]c.Resolution{}
+		for _, id := range o.Identities {
+			if r, ok := s.records[id]; ok {
+				rec := r.Record
+				out[id] = c.Resolution{State: c.Ready, Record: &rec}
+			} else {
+				out[id] = c.Resolution{State: c.Uninitialized}
+			}
+		}
+		return s, OK(out)
+
+	case c.SessionSnapshotMatchesCurrent:
+		m := o.Candidate
+		sn, ok1 := s.snaps[m.SessionID]
+		r, ok2 := s.records[m.Identity]
+		match := ok1 && ok2 &&
+			sn.Identity == m.Identity && sn.Generation == m.Generation && sn.Version == m.CheckpointVersion && sn.Data == string(m.Data) &&
+			r.SessionID == m.SessionID && r.Generation == m.Generation && r.CheckpointVersion == m.CheckpointVersion &&
+			r.Fence == m.FencingToken && sn.Fence <= m.FencingToken
+		return s, OK(match)
+
+	case c.DeleteSessionSnapshotIfCurrentRevision:
+		sn, ok := s.snaps[o.SessionID]
+		if !ok || c.SnapshotRevision([]byte(sn.Data)) != o.ExpectedRevision {
+			return s, OK(false)
+		}
+		return s.withSnapshots(func(k c.SessionID, _ csnap) bool { return k != o.SessionID }, nil), OK(true)
+
+	case c.RollbackContinuityRecord:
+		a := o.Attempt
+		if o.Previous != nil && o.Previous.Identity != a.Identity {
+			return s, Fail(c.ErrCorruption)
+		}
+		cur, ok := s.records[a.Identity]
+		switch {
+		case !ok:
+			return s, Fail(c.ErrNotFound)
+		case cur.Fence != o.Fence:
+			return s, Fail(c.ErrStaleFencingToken)
+		case cur.AgentRuntimeID != a.AgentRuntimeID || cur.SessionID != a.SessionID || cur.Generation != a.Generation:
+			return s, Fail(c.ErrStaleContinuityGeneration)
+		}
+		next := s.withSnapshots(func(_ c.SessionID, sn csnap) bool {
+			return sn.Identity != a.Identity || sn.Generation != a.Generation
+		}, nil)
+		if o.Previous == nil {
+			return next.withRecord(a.Identity, nil), OK(nil)
+		}
+		return next.withRecord(a.Identity, &crec{Record: *o.Previous, Fence: o.Fence}), OK(nil)
+
+	case c.DeleteContinuityRecord:
+		if cur, ok := s.records[o.Identity]; ok && o.Fence < cur.Fence {
+			return s, Fail(c.ErrStaleFencingToken)
+		}
+		next := s.withSnapshots(func(_ c.SessionID, sn csnap) bool { return sn.Identity != o.Identity }, nil)
+		return next.withRecord(o.Identity, nil), OK(nil)
+
+	case c.MaxFencingToken:
+		var max c.FencingToken
+		for _, r := range s.records {
+			max = maxOf(max, r.Fence)
+		}
+		for _, sn := range s.snaps {
+			max = maxOf(max, sn.Fence)
+		}
+		return s, OK(max)
+	}
+	return s, Fail(spec.Kind("unknown_operation"))
+}
+
+func maxOf(a, b c.FencingToken) c.FencingToken {
+	if a > b {
+		return a
+	}
+	return b
+}

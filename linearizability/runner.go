@@ -1,0 +1,158 @@
+package linearizability
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// Config bounds a concurrent run.
+type Config struct {
+	// Clients is how many clients run at once (default 8).
+	Clients int
+	// Ops is how many operations they issue in all (default 2,000).
+	Ops int
+	// Handles is how many store handles (as separate processes would hold)
+	// the clients are spread over (default 2).
+	Handles int
+	// Seed fixes every client's sequence of operations and the clock's jumps.
+	Seed int64
+	// Duration stops the run early when it has gone on this long (0: no
+	// limit).
+	Duration time.Duration
+	// EpochOps is how many operations run between two jumps of the clock
+	// (default 50). Within an epoch the clock stands still, so every
+	// operation's time is known exactly; between epochs it jumps by up to
+	// MaxJump.
+	EpochOps int
+	// MaxJump bounds a jump of the clock (default 3s).
+	MaxJump time.Duration
+	// OpTimeout bounds one operation; one that times out is indefinite
+	// (default 10s).
+	OpTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clients <= 0 {
+		c.Clients = 8
+	}
+	if c.Ops <= 0 {
+		c.Ops = 2000
+	}
+	if c.Handles <= 0 {
+		c.Handles = 2
+	}
+	if c.EpochOps <= 0 {
+		c.EpochOps = 50
+	}
+	if c.MaxJump <= 0 {
+		c.MaxJump = 3 * time.Second
+	}
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Opener opens one handle on the store under test; every handle it opens in
+// a run is on the same database. The clock is the only time the store may
+// read.
+type Opener func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error)
+
+// Epoch is where a run's fake clock starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Run drives cfg.Clients concurrent clients against handles from open and
+// records the history. Operations a client issues after one of its own came
+// back indefinite are issued as a new client, as porcupine requires.
+func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, cfg Config) (History, error) {
+	cfg = cfg.withDefaults()
+	clock := clockwork.NewFakeClockAt(Epoch)
+	var targets []adapters.Target
+	defer func() {
+		for _, t := range targets {
+			t.Close()
+		}
+	}()
+	for range cfg.Handles {
+		t, err := open(ctx, clock)
+		if err != nil {
+			return History{}, fmt.Errorf("open a handle: %w", err)
+		}
+		targets = append(targets, t)
+	}
+
+	var (
+		tick    atomic.Int64
+		mu      sync.Mutex
+		entries []Entry
+	)
+	rngs := make([]*rand.Rand, cfg.Clients)
+	ids := make([]int, cfg.Clients) // porcupine client id of each client
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
+		ids[i] = i
+	}
+	nextID := cfg.Clients
+	jumps := rand.New(rand.NewPCG(uint64(cfg.Seed), ^uint64(0)))
+	start := time.Now()
+	perClient := (cfg.Ops + cfg.Clients - 1) / cfg.Clients
+	perEpoch := max(1, cfg.EpochOps/cfg.Clients)
+
+	for done := 0; done < perClient; done += perEpoch {
+		if cfg.Duration > 0 && time.Since(start) > cfg.Duration {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return History{}, err
+		}
+		n := min(perEpoch, perClient-done)
+		now := clock.Now().UnixMilli()
+		var wg sync.WaitGroup
+		for cl := range cfg.Clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				target := targets[cl%len(targets)]
+				for step := done; step < done+n; step++ {
+					op := w.Next(rngs[cl], cl, step)
+					opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+					call := tick.Add(1)
+					res, err := target.Apply(opCtx, op)
+					ret := tick.Add(1)
+					cancel()
+					out, definite := Outcome(contract, res, err)
+					if errors.Is(err, context.DeadlineExceeded) {
+						definite = false
+					}
+					mu.Lock()
+					entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite})
+					if !definite {
+						ids[cl] = nextID
+						nextID++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		clock.Advance(time.Duration(jumps.Int64N(int64(cfg.MaxJump))))
+	}
+	sortByCall(entries)
+	return History{Store: contract.Name, Seed: cfg.Seed, Entries: entries}, nil
+}
+
+func sortByCall(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int { return cmp.Compare(a.Call, b.Call) })
+}

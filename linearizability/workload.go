@@ -1,0 +1,100 @@
+package linearizability
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/continuity"
+)
+
+// Workload generates the operations of one store's concurrent clients. It is
+// built to make conflicts likely: few keys, competing writers, fences and
+// versions that are often stale.
+type Workload interface {
+	// Next is the step-th operation of client, drawn from r alone (the
+	// client's own generator), so a seed fixes every client's sequence.
+	Next(r *rand.Rand, client, step int) spec.Op
+}
+
+// ContinuityWorkload drives the continuity store.
+type ContinuityWorkload struct {
+	// Identities and Sessions are how many of each the clients share.
+	Identities, Sessions int
+	// Partitioned keeps each session to one identity and leaves out
+	// max_fencing_token, so the history splits per identity; otherwise
+	// sessions are shared and the checker must consider everything at once.
+	Partitioned bool
+}
+
+// DefaultContinuityWorkload is the default run's: two identities fighting over
+// three sessions.
+var DefaultContinuityWorkload = ContinuityWorkload{Identities: 2, Sessions: 3}
+
+func (w ContinuityWorkload) identity(r *rand.Rand) c.Identity {
+	return c.Identity(fmt.Sprint("agent-", r.IntN(max(w.Identities, 1))))
+}
+
+func (w ContinuityWorkload) session(r *rand.Rand, id c.Identity) c.SessionID {
+	n := r.IntN(max(w.Sessions, 1))
+	if w.Partitioned {
+		return c.SessionID(fmt.Sprintf("%s/session-%d", id, n))
+	}
+	return c.SessionID(fmt.Sprint("session-", n))
+}
+
+func (w ContinuityWorkload) record(r *rand.Rand, id c.Identity) c.Record {
+	return c.Record{
+		Identity:          id,
+		AgentRuntimeID:    c.RuntimeID(fmt.Sprint("rt-", r.IntN(2))),
+		SessionID:         w.session(r, id),
+		Generation:        c.Generation(r.IntN(3)),
+		CheckpointVersion: c.CheckpointVersion(r.IntN(4)),
+	}
+}
+
+// fence is near the client's progress: fences grow as the run goes on, and a
+// client is often a little behind (stale) or ahead.
+func fence(r *rand.Rand, step int) c.FencingToken {
+	return c.FencingToken(step/4 + r.IntN(4))
+}
+
+var snapshotData = []string{"", "alpha", "beta"}
+
+func (w ContinuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
+	id := w.identity(r)
+	switch p := r.IntN(100); {
+	case p < 24:
+		return c.UpsertContinuityRecord{Record: w.record(r, id), Fence: fence(r, step)}
+	case p < 48:
+		rec := w.record(r, id)
+		return c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: id, SessionID: rec.SessionID, Generation: rec.Generation,
+			CheckpointVersion: c.CheckpointVersion(r.IntN(6)), FencingToken: fence(r, step), Data: []byte(snapshotData[r.IntN(len(snapshotData))])}}
+	case p < 58:
+		return c.LoadSessionSnapshot{SessionID: w.session(r, id)}
+	case p < 66:
+		ids := []c.Identity{id}
+		if !w.Partitioned {
+			ids = append(ids, w.identity(r))
+		}
+		return c.ResolveMany{Identities: ids}
+	case p < 74:
+		rec := w.record(r, id)
+		return c.SessionSnapshotMatchesCurrent{Candidate: c.SnapshotWrite{Identity: id, SessionID: rec.SessionID, Generation: rec.Generation,
+			CheckpointVersion: c.CheckpointVersion(r.IntN(6)), FencingToken: fence(r, step), Data: []byte(snapshotData[r.IntN(len(snapshotData))])}}
+	case p < 80:
+		return c.DeleteSessionSnapshotIfCurrentRevision{SessionID: w.session(r, id),
+			ExpectedRevision: c.SnapshotRevision([]byte(snapshotData[r.IntN(len(snapshotData))]))}
+	case p < 90:
+		var prev *c.Record
+		if r.IntN(3) > 0 {
+			p := w.record(r, id)
+			prev = &p
+		}
+		return c.RollbackContinuityRecord{Attempt: w.record(r, id), Previous: prev, Fence: fence(r, step)}
+	case p < 95 || w.Partitioned:
+		return c.DeleteContinuityRecord{Identity: id, Fence: fence(r, step)}
+	default:
+		return c.MaxFencingToken{}
+	}
+}

@@ -1,0 +1,66 @@
+package spec
+
+import "reflect"
+
+// SameResult reports whether two results are equal as the contract sees them:
+// deeply equal, where a nil and an empty slice or map are the same (a backend
+// over the wire cannot tell them apart).
+func SameResult(a, b any) bool {
+	return same(reflect.ValueOf(a), reflect.ValueOf(b))
+}
+
+func same(a, b reflect.Value) bool {
+	if !a.IsValid() || !b.IsValid() {
+		return a.IsValid() == b.IsValid() || isEmpty(a) && isEmpty(b)
+	}
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Slice, reflect.Map:
+		if a.Len() != b.Len() {
+			return false
+		}
+		if a.Kind() == reflect.Slice {
+			for i := 0; i < a.Len(); i++ {
+				if !same(a.Index(i), b.Index(i)) {
+					return false
+				}
+			}
+			return true
+		}
+		for _, k := range a.MapKeys() {
+			bv := b.MapIndex(k)
+			if !bv.IsValid() || !same(a.MapIndex(k), bv) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return same(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for i := 0; i < a.NumField(); i++ {
+			if !same(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	return a.Interface() == b.Interface()
+}
+
+func isEmpty(v reflect.Value) bool {
+	if !v.IsValid() {
+		return true
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}

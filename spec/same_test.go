@@ -1,0 +1,30 @@
+package spec
+
+import "testing"
+
+func TestSameResult(t *testing.T) {
+	type rec struct {
+		Data []byte
+		Tags map[string]int
+		Next *rec
+	}
+	for _, tc := range []struct {
+		a, b any
+		want bool
+	}{
+		{nil, nil, true},
+		{[]byte(nil), []byte{}, true},
+		{rec{Data: nil}, rec{Data: []byte{}}, true},
+		{rec{Tags: map[string]int{}}, rec{}, true},
+		{rec{Data: []byte("a")}, rec{Data: []byte("b")}, false},
+		{&rec{Next: &rec{Data: []byte("x")}}, &rec{Next: &rec{Data: []byte("x")}}, true},
+		{&rec{}, (*rec)(nil), false},
+		{map[string]rec{"a": {}}, map[string]rec{"b": {}}, false},
+		{true, false, false},
+		{uint64(1), int64(1), false},
+	} {
+		if got := SameResult(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameResult(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
