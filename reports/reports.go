@@ -92,6 +92,16 @@ func (r Run) Failed() bool {
 	return false
 }
 
+// Inconclusive reports whether any check could not decide.
+func (r Run) Inconclusive() bool {
+	for _, c := range r.Checks {
+		if c.Outcome == Inconclusive {
+			return true
+		}
+	}
+	return false
+}
+
 // WriteText writes the short summary a person reads on a terminal: a line
 // per store and layer, every failure by name, skip reasons once each.
 func WriteText(w io.Writer, r Run) {

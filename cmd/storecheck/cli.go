@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/storecheck/storecheck/reports"
 	"io"
 	"strings"
 
@@ -13,21 +14,30 @@ const (
 	exitPassed = 0
 	exitFailed = 1
 	exitUsage  = 2
+	// exitInconclusive: nothing failed, but a check could not decide.
+	exitInconclusive = 4
 )
-
-// stores are the contracts storecheck can check, in report order.
-var stores = []string{"continuity"}
 
 const usage = `usage: storecheck [run] [flags]
 
 Commands:
-  run    run the conformance suite against the embedded reference (the default)
+  run        the conformance suite, then the linearizability check, against
+             the embedded reference (the default command)
+  linearize  the linearizability check alone: concurrent clients, a recorded
+             history, porcupine
+  check      check a saved history again, offline: storecheck check HISTORY.json
 
 Flags of run:
   --store LIST   stores to check, comma-separated (default: all: %s)
   --seed N       seed that orders the specs (default: from the clock, printed)
   --fail-fast    stop at the first failure
   --verbose      print every spec as it runs
+  --ops N        operations of each store's linearizability check (default 2000)
+  --report-dir D where failing checks leave their history and visualization
+                 (default storecheck-report)
+
+Flags of linearize: --store, --seed, --report-dir as above, and
+  --clients N --ops N --handles N --timeout D (check time limit) --duration D
 `
 
 // cli runs storecheck with args against h and returns the exit code.
@@ -39,10 +49,40 @@ func cli(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	switch cmd {
 	case "run":
 		return run(args, stdout, stderr, h)
+	case "linearize":
+		return linearize(args, stdout, stderr, h)
+	case "check":
+		return check(args, stdout, stderr)
 	case "help":
 		fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
 		return exitPassed
 	}
-	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, help\n", cmd)
+	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, help\n", cmd)
 	return exitUsage
+}
+
+// exitCode is a run's exit code: a failure wins over an inconclusive check.
+func exitCode(r reports.Run) int {
+	switch {
+	case r.Failed():
+		return exitFailed
+	case r.Inconclusive():
+		return exitInconclusive
+	}
+	return exitPassed
+}
+
+// parseStores reads a comma-separated --store list, naming what is accepted
+// when a name is unknown.
+func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
+	var selected []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := kitOf(s); !ok {
+			fmt.Fprintf(stderr, "storecheck %s: unknown store %q; accepted: %s\n", cmd, s, strings.Join(stores, ", "))
+			return nil, false
+		}
+		selected = append(selected, s)
+	}
+	return selected, true
 }

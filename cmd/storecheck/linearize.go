@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/spec/suite"
+)
+
+// linearizeConfig is what a linearizability run of one store needs.
+type linearizeConfig struct {
+	run       linearizability.Config
+	timeout   time.Duration
+	reportDir string
+	// command reproduces the run (without --seed, which is added).
+	command string
+}
+
+// linearizeStore runs concurrent clients against one store of h, checks the
+// history, and writes a failure folder when it is not linearizable.
+func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeConfig, stderr io.Writer) reports.Check {
+	check := reports.Check{Store: k.contract.Name, Layer: "linearizability"}
+	dir, err := os.MkdirTemp("", "storecheck-linearize-")
+	if err != nil {
+		check.Outcome, check.Message = reports.Failed, err.Error()
+		return check
+	}
+	defer os.RemoveAll(dir)
+	open, handles := k.opener(h, dir)
+	if open == nil {
+		check.Name = "concurrent history"
+		check.Outcome, check.Message = reports.Skipped, "backend does not implement the "+k.contract.Name+" store"
+		return check
+	}
+	rc := cfg.run
+	if rc.Handles == 0 || rc.Handles > handles {
+		rc.Handles = handles
+	}
+	rc = withRunDefaults(rc)
+	check.Name = fmt.Sprintf("%d clients, %d operations, %d handles, seed %d", rc.Clients, rc.Ops, rc.Handles, rc.Seed)
+	start := time.Now()
+	hist, err := linearizability.Run(ctx, k.contract, open, k.workload, rc)
+	if err != nil {
+		check.Outcome, check.Message = reports.Failed, "run: "+err.Error()
+		return check
+	}
+	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, k.contract.Name, rc.Seed)
+	res, err := linearizability.Check(k.model, hist, cfg.timeout)
+	check.Duration = time.Since(start)
+	if err != nil {
+		check.Outcome, check.Message = reports.Failed, "history: "+err.Error()
+		return check
+	}
+	switch res.Verdict {
+	case linearizability.Linearizable:
+		check.Outcome = reports.Passed
+		return check
+	case linearizability.Illegal:
+		check.Outcome = reports.Failed
+		check.Message = "no sequential order of the history is one the contract allows: " + res.Summary()
+	default:
+		check.Outcome = reports.Inconclusive
+		check.Message = "the check ran out of time (" + cfg.timeout.String() + "): " + res.Summary()
+	}
+	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck: could not write the failure report: %v\n", err)
+	} else {
+		check.Message += "; history and visualization in " + folder
+	}
+	check.Message += "; reproduce: " + hist.Command
+	return check
+}
+
+func withRunDefaults(c linearizability.Config) linearizability.Config {
+	if c.Clients <= 0 {
+		c.Clients = 8
+	}
+	if c.Ops <= 0 {
+		c.Ops = 2000
+	}
+	if c.Handles <= 0 {
+		c.Handles = 1
+	}
+	return c
+}
+
+// linearize is "storecheck linearize": the linearizability check alone.
+func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
+	fs := flag.NewFlagSet("linearize", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	storeList := fs.String("store", strings.Join(stores, ","), "")
+	clients := fs.Int("clients", 8, "")
+	ops := fs.Int("ops", 2000, "")
+	handles := fs.Int("handles", 2, "")
+	seed := fs.Int64("seed", time.Now().Unix(), "")
+	timeout := fs.Duration("timeout", 60*time.Second, "")
+	duration := fs.Duration("duration", 0, "")
+	reportDir := fs.String("report-dir", "storecheck-report", "")
+	const accepted = "accepted flags: --store, --clients, --ops, --handles, --seed, --timeout, --duration, --report-dir"
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: storecheck linearize [--store LIST] [--clients N] [--ops N] [--handles N] [--seed N] [--timeout D] [--duration D] [--report-dir DIR]")
+			return exitPassed
+		}
+		fmt.Fprintf(stderr, "storecheck linearize: %v; %s\n", err, accepted)
+		return exitUsage
+	}
+	selected, ok := parseStores(*storeList, "linearize", stderr)
+	if !ok {
+		return exitUsage
+	}
+	for name, v := range map[string]int{"--clients": *clients, "--ops": *ops, "--handles": *handles} {
+		if v <= 0 {
+			fmt.Fprintf(stderr, "storecheck linearize: %s must be at least 1, got %d\n", name, v)
+			return exitUsage
+		}
+	}
+	cfg := linearizeConfig{
+		run:       linearizability.Config{Clients: *clients, Ops: *ops, Handles: *handles, Seed: *seed, Duration: *duration},
+		timeout:   *timeout,
+		reportDir: *reportDir,
+		command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", *clients, *ops, *handles),
+	}
+	result := reports.Run{Backend: h.Name, Seed: *seed}
+	for _, name := range selected {
+		k, _ := kitOf(name)
+		result.Checks = append(result.Checks, linearizeStore(context.Background(), h, k, cfg, stderr))
+	}
+	reports.WriteText(stdout, result)
+	return exitCode(result)
+}
+
+// check is "storecheck check HISTORY.json": a saved history checked again,
+// offline.
+func check(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	timeout := fs.Duration("timeout", 60*time.Second, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			err = fmt.Errorf("want exactly one history file, got %d arguments", fs.NArg())
+		}
+		fmt.Fprintf(stderr, "storecheck check: %v; usage: storecheck check [--timeout D] HISTORY.json\n", err)
+		return exitUsage
+	}
+	hist, err := linearizability.ReadFile(fs.Arg(0), contracts())
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
+		return exitUsage
+	}
+	k, _ := kitOf(hist.Store)
+	res, err := linearizability.Check(k.model, hist, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "%s: %d operations of the %s store: %s\n", fs.Arg(0), len(hist.Entries), hist.Store, res.Summary())
+	switch res.Verdict {
+	case linearizability.Linearizable:
+		return exitPassed
+	case linearizability.Illegal:
+		return exitFailed
+	}
+	return exitInconclusive
+}

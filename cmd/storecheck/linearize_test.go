@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/reference"
+)
+
+// A race the specs cannot see fails linearize, leaves a folder with the
+// history, the visualization and the command, and the saved history fails
+// "storecheck check" again offline.
+func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := storecheck(t, "bug:continuity_upsert_check_outside_tx", "linearize", "--seed", "3", "--report-dir", dir)
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
+	}
+	folder := filepath.Join(dir, "linearizability-continuity-seed-3")
+	for _, f := range []string{"history.json", "visualization.html", "summary.txt"} {
+		if st, err := os.Stat(filepath.Join(folder, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	summary, _ := os.ReadFile(filepath.Join(folder, "summary.txt"))
+	if !strings.Contains(string(summary), "reproduce: storecheck linearize --clients 8 --ops 2000 --handles 2 --store continuity --seed 3") {
+		t.Errorf("summary lacks the command:\n%s", summary)
+	}
+	var o, e bytes.Buffer
+	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, reference.Harness(reference.Options{})); code != exitFailed {
+		t.Fatalf("check of the saved history: exit %d\n%s%s", code, o.String(), e.String())
+	}
+	if !strings.Contains(o.String(), "illegal") {
+		t.Errorf("check output: %s", o.String())
+	}
+}
+
+func TestCheckGoldenHistories(t *testing.T) {
+	h := reference.Harness(reference.Options{})
+	files, _ := filepath.Glob("../../linearizability/testdata/*/*/*.json")
+	if len(files) == 0 {
+		t.Fatal("no golden histories")
+	}
+	for _, f := range files {
+		want := exitPassed
+		if filepath.Base(filepath.Dir(f)) == "illegal" {
+			want = exitFailed
+		}
+		var o, e bytes.Buffer
+		if code := cli([]string{"check", f}, &o, &e, h); code != want {
+			t.Errorf("%s: exit %d, want %d\n%s%s", f, code, want, o.String(), e.String())
+		}
+	}
+}
+
+func TestLinearizeAndCheckUsageErrors(t *testing.T) {
+	h := reference.Harness(reference.Options{})
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"store":"continuity","entries":[{"op":"nope"}]}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"linearize", "--clients", "0"}, "storecheck linearize: --clients must be at least 1, got 0\n"},
+		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(stores, ", ") + "\n"},
+		{[]string{"check"}, "storecheck check: want exactly one history file, got 0 arguments; usage: storecheck check [--timeout D] HISTORY.json\n"},
+		{[]string{"check", bad}, "storecheck check: " + bad + ": history entry 0: continuity has no operation \"nope\"\n"},
+	} {
+		var o, e bytes.Buffer
+		if code := cli(tc.args, &o, &e, h); code != exitUsage || e.String() != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, %q", tc.args, code, e.String(), exitUsage, tc.want)
+		}
+	}
+}
