@@ -1,0 +1,90 @@
+package linearizability
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/continuity"
+)
+
+// modelTarget is a store made of the model itself, stepped under a lock: it
+// records large linearizable histories quickly, to measure the checker.
+type modelTarget struct {
+	mu    *sync.Mutex
+	m     model.Model
+	state *model.State
+	clock clockwork.Clock
+}
+
+func (t modelTarget) Apply(_ context.Context, op spec.Op) (any, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next, out := t.m.Step(*t.state, op, t.clock.Now().UnixMilli())
+	*t.state = next
+	if out.Kind != "" {
+		return nil, &spec.Error{Kind: out.Kind}
+	}
+	return out.Result, nil
+}
+
+func (modelTarget) Close() error { return nil }
+
+func modelOpener(m model.Model) Opener {
+	mu, state := &sync.Mutex{}, m.Init()
+	return func(_ context.Context, clock clockwork.Clock) (adapters.Target, error) {
+		return modelTarget{mu: mu, m: m, state: &state, clock: clock}, nil
+	}
+}
+
+// BenchmarkCheck measures the checker against history size, on histories of
+// the default (shared keys, one partition) and partitioned workloads.
+func BenchmarkCheck(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		w    ContinuityWorkload
+		ops  int
+	}{
+		{"continuity/shared/1k", DefaultContinuityWorkload, 1_000},
+		{"continuity/shared/10k", DefaultContinuityWorkload, 10_000},
+		{"continuity/partitioned/1k", ContinuityWorkload{Identities: 10, Sessions: 3, Partitioned: true}, 1_000},
+		{"continuity/partitioned/10k", ContinuityWorkload{Identities: 100, Sessions: 3, Partitioned: true}, 10_000},
+		{"continuity/partitioned/100k", ContinuityWorkload{Identities: 1000, Sessions: 3, Partitioned: true}, 100_000},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			h, err := Run(context.Background(), c.Contract, modelOpener(model.Continuity{}), tc.w, Config{Seed: 1, Ops: tc.ops})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Check(model.Continuity{}, h, time.Minute)
+				if err != nil || res.Verdict != Linearizable {
+					b.Fatalf("%v %v", res.Verdict, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDefaultRun is the default run of storecheck: 8 clients, 2,000
+// operations on two handles of one reference file, recorded and checked.
+func BenchmarkDefaultRun(b *testing.B) {
+	for b.Loop() {
+		h, err := Run(context.Background(), c.Contract, continuityOpener(b, bugs.Bug{}), DefaultContinuityWorkload, Config{Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := Check(model.Continuity{}, h, time.Minute); err != nil || res.Verdict != Linearizable {
+			b.Fatal(fmt.Sprint(res.Verdict, err))
+		}
+	}
+}
