@@ -30,19 +30,37 @@ type Check struct {
 	Outcome  Outcome       `json:"outcome"`
 	Message  string        `json:"message,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// Reproduce is the command line that runs this check again.
+	Reproduce string `json:"reproduce,omitempty"`
+	// Details is what a person needs to see the failure: the minimal
+	// history or the shrunk schedule, as text.
+	Details string `json:"details,omitempty"`
+	// Artifacts are files the check left, relative to the report folder.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+}
+
+// Artifact is a file a check left: a saved history, a visualization, a
+// schedule.
+type Artifact struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
 // Run is everything one invocation found.
 type Run struct {
-	Backend string  `json:"backend"`
-	Seed    int64   `json:"seed"`
-	Checks  []Check `json:"checks"`
+	Tool     string        `json:"tool"`
+	Command  string        `json:"command,omitempty"`
+	Backend  string        `json:"backend"`
+	Seed     int64         `json:"seed"`
+	Duration time.Duration `json:"duration_ns"`
+	Checks   []Check       `json:"checks"`
 }
 
 // Tally counts a store's checks in one layer.
 type Tally struct {
 	Store, Layer                                 string
 	Passed, Failed, Skipped, Inconclusive, Total int
+	Duration                                     time.Duration
 }
 
 // Tallies counts the checks per store and layer, sorted by store then layer.
@@ -58,6 +76,7 @@ func (r Run) Tallies() []Tally {
 			out = append(out, t)
 		}
 		t.Total++
+		t.Duration += c.Duration
 		switch c.Outcome {
 		case Passed:
 			t.Passed++
@@ -105,11 +124,18 @@ func (r Run) Inconclusive() bool {
 // WriteText writes the short summary a person reads on a terminal: a line
 // per store and layer, every failure by name, skip reasons once each.
 func WriteText(w io.Writer, r Run) {
-	fmt.Fprintf(w, "storecheck: backend %s, seed %d\n", r.Backend, r.Seed)
+	fmt.Fprintf(w, "storecheck: backend %s, seed %d", r.Backend, r.Seed)
+	if r.Duration > 0 {
+		fmt.Fprintf(w, ", took %v", r.Duration.Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
 	for _, t := range r.Tallies() {
 		fmt.Fprintf(w, "  %-11s %-16s %4d passed %4d failed %4d skipped", t.Store, t.Layer, t.Passed, t.Failed, t.Skipped)
 		if t.Inconclusive > 0 {
 			fmt.Fprintf(w, " %4d inconclusive", t.Inconclusive)
+		}
+		if t.Duration > 0 {
+			fmt.Fprintf(w, "  %v", t.Duration.Round(time.Millisecond))
 		}
 		fmt.Fprintln(w)
 	}
@@ -118,6 +144,9 @@ func WriteText(w io.Writer, r Run) {
 		switch {
 		case c.Outcome == Failed || c.Outcome == Inconclusive:
 			fmt.Fprintf(w, "%s %s/%s: %s\n    %s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, c.Message)
+			if c.Reproduce != "" {
+				fmt.Fprintf(w, "    reproduce: %s\n", c.Reproduce)
+			}
 		case c.Outcome == Skipped && c.Message != "" && !seen[c.Store+c.Message]:
 			seen[c.Store+c.Message] = true
 			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
