@@ -60,7 +60,7 @@ func BenchmarkCheck(b *testing.B) {
 		{"continuity/partitioned/100k", ContinuityWorkload{Identities: 1000, Sessions: 3, Partitioned: true}, 100_000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h, err := Run(context.Background(), c.Contract, modelOpener(model.Continuity{}), tc.w, Config{Seed: 1, Ops: tc.ops})
+			h, err := Run(context.Background(), c.Contract, modelOpener(model.Continuity{}), tc.w.New(), Config{Seed: 1, Ops: tc.ops})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func BenchmarkCheck(b *testing.B) {
 // operations on two handles of one reference file, recorded and checked.
 func BenchmarkDefaultRun(b *testing.B) {
 	for b.Loop() {
-		h, err := Run(context.Background(), c.Contract, continuityOpener(b, bugs.Bug{}), DefaultContinuityWorkload, Config{Seed: 1})
+		h, err := Run(context.Background(), c.Contract, continuityOpener(b, bugs.Bug{}), DefaultContinuityWorkload.New(), Config{Seed: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func TestContinuityModelAgreesWithTheReference(t *testing.T) {
 		m := model.Continuity{}
 		state := m.Init()
 		r := rand.New(rand.NewPCG(uint64(seed), 0))
-		w := DefaultContinuityWorkload
+		w := DefaultContinuityWorkload.New()
 		for step := range 400 {
 			op := w.Next(r, 0, step)
 			res, err := c.Apply(ctx, s, op)
@@ -59,7 +59,7 @@ func TestContinuityModelAgreesWithTheReference(t *testing.T) {
 func TestReferenceIsLinearizable(t *testing.T) {
 	ctx := context.Background()
 	for _, w := range []ContinuityWorkload{DefaultContinuityWorkload, {Identities: 8, Sessions: 2, Partitioned: true}} {
-		h, err := Run(ctx, c.Contract, continuityOpener(t, bugs.Bug{}), w, Config{Seed: 3, Ops: 1000})
+		h, err := Run(ctx, c.Contract, continuityOpener(t, bugs.Bug{}), w.New(), Config{Seed: 3, Ops: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestRacyUpsertIsIllegal(t *testing.T) {
 	ctx := context.Background()
 	w := ContinuityWorkload{Identities: 1, Sessions: 1}
 	for seed := range int64(20) {
-		h, err := Run(ctx, c.Contract, continuityOpener(t, bugs.ContinuityUpsertCheckOutsideTx), w, Config{Seed: seed, Ops: 800})
+		h, err := Run(ctx, c.Contract, continuityOpener(t, bugs.ContinuityUpsertCheckOutsideTx), w.New(), Config{Seed: seed, Ops: 800})
 		if err != nil {
 			t.Fatal(err)
 		}

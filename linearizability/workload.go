@@ -3,6 +3,7 @@ package linearizability
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
@@ -17,7 +18,7 @@ type Workload interface {
 	Next(r *rand.Rand, client, step int) spec.Op
 }
 
-// ContinuityWorkload drives the continuity store.
+// ContinuityWorkload configures the continuity store's workload.
 type ContinuityWorkload struct {
 	// Identities and Sessions are how many of each the clients share.
 	Identities, Sessions int
@@ -30,6 +31,37 @@ type ContinuityWorkload struct {
 // DefaultContinuityWorkload is the default run's: two identities fighting over
 // three sessions.
 var DefaultContinuityWorkload = ContinuityWorkload{Identities: 2, Sessions: 3}
+
+// New is a fresh workload of this configuration.
+func (w ContinuityWorkload) New() Workload {
+	return &continuityWorkload{ContinuityWorkload: w, clients: map[int]*continuityClient{}}
+}
+
+// continuityWorkload remembers what each client last wrote, so that it can
+// play the seed's reset: capture the current record, upsert an attempt in a
+// new generation, snapshot it, then roll it back to the captured one.
+type continuityWorkload struct {
+	ContinuityWorkload
+	mu      sync.Mutex
+	clients map[int]*continuityClient
+}
+
+type continuityClient struct {
+	last  *c.Record
+	fence c.FencingToken
+	plan  []spec.Op
+}
+
+func (w *continuityWorkload) client(n int) *continuityClient {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cl := w.clients[n]
+	if cl == nil {
+		cl = &continuityClient{}
+		w.clients[n] = cl
+	}
+	return cl
+}
 
 func (w ContinuityWorkload) identity(r *rand.Rand) c.Identity {
 	return c.Identity(fmt.Sprint("agent-", r.IntN(max(w.Identities, 1))))
@@ -61,11 +93,19 @@ func fence(r *rand.Rand, step int) c.FencingToken {
 
 var snapshotData = []string{"", "alpha", "beta"}
 
-func (w ContinuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
+func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
+	cl := w.client(client)
+	if len(cl.plan) > 0 {
+		op := cl.plan[0]
+		cl.plan = cl.plan[1:]
+		return op
+	}
 	id := w.identity(r)
 	switch p := r.IntN(100); {
 	case p < 24:
-		return c.UpsertContinuityRecord{Record: w.record(r, id), Fence: fence(r, step)}
+		op := c.UpsertContinuityRecord{Record: w.record(r, id), Fence: fence(r, step)}
+		cl.last, cl.fence = &op.Record, op.Fence
+		return op
 	case p < 48:
 		rec := w.record(r, id)
 		return c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: id, SessionID: rec.SessionID, Generation: rec.Generation,
@@ -85,6 +125,24 @@ func (w ContinuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 	case p < 80:
 		return c.DeleteSessionSnapshotIfCurrentRevision{SessionID: w.session(r, id),
 			ExpectedRevision: c.SnapshotRevision([]byte(snapshotData[r.IntN(len(snapshotData))]))}
+	case p < 84 && cl.last != nil:
+		// A reset: an attempt in the next generation under a newer fence,
+		// a snapshot of it, then its rollback to what the client last wrote.
+		prev := *cl.last
+		f := max(cl.fence, fence(r, step)) + 1
+		attempt := c.Record{Identity: prev.Identity, AgentRuntimeID: "rt-attempt", SessionID: w.session(r, prev.Identity),
+			Generation: prev.Generation + 1}
+		var previous *c.Record
+		if r.IntN(4) > 0 {
+			previous = &prev
+		}
+		cl.plan = []spec.Op{
+			c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: prev.Identity, SessionID: attempt.SessionID, Generation: attempt.Generation,
+				CheckpointVersion: 1, FencingToken: f, Data: []byte("attempt")}},
+			c.RollbackContinuityRecord{Attempt: attempt, Previous: previous, Fence: f},
+		}
+		cl.last, cl.fence = nil, f
+		return c.UpsertContinuityRecord{Record: attempt, Fence: f}
 	case p < 90:
 		var prev *c.Record
 		if r.IntN(3) > 0 {

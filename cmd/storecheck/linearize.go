@@ -47,7 +47,7 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	rc = withRunDefaults(rc)
 	check.Name = fmt.Sprintf("%d clients, %d operations, %d handles, seed %d", rc.Clients, rc.Ops, rc.Handles, rc.Seed)
 	start := time.Now()
-	hist, err := linearizability.Run(ctx, k.contract, open, k.workload, rc)
+	hist, err := linearizability.Run(ctx, k.contract, open, k.workload(), rc)
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "run: "+err.Error()
 		return check

@@ -20,7 +20,7 @@ import (
 type kit struct {
 	contract spec.Contract
 	model    model.Model
-	workload linearizability.Workload
+	workload func() linearizability.Workload
 	// target opens the store of h at path as a Target; nil when h does not
 	// implement the store.
 	target func(h suite.Harness) func(ctx context.Context, o suite.Options) (adapters.Target, error)
@@ -31,7 +31,7 @@ var kits = []kit{
 	{
 		contract: continuity.Contract,
 		model:    model.Continuity{},
-		workload: linearizability.DefaultContinuityWorkload,
+		workload: linearizability.DefaultContinuityWorkload.New,
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Continuity == nil {
 				return nil

@@ -262,3 +262,49 @@ func maxOf(a, b c.FencingToken) c.FencingToken {
 	}
 	return b
 }
+
+// Events names the rare continuity events op reaches from s: the rules the
+// seed's comments were written about, taken on their interesting branch.
+func (m Continuity) Events(st State, op spec.Op, nowMS int64) []string {
+	s := st.(ContinuityState)
+	_, out := m.Step(s, op, nowMS)
+	var ev []string
+	switch o := op.(type) {
+	case c.UpsertContinuityRecord:
+		cur, ok := s.records[o.Record.Identity]
+		switch {
+		case out.Kind == c.ErrStaleFencingToken:
+			ev = append(ev, "stale fence refused")
+		case out.Kind == c.ErrStaleContinuityGeneration:
+			ev = append(ev, "generation regression refused despite a newer fence")
+		case ok && out.Kind == "" && cur.Generation == o.Record.Generation && cur.SessionID != o.Record.SessionID &&
+			cur.CheckpointVersion > o.Record.CheckpointVersion:
+			ev = append(ev, "session rebind kept the checkpoint head")
+		}
+	case c.SaveSessionSnapshot:
+		switch out.Kind {
+		case c.ErrCorruption:
+			ev = append(ev, "snapshot owned by another identity or generation")
+		case c.ErrStaleFencingToken:
+			ev = append(ev, "stale fence refused")
+		}
+	case c.RollbackContinuityRecord:
+		switch {
+		case out.Kind == "" && o.Previous != nil:
+			ev = append(ev, "rollback restored the previous record")
+		case out.Kind == "":
+			ev = append(ev, "rollback deleted a first attempt")
+		case out.Kind == c.ErrStaleFencingToken:
+			ev = append(ev, "rollback refused to clobber a newer attempt")
+		}
+	case c.DeleteContinuityRecord:
+		if out.Kind == c.ErrStaleFencingToken {
+			ev = append(ev, "stale fence refused")
+		}
+	case c.DeleteSessionSnapshotIfCurrentRevision:
+		if out.Result == true {
+			ev = append(ev, "snapshot deleted at its revision")
+		}
+	}
+	return ev
+}

@@ -60,3 +60,10 @@ type State interface {
 	Hash() uint64
 	String() string
 }
+
+// Eventful is a model that names the rare events an operation reaches from a
+// state (a lease taken over after its expiry, a verdict contested), so the
+// simulator can count what its runs covered.
+type Eventful interface {
+	Events(s State, op spec.Op, nowMS int64) []string
+}

@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// kindCrashed is the kind of an operation whose process died under it.
+const kindCrashed spec.Kind = "crashed"
+
+// Epoch is where every run's fake clock starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Backend starts the processes of a simulated run: each one a handle on the
+// run's one database, as separate processes of the seeds' stores would be.
+type Backend interface {
+	// Start starts process n on the database at path; clock is the only
+	// time it may read.
+	Start(ctx context.Context, n int, path string, clock clockwork.Clock) (Process, error)
+}
+
+// Process is one running backend process.
+type Process interface {
+	adapters.Target
+	// Arm makes the process crash at point during its next operation, if
+	// that operation reaches it. The operation in flight is then
+	// indefinite, and the process is started again.
+	Arm(point string) error
+	// Kill ends the process at once, without closing anything.
+	Kill() error
+}
+
+// Result is what a run found.
+type Result struct {
+	Schedule Schedule
+	// Trace is the run step by step; the same schedule gives the same trace,
+	// byte for byte.
+	Trace []string
+	// Failure is the first divergence from the model, or nil.
+	Failure *Failure
+	// Coverage counts the events the run reached.
+	Coverage map[string]int
+	// Ops is how many operations ran; SimTime how far the clock went.
+	Ops     int
+	SimTime time.Duration
+}
+
+// Hash is the trace's SHA-256, in hex.
+func (r Result) Hash() string {
+	sum := sha256.Sum256([]byte(strings.Join(r.Trace, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+// Failure is where the backend left the contract.
+type Failure struct {
+	// Step is the failing step's index in the schedule.
+	Step int
+	// What the step was, what the backend answered, and every answer the
+	// model allowed there (one per state the run may be in after the
+	// indefinite operations before it).
+	What    string
+	Op      string
+	Got     model.Outcome
+	Allowed []model.Outcome
+	// Backend is set when the backend itself failed (could not start,
+	// broke the protocol) rather than answering against the contract.
+	Backend error
+}
+
+func (f *Failure) Error() string {
+	if f.Backend != nil {
+		return fmt.Sprintf("step %d: %s: backend failure: %v", f.Step, f.What, f.Backend)
+	}
+	allowed := make([]string, len(f.Allowed))
+	for i, a := range f.Allowed {
+		allowed[i] = a.String()
+	}
+	return fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, f.Got, strings.Join(allowed, " or "))
+}
+
+// Signature is what "fails the same way" means when shrinking: the same
+// operation answered with the same kind of wrong answer.
+func (f *Failure) Signature() string {
+	if f.Backend != nil {
+		return "backend"
+	}
+	return f.Op + " -> " + outcomeName(f.Got)
+}
+
+// Run executes a schedule against the backend in a fresh folder under dir
+// and checks every answer against the model as it goes; it stops at the
+// first divergence.
+func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (Result, error) {
+	work, err := os.MkdirTemp(dir, "sim-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(work)
+	path := filepath.Join(work, s.Store+".db")
+	clock := clockwork.NewFakeClockAt(Epoch)
+	res := Result{Schedule: s, Coverage: map[string]int{}}
+	contract := subj.Model.Contract()
+
+	procs := make([]Process, s.Processes)
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}()
+	start := func(n int) error {
+		p, err := b.Start(ctx, n, path, clock)
+		if err != nil {
+			return err
+		}
+		procs[n] = p
+		return nil
+	}
+	for n := range procs {
+		if err := start(n); err != nil {
+			res.Failure = &Failure{What: fmt.Sprintf("start process %d", n), Backend: err}
+			return res, nil
+		}
+	}
+
+	oracle := newOracle(subj.Model)
+	for i, st := range s.Steps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		line := fmt.Sprintf("%04d %s", i, st)
+		switch st.Kind {
+		case StepJump:
+			clock.Advance(time.Duration(st.JumpMS) * time.Millisecond)
+			res.SimTime += time.Duration(st.JumpMS) * time.Millisecond
+		case StepKill:
+			procs[st.Process].Kill()
+			if err := start(st.Process); err != nil {
+				res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("restart: %w", err)}
+				return res, nil
+			}
+			res.Coverage["kill"]++
+		case StepOp:
+			n := s.ProcessOf(st.Client)
+			p := procs[n]
+			if st.CrashAt != "" {
+				if err := p.Arm(st.CrashAt); err != nil {
+					res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("arm %s: %w", st.CrashAt, err)}
+					return res, nil
+				}
+			}
+			v, err := p.Apply(ctx, st.Op)
+			res.Ops++
+			got, definite := linearizability.Outcome(contract, v, err)
+			crashed := spec.KindOf(err) == kindCrashed
+			if st.CrashAt != "" || crashed {
+				// The process may have died at the point; either way, a
+				// process armed for one operation is started afresh.
+				p.Kill()
+				if err := start(n); err != nil {
+					res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("restart: %w", err)}
+					return res, nil
+				}
+			}
+			now := clock.Now().UnixMilli()
+			for _, e := range oracle.events(st.Op, now) {
+				res.Coverage[e]++
+			}
+			if crashed {
+				res.Coverage["crash:"+st.CrashAt]++
+			}
+			if !definite {
+				line += " -> ? (" + string(got.Kind) + ")"
+				oracle.fork(st.Op, now)
+				break
+			}
+			line += " -> " + got.String()
+			if allowed, ok := oracle.step(st.Op, now, got); !ok {
+				res.Trace = append(res.Trace, line)
+				res.Failure = &Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Op: st.Op.Name(), Got: got, Allowed: allowed}
+				return res, nil
+			}
+			res.Coverage[st.Op.Name()+":"+outcomeName(got)]++
+		}
+		res.Trace = append(res.Trace, line)
+	}
+	return res, nil
+}
+
+func outcomeName(o model.Outcome) string {
+	if o.Kind != "" {
+		return string(o.Kind)
+	}
+	return "ok"
+}
