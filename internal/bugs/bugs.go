@@ -60,4 +60,3 @@ var (
 var Continuity = register(ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
 	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
 	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly)
-
