@@ -35,6 +35,7 @@ const Layer = "spec"
 // RunSpecs, once.
 func Define(h Harness) {
 	Describe("continuity", Label("continuity"), func() { continuitySpecs(h) })
+	Describe("client", Label("client"), func() { clientSpecs(h) })
 }
 
 // Test runs the whole suite against h from a go test function.
