@@ -74,7 +74,10 @@ CREATE TABLE IF NOT EXISTS intents (
 	created_at      INTEGER NOT NULL,
 	updated_at      INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS intents_state_due_idx ON intents(state, next_attempt_at);
+-- The due order over live intents only: a due scan walks it and stops at its
+-- limit, however many rows the outbox holds (rowid is the index's last key).
+CREATE INDEX IF NOT EXISTS intents_live_due_idx ON intents(next_attempt_at, created_at)
+	WHERE state IN ('pending', 'retrying');
 CREATE TABLE IF NOT EXISTS out_head_cache (task_id TEXT PRIMARY KEY, head TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS prose_cache (
 	role      TEXT PRIMARY KEY,
