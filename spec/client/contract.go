@@ -30,8 +30,8 @@
 // ErrSchemaMismatch, whose message names both as "<marker> version <n>" (the
 // file's and the store's), and changes nothing in the file. A file with no
 // tables at all is new: the store writes its schema and marker into it. A
-// SQLite file that holds tables but no marker is refused as marker ""
-// version 0.
+// SQLite file that holds tables but no marker (or a schema_meta table that
+// does not hold exactly one row) is refused as "(no marker) version 0".
 //
 // A backend that keeps SQLite files declares the suite capability
 // ClientSchemaTable when it keeps its marker as this contract lays it out:
