@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -30,6 +31,14 @@ func (l local) Close() error                                       { return l.cl
 func Continuity(s continuity.Store) Target {
 	return local{
 		apply: func(ctx context.Context, op spec.Op) (any, error) { return continuity.Apply(ctx, s, op) },
+		close: s.Close,
+	}
+}
+
+// Client is the in-process Target of a Go client store.
+func Client(s client.Store) Target {
+	return local{
+		apply: func(ctx context.Context, op spec.Op) (any, error) { return client.Apply(ctx, s, op) },
 		close: s.Close,
 	}
 }

@@ -7,7 +7,10 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
+	refclient "github.com/storecheck/storecheck/reference/client"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -37,6 +40,7 @@ func Harness(o Options) suite.Harness {
 		Name: name,
 		Capabilities: suite.Capabilities{
 			Files: !o.InMemory, SharedFiles: !o.InMemory, SQLiteLocking: !o.InMemory, InMemory: true,
+			ClientSchemaTable: !o.InMemory,
 		},
 		Continuity: func(ctx context.Context, so suite.Options) (continuity.Store, error) {
 			s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: so.Path, Bug: o.Bug})
@@ -48,5 +52,18 @@ func Harness(o Options) suite.Harness {
 			}
 			return continuity.Proxy{Target: adapters.Continuity(s)}, nil
 		},
+		Client: func(ctx context.Context, so suite.Options) (client.Store, error) {
+			s, err := refclient.Open(ctx, refclient.Options{Path: so.Path, Clock: so.Clock, Bug: o.Bug})
+			if err != nil {
+				return nil, err
+			}
+			if o.Direct {
+				return s, nil
+			}
+			return client.Proxy{Target: adapters.Client(s)}, nil
+		},
 	}
 }
+
+// Contracts are the contracts of the stores the reference implements.
+var Contracts = []spec.Contract{continuity.Contract, client.Contract}

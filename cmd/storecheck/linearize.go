@@ -34,6 +34,11 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 		return check
 	}
 	defer os.RemoveAll(dir)
+	if k.model == nil {
+		check.Name = "concurrent history"
+		check.Outcome, check.Message = reports.Skipped, "storecheck has no linearizability model of the "+k.contract.Name+" store yet"
+		return check
+	}
 	open, handles := k.opener(h, dir)
 	if open == nil {
 		check.Name = "concurrent history"
@@ -158,6 +163,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	k, _ := kitOf(hist.Store)
+	if k.model == nil {
+		fmt.Fprintf(stderr, "storecheck check: storecheck has no linearizability model of the %s store yet\n", hist.Store)
+		return exitUsage
+	}
 	res, err := linearizability.Check(k.model, hist, *timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)

@@ -10,13 +10,15 @@ import (
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // kit is what storecheck knows of one store: its contract, its model, the
 // workload that makes its races likely, and how to open it as a Target from
-// a harness.
+// a harness. A store without a model yet is checked by its specs only, and
+// its linearizability check is reported as skipped with that reason.
 type kit struct {
 	contract spec.Contract
 	model    model.Model
@@ -42,6 +44,21 @@ var kits = []kit{
 					return nil, err
 				}
 				return adapters.Continuity(s), nil
+			}
+		},
+	},
+	{
+		contract: client.Contract,
+		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
+			if h.Client == nil {
+				return nil
+			}
+			return func(ctx context.Context, o suite.Options) (adapters.Target, error) {
+				s, err := h.Client(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				return adapters.Client(s), nil
 			}
 		},
 	},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -20,6 +21,8 @@ type Harness struct {
 	Capabilities Capabilities
 	// Continuity opens a continuity store.
 	Continuity func(ctx context.Context, o Options) (continuity.Store, error)
+	// Client opens a client store.
+	Client func(ctx context.Context, o Options) (client.Store, error)
 }
 
 // Options is what the suite asks of an opener.
@@ -45,4 +48,9 @@ type Capabilities struct {
 	// from its own connection, to check that opening waits for the lock no
 	// longer than the caller's context allows.
 	SQLiteLocking bool
+	// ClientSchemaTable: the client store's Options.Path is a SQLite
+	// database that keeps its schema marker as spec/client lays it out, so
+	// the kit may write files of another marker or version to check the
+	// schema gate at open.
+	ClientSchemaTable bool
 }

@@ -12,6 +12,7 @@ package suite
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ const Layer = "spec"
 // RunSpecs, once.
 func Define(h Harness) {
 	Describe("continuity", Label("continuity"), func() { continuitySpecs(h) })
+	Describe("client", Label("client"), func() { clientSpecs(h) })
 }
 
 // Test runs the whole suite against h from a go test function.
@@ -78,7 +80,18 @@ func Run(h Harness, cfg Config) []reports.Check {
 	rc.Verbose = cfg.Verbose
 	rc.NoColor = true
 	RunSpecs(&failer{}, "storecheck conformance: "+h.Name, sc, rc)
-	return checks
+	if len(cfg.Stores) == 0 {
+		return checks
+	}
+	// Specs of stores left out by the label filter are not skipped checks:
+	// they were not asked for.
+	var asked []reports.Check
+	for _, c := range checks {
+		if slices.Contains(cfg.Stores, c.Store) {
+			asked = append(asked, c)
+		}
+	}
+	return asked
 }
 
 // convert turns Ginkgo's report into checks: the store is a spec's first

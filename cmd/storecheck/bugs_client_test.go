@@ -1,0 +1,58 @@
+package main
+
+import "github.com/storecheck/storecheck/internal/bugs"
+
+func init() {
+	const twoHandles = "client two handles on one database keep the outbox, the session gate, the bindings and the first verdict across handles, as two processes would"
+	for b, specs := range map[bugs.Bug][]string{
+		bugs.ClientEnqueueOverwrites: {
+			"client enqueue_intent leaves an existing op_id exactly as it was (attempt, state, times) and answers false",
+			twoHandles,
+		},
+		bugs.ClientSettledIntentRevives: {
+			"client bump_intent acts on no settled intent: an accepted or exhausted intent never comes back to life",
+			"client defer_intent acts on no settled intent: an accepted or exhausted intent never comes back to life",
+			twoHandles,
+		},
+		bugs.ClientDeferConsumesAttempt: {
+			"client defer_intent moves the next attempt time and error without consuming an attempt",
+		},
+		bugs.ClientDueOrderWholeSeconds: {
+			"client due_intents orders times by their sub-second part too",
+		},
+		bugs.ClientDueLimitUncapped: {
+			"client due_intents takes at most limit rows: 0 means 100, and never more than 500",
+		},
+		bugs.ClientLastVerdictWins: {
+			"client settle_task lets the first terminal verdict win: a later one answers false and changes nothing",
+			"client settle_task creates the record of a task never opened: no kind, no parent, opened and settled now",
+			twoHandles,
+		},
+		bugs.ClientReopenLowersAttempt: {
+			"client open_task re-opening refreshes the chain, keeps state and opening time, never lowers the attempt, and answers false",
+		},
+		bugs.ClientSessionGateAcceptsEqual: {
+			"client upsert_session writes only a strictly newer (generation, seq): an equal or older pair changes nothing and answers false",
+			"client upsert_session opens no binding when the gate refuses the write",
+			"client bump_session_version refuses an equal or older pair under the same gate, and takes a newer generation whatever its seq",
+			twoHandles,
+		},
+		bugs.ClientSessionGateSeqOnly: {
+			"client upsert_session lets a newer generation win whatever its seq",
+			"client bump_session_version refuses an equal or older pair under the same gate, and takes a newer generation whatever its seq",
+		},
+		bugs.ClientRebindKeepsOldBinding: {
+			"client bind_task opens a binding and closes the session's other open binding",
+			"client upsert_session moves the session to the task it is written for, closing its other open binding",
+		},
+		bugs.ClientActiveDropsSuspended: {
+			"client active_sessions claims booting, ready and idle sessions whose resource is open, and reports closed ready or idle ones suspended",
+			"client active_sessions never claims a session once it has exited",
+		},
+		bugs.ClientSchemaIgnoresVersion: {
+			"client open refuses a file of another version of its marker with schema_mismatch, naming both, and changes nothing in it",
+		},
+	} {
+		expectedFailures[b] = specs
+	}
+}

@@ -1,0 +1,202 @@
+package client
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/client"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func open(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Path: path, Clock: clockwork.NewFakeClockAt(epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// SQLite integers are signed 64-bit: a generation above that range is
+// refused with io, and nothing is written.
+func TestGenerationBeyondInt64IsRefused(t *testing.T) {
+	s := open(t, "")
+	ctx := context.Background()
+	v := c.VersionedSession{Generation: math.MaxInt64 + 1, AgentState: c.AgentReady, ResourceState: c.ResourceOpen}
+	if _, err := s.UpsertSession(ctx, "t", v); spec.KindOf(err) != c.ErrIO {
+		t.Fatalf("got %v, want io", err)
+	}
+	if r, _ := s.GetSession(ctx, "t"); r != nil {
+		t.Fatalf("a refused upsert wrote %+v", r)
+	}
+	v.Generation = math.MaxInt64
+	if ok, err := s.UpsertSession(ctx, "t", v); err != nil || !ok {
+		t.Fatalf("the largest int64 generation: %v %v", ok, err)
+	}
+}
+
+// Two handles on one file race to enqueue the same op ids and then to settle
+// them: every op is new to exactly one handle, every accept acts (a bump
+// that came first leaves the intent live), and once accepted no intent comes
+// back.
+func TestTwoHandlesSerializeTheOutbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "race.db")
+	handles := []*Store{open(t, path), open(t, path)}
+	ctx := context.Background()
+	const n = 40
+	added := make([][n]bool, 2)
+	accepted := make([]bool, n)
+	errs := make(chan error, 4*n)
+	var wg sync.WaitGroup
+	for h, s := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				ok, err := s.EnqueueIntent(ctx, fmt.Sprint("op-", i), json.RawMessage(`{}`))
+				if err != nil {
+					errs <- err
+				}
+				added[h][i] = ok
+			}
+			for i := range n {
+				var err error
+				if h == 0 {
+					accepted[i], err = s.AcceptIntent(ctx, fmt.Sprint("op-", i), json.RawMessage(`{}`))
+				} else {
+					_, err = s.BumpIntent(ctx, fmt.Sprint("op-", i), epoch, "refused")
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if added[0][i] == added[1][i] {
+			t.Fatalf("op-%d: enqueue answered %v on both handles", i, added[0][i])
+		}
+		if !accepted[i] {
+			t.Fatalf("op-%d: the accept did not act", i)
+		}
+		for _, s := range handles {
+			if ok, err := s.BumpIntent(ctx, fmt.Sprint("op-", i), epoch, "late"); err != nil || ok {
+				t.Fatalf("op-%d: a bump after the accept answered %v %v", i, ok, err)
+			}
+		}
+	}
+	if got, _ := handles[1].PendingIntentCount(ctx); got != 0 {
+		t.Fatalf("pending %d, want 0", got)
+	}
+}
+
+// Two handles race session tuples with rising seqs through the gate: the
+// stored pair ends at the highest one presented, whichever handle wrote it.
+func TestTwoHandlesKeepTheSessionGate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gate.db")
+	handles := []*Store{open(t, path), open(t, path)}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for h, s := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				v := c.VersionedSession{Generation: 1, Seq: uint64(2*i + h), AgentState: c.AgentReady, ResourceState: c.ResourceOpen}
+				if _, err := s.UpsertSession(ctx, "t", v); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range handles {
+		if r, err := s.GetSession(ctx, "t"); err != nil || r == nil || r.Seq != 99 {
+			t.Fatalf("stored %+v %v, want seq 99", r, err)
+		}
+	}
+}
+
+func benchStore(b *testing.B, mode string) *Store {
+	path := ""
+	if mode == "file" {
+		path = filepath.Join(b.TempDir(), "bench.db")
+	}
+	return open(b, path)
+}
+
+// fillOutbox writes n intents in one transaction: a quarter settled, the
+// rest live with next attempt times spread over the hour after epoch.
+func fillOutbox(b *testing.B, s *Store, n int) {
+	err := s.db.Write(context.Background(), "fill", func(tx *sql.Tx) error {
+		for i := range n {
+			state := []string{"pending", "retrying", "pending", "accepted"}[i%4]
+			next := epoch.Add(time.Duration(i*7919%3600000) * time.Millisecond)
+			if _, err := tx.Exec(`INSERT INTO intents (`+intentColumns+`) VALUES (?, '{"causality":{"task":"t"}}', 0, ?, ?, NULL, '', ?, ?)`,
+				fmt.Sprint("fill-", i), state, ms(next), ms(epoch), ms(epoch)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// Benchmarks of the client store's hot paths, beside BenchmarkContinuity:
+// enqueue, a due scan over a 10,000-row outbox, and the session upsert.
+func BenchmarkClient(b *testing.B) {
+	ctx := context.Background()
+	for _, mode := range []string{"memory", "file"} {
+		b.Run(mode+"/enqueue_intent", func(b *testing.B) {
+			s := benchStore(b, mode)
+			env := json.RawMessage(`{"kind":"complete","causality":{"task":"t","hop":1}}`)
+			i := 0
+			for b.Loop() {
+				i++
+				if ok, err := s.EnqueueIntent(ctx, fmt.Sprint("op-", i), env); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+		b.Run(mode+"/due_intents_10000", func(b *testing.B) {
+			s := benchStore(b, mode)
+			fillOutbox(b, s, 10_000)
+			now := epoch.Add(30 * time.Minute)
+			for b.Loop() {
+				if in, err := s.DueIntents(ctx, now, c.FlushBatchSize); err != nil || len(in) != c.FlushBatchSize {
+					b.Fatal(len(in), err)
+				}
+			}
+		})
+		b.Run(mode+"/upsert_session", func(b *testing.B) {
+			s := benchStore(b, mode)
+			v := c.VersionedSession{Generation: 1, AgentState: c.AgentReady, DeliveryState: "delivering", ResourceState: c.ResourceOpen,
+				RecoverySubstate: "none", DesiredJSON: `{}`, ObservedJSON: `{}`, BackendRef: `{"backend":"acp","task_id":"s"}`}
+			for b.Loop() {
+				v.Seq++
+				if ok, err := s.UpsertSession(ctx, "t", v); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package client
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHeadPreview(t *testing.T) {
+	for _, tc := range []struct{ name, head, want string }{
+		{"empty", "", ""},
+		{"short", "abc", "abc"},
+		{"exactly 200 code points", strings.Repeat("日", 200), strings.Repeat("日", 200)},
+		{"201 code points", strings.Repeat("日", 201), strings.Repeat("日", 200) + "…"},
+		{"mixed widths", strings.Repeat("a", 199) + "éz", strings.Repeat("a", 199) + "é…"},
+		{"bytes that are not UTF-8 count one each", strings.Repeat("\xff", 201), strings.Repeat("\xff", 200) + "…"},
+	} {
+		if got := HeadPreview(tc.head); got != tc.want {
+			t.Errorf("%s: HeadPreview = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSessionIDFor(t *testing.T) {
+	for _, tc := range []struct{ ref, want string }{
+		{`{"backend":"acp","task_id":"sess-1"}`, "sess-1"},
+		{`{"backend":"acp"}`, "task"},
+		{`{"task_id":""}`, "task"},
+		{`{"task_id":7}`, "task"},
+		{`["sess-1"]`, "task"},
+		{`not json`, "task"},
+		{``, "task"},
+	} {
+		if got := SessionIDFor("task", tc.ref); got != tc.want {
+			t.Errorf("SessionIDFor(task, %q) = %q, want %q", tc.ref, got, tc.want)
+		}
+	}
+}
+
+func TestEffectiveLimit(t *testing.T) {
+	for limit, want := range map[uint32]int{0: 100, 1: 1, 100: 100, 500: 500, 501: 500, 1 << 31: 500} {
+		if got := EffectiveLimit(limit); got != want {
+			t.Errorf("EffectiveLimit(%d) = %d, want %d", limit, got, want)
+		}
+	}
+}
+
+func TestEveryOperationHasADistinctName(t *testing.T) {
+	seen := map[string]bool{}
+	for _, op := range Ops {
+		if op.Name() == "" || seen[op.Name()] {
+			t.Errorf("operation %T has an empty or repeated name %q", op, op.Name())
+		}
+		seen[op.Name()] = true
+	}
+}
