@@ -9,6 +9,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Target is one open store of a backend.
@@ -30,6 +31,14 @@ func (l local) Close() error                                       { return l.cl
 func Continuity(s continuity.Store) Target {
 	return local{
 		apply: func(ctx context.Context, op spec.Op) (any, error) { return continuity.Apply(ctx, s, op) },
+		close: s.Close,
+	}
+}
+
+// Runtime is the in-process Target of a Go runtime store.
+func Runtime(s runtime.Store) Target {
+	return local{
+		apply: func(ctx context.Context, op spec.Op) (any, error) { return runtime.Apply(ctx, s, op) },
 		close: s.Close,
 	}
 }

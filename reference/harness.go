@@ -8,7 +8,9 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -47,6 +49,16 @@ func Harness(o Options) suite.Harness {
 				return s, nil
 			}
 			return continuity.Proxy{Target: adapters.Continuity(s)}, nil
+		},
+		Runtime: func(ctx context.Context, so suite.Options) (runtime.Store, error) {
+			s, err := refruntime.Open(ctx, refruntime.Options{Path: so.Path, Clock: so.Clock, Bug: o.Bug})
+			if err != nil {
+				return nil, err
+			}
+			if o.Direct {
+				return s, nil
+			}
+			return runtime.Proxy{Target: adapters.Runtime(s)}, nil
 		},
 	}
 }

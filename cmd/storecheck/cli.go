@@ -21,7 +21,7 @@ const (
 )
 
 // stores are the contracts storecheck can check, in report order.
-var stores = []string{"continuity"}
+var stores = []string{"continuity", "runtime"}
 
 const usage = `usage: storecheck [run] [flags]
 

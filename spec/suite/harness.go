@@ -6,6 +6,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Harness is what a backend author writes to run the suite: functions that
@@ -20,6 +21,8 @@ type Harness struct {
 	Capabilities Capabilities
 	// Continuity opens a continuity store.
 	Continuity func(ctx context.Context, o Options) (continuity.Store, error)
+	// Runtime opens a runtime store.
+	Runtime func(ctx context.Context, o Options) (runtime.Store, error)
 }
 
 // Options is what the suite asks of an opener.

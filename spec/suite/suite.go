@@ -35,6 +35,7 @@ const Layer = "spec"
 // RunSpecs, once.
 func Define(h Harness) {
 	Describe("continuity", Label("continuity"), func() { continuitySpecs(h) })
+	Describe("runtime", Label("runtime"), func() { runtimeSpecs(h) })
 }
 
 // Test runs the whole suite against h from a go test function.
