@@ -10,6 +10,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Target is one open store of a backend.
@@ -39,6 +40,14 @@ func Continuity(s continuity.Store) Target {
 func Client(s client.Store) Target {
 	return local{
 		apply: func(ctx context.Context, op spec.Op) (any, error) { return client.Apply(ctx, s, op) },
+		close: s.Close,
+	}
+}
+
+// Runtime is the in-process Target of a Go runtime store.
+func Runtime(s runtime.Store) Target {
+	return local{
+		apply: func(ctx context.Context, op spec.Op) (any, error) { return runtime.Apply(ctx, s, op) },
 		close: s.Close,
 	}
 }

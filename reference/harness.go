@@ -9,9 +9,11 @@ import (
 	"github.com/storecheck/storecheck/internal/bugs"
 	refclient "github.com/storecheck/storecheck/reference/client"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -52,6 +54,16 @@ func Harness(o Options) suite.Harness {
 			}
 			return continuity.Proxy{Target: adapters.Continuity(s)}, nil
 		},
+		Runtime: func(ctx context.Context, so suite.Options) (runtime.Store, error) {
+			s, err := refruntime.Open(ctx, refruntime.Options{Path: so.Path, Clock: so.Clock, Bug: o.Bug})
+			if err != nil {
+				return nil, err
+			}
+			if o.Direct {
+				return s, nil
+			}
+			return runtime.Proxy{Target: adapters.Runtime(s)}, nil
+		},
 		Client: func(ctx context.Context, so suite.Options) (client.Store, error) {
 			s, err := refclient.Open(ctx, refclient.Options{Path: so.Path, Clock: so.Clock, Bug: o.Bug})
 			if err != nil {
@@ -66,4 +78,4 @@ func Harness(o Options) suite.Harness {
 }
 
 // Contracts are the contracts of the stores the reference implements.
-var Contracts = []spec.Contract{continuity.Contract, client.Contract}
+var Contracts = []spec.Contract{continuity.Contract, runtime.Contract, client.Contract}

@@ -30,6 +30,13 @@ func TestOperationsDeclareWhatTheReferenceYields(t *testing.T) {
 			}
 			return adapters.Continuity(s), nil
 		}},
+		{contractOf(t, "runtime"), func() (adapters.Target, error) {
+			s, err := h.Runtime(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return adapters.Runtime(s), nil
+		}},
 		{contractOf(t, "client"), func() (adapters.Target, error) {
 			s, err := h.Client(ctx, opts)
 			if err != nil {

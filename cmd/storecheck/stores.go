@@ -12,6 +12,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -44,6 +45,21 @@ var kits = []kit{
 					return nil, err
 				}
 				return adapters.Continuity(s), nil
+			}
+		},
+	},
+	{
+		contract: runtime.Contract,
+		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
+			if h.Runtime == nil {
+				return nil
+			}
+			return func(ctx context.Context, o suite.Options) (adapters.Target, error) {
+				s, err := h.Runtime(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				return adapters.Runtime(s), nil
 			}
 		},
 	},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Harness is what a backend author writes to run the suite: functions that
@@ -23,6 +24,8 @@ type Harness struct {
 	Continuity func(ctx context.Context, o Options) (continuity.Store, error)
 	// Client opens a client store.
 	Client func(ctx context.Context, o Options) (client.Store, error)
+	// Runtime opens a runtime store.
+	Runtime func(ctx context.Context, o Options) (runtime.Store, error)
 }
 
 // Options is what the suite asks of an opener.

@@ -36,6 +36,7 @@ const Layer = "spec"
 // RunSpecs, once.
 func Define(h Harness) {
 	Describe("continuity", Label("continuity"), func() { continuitySpecs(h) })
+	Describe("runtime", Label("runtime"), func() { runtimeSpecs(h) })
 	Describe("client", Label("client"), func() { clientSpecs(h) })
 }
 

@@ -1,0 +1,57 @@
+package main
+
+import "github.com/storecheck/storecheck/internal/bugs"
+
+func init() {
+	for b, specs := range map[bugs.Bug][]string{
+		bugs.RuntimeLeaseLiveAtExpiry: {
+			"runtime try_claim_session_execution_lease treats a lease whose expiry equals now as not live: another owner wins it with the next fencing token",
+			"runtime renew_session_execution_lease renews 1ms before expiry, and fails session_execution_lease_expired exactly at expiry and after",
+			"runtime commit_runtime_state commits 1ms before the lease expires, and fails session_execution_lease_expired at expiry and after",
+			"runtime claim_ready_queued_work does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",
+			"runtime cancel_queued_work_batch keeps a batch a live claim holds and answers none, until the claim's expiry",
+			"runtime list_pending_queued_work lists the unclaimed batches and those whose claim expired, delayed ones included, in enqueue order",
+		},
+		bugs.RuntimeFenceNotBumped: {
+			"runtime try_claim_session_execution_lease treats a lease whose expiry equals now as not live: another owner wins it with the next fencing token",
+			"runtime try_claim_session_execution_lease grants the same owner a new lease after expiry: a new token, the next fencing token, claimed at now",
+			"runtime try_claim_session_execution_lease keeps counting fencing tokens across releases",
+		},
+		bugs.RuntimeRenewAfterExpiry: {
+			"runtime renew_session_execution_lease renews 1ms before expiry, and fails session_execution_lease_expired exactly at expiry and after",
+		},
+		bugs.RuntimeCommitWithoutLease: {
+			"runtime commit_runtime_state rejects a commit without a lease with session_execution_lease_expired and leaves no trace",
+			"runtime commit_runtime_state rejects a lease that is not the live one (another owner, token, fencing token or session, or released) with session_execution_lease_expired",
+			"runtime commit_runtime_state commits 1ms before the lease expires, and fails session_execution_lease_expired at expiry and after",
+		},
+		bugs.RuntimeTurnReplayAnyHash: {
+			"runtime commit_runtime_state rejects a replay of a committed turn with another hash with runtime_turn_commit_conflict",
+		},
+		bugs.RuntimeHeadRevisionUnchecked: {
+			"runtime commit_runtime_state rejects any other expected_head_revision with head_revision_conflict and leaves no trace",
+		},
+		bugs.RuntimePartialCommit: {
+			"runtime commit_runtime_state rejects completed claims not held (another token, another session, expired) with queued_work_claim_expired, and the head does not move",
+		},
+		bugs.RuntimeHalfOwnedClaim: {
+			"runtime claim_ready_queued_work never returns a claim that owns only some of its batches",
+			"runtime two handles on one database a second handle cannot win the session lease or a queued work claim the first holds",
+		},
+		bugs.RuntimeClaimIgnoresAvailableAt: {
+			"runtime claim_ready_queued_work skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is",
+		},
+		bugs.RuntimeCancelLiveClaim: {
+			"runtime cancel_queued_work_batch keeps a batch a live claim holds and answers none, until the claim's expiry",
+			"runtime two handles on one database a second handle cannot win the session lease or a queued work claim the first holds",
+		},
+		bugs.RuntimeAttachmentCommitTimeMoves: {
+			"runtime commit_runtime_state marks this session's staged attachments committed once: a later commit keeps the first commit time",
+		},
+		bugs.RuntimeAppendOverwritesNode: {
+			"runtime commit_runtime_state rejects an append of a node id already stored (even tombstoned) or repeated in the delta with graph_node_conflict, and leaves no trace",
+		},
+	} {
+		expectedFailures[b] = specs
+	}
+}
