@@ -37,6 +37,20 @@ CREATE TABLE IF NOT EXISTS session_snapshots (
 );
 CREATE INDEX IF NOT EXISTS session_snapshots_by_identity ON session_snapshots(identity, generation);`
 
+// CrashPoints are the places inside this store's write transactions where
+// "storecheck serve" can be crashed (see sqlitedb.Point): between the writes
+// of every multi-write operation, and after every commit.
+var CrashPoints = []string{
+	"save_session_snapshot/after_snapshot_upsert",
+	"save_session_snapshot/after_commit",
+	"upsert_continuity_record/after_commit",
+	"rollback_continuity_record/after_snapshots_delete",
+	"rollback_continuity_record/after_commit",
+	"delete_continuity_record/after_snapshots_delete",
+	"delete_continuity_record/after_commit",
+	"delete_session_snapshot_if_current_revision/after_commit",
+}
+
 // Options says how to open the store.
 type Options struct {
 	// Path is the database file; "" or ":memory:" is an in-memory store.
@@ -235,6 +249,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 			w.SessionID, w.Identity, w.Generation, w.CheckpointVersion, w.FencingToken, blob(w.Data)); err != nil {
 			return fmt.Errorf("upsert snapshot: %w", err)
 		}
+		sqlitedb.Point("save_session_snapshot/after_snapshot_upsert")
 		if rec == nil {
 			return nil
 		}
@@ -309,6 +324,7 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 			attempt.Identity, attempt.Generation); err != nil {
 			return fmt.Errorf("delete attempt snapshots: %w", err)
 		}
+		sqlitedb.Point("rollback_continuity_record/after_snapshots_delete")
 		if previous == nil {
 			_, err = tx.ExecContext(ctx, `DELETE FROM continuity_records WHERE identity = ?`, attempt.Identity)
 			return err
@@ -332,6 +348,7 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_snapshots WHERE identity = ?`, id); err != nil {
 			return fmt.Errorf("delete snapshots: %w", err)
 		}
+		sqlitedb.Point("delete_continuity_record/after_snapshots_delete")
 		_, err = tx.ExecContext(ctx, `DELETE FROM continuity_records WHERE identity = ?`, id)
 		return err
 	})

@@ -1,0 +1,34 @@
+package sqlitedb
+
+import "sync/atomic"
+
+// Crash points are named places inside the reference stores' write
+// transactions where a crash would leave a half-done operation if the
+// transaction were not atomic: after the first of two writes, after the
+// commit. A store reaches one by calling Point; Write reaches
+// "<op>/after_commit" after every commit. Points are named
+// "<operation>/<place>", and each store lists its own (its CrashPoints
+// variable), which the wire protocol's handshake declares.
+//
+// A point does nothing unless a hook is set: "storecheck serve" sets one that
+// ends the process, without closing anything, the Nth time an armed point is
+// reached, so that the kit can crash a backend for real inside a transaction.
+
+var hook atomic.Pointer[func(point string)]
+
+// SetCrashHook makes every crash point reached call fn (nil removes it). The
+// hook is process-wide: crash points are about the process, not one store.
+func SetCrashHook(fn func(point string)) {
+	if fn == nil {
+		hook.Store(nil)
+		return
+	}
+	hook.Store(&fn)
+}
+
+// Point reaches the crash point named point.
+func Point(point string) {
+	if fn := hook.Load(); fn != nil {
+		(*fn)(point)
+	}
+}
