@@ -69,7 +69,7 @@ func TestMalformedHistoriesAreRefused(t *testing.T) {
 		"overlapping client": {`{"store":"continuity","entries":[{"op":"max_fencing_token","call":1,"return":4,"result":0},{"op":"max_fencing_token","call":2,"return":3,"result":0}]}`,
 			"client 0 called it at 2 with an operation outstanding until 4"},
 		"wrong result type": {`{"store":"continuity","entries":[{"op":"max_fencing_token","call":1,"return":2,"result":"x"}]}`,
-			"max_fencing_token result: want continuity.FencingToken"},
+			"max_fencing_token result: want a continuity.FencingToken"},
 		"unknown field": {`{"store":"continuity","entries":[],"extra":1}`, `unknown field "extra"`},
 	} {
 		_, err := Read(strings.NewReader(tc.json), contracts)

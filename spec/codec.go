@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 )
 
@@ -45,28 +46,59 @@ func (c Contract) DecodeOp(name string, args json.RawMessage) (Op, error) {
 	}
 	v := reflect.New(reflect.TypeOf(zero))
 	if len(args) > 0 && !bytes.Equal(args, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(args))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v.Interface()); err != nil {
+		if err := StrictUnmarshal(args, v.Interface()); err != nil {
 			return nil, fmt.Errorf("%s %s: arguments: %w", c.Name, name, err)
 		}
 	}
 	return v.Elem().Interface().(Op), nil
 }
 
-// DecodeResult decodes op's result from JSON into the type op.Result
-// declares. An operation that yields nothing accepts only null or nothing.
+// DecodeResult decodes raw, a backend's result for op, into a value of the
+// type op.Result() declares. An operation that yields nothing takes null (or
+// no result at all); a value type (bool, a number, a string, a struct)
+// refuses null; unknown fields are refused.
 func DecodeResult(op Op, raw json.RawMessage) (any, error) {
 	zero := op.Result()
+	null := len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 	if zero == nil {
-		if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-			return nil, nil
+		if !null {
+			return nil, fmt.Errorf("%s yields nothing, but the backend answered %s", op.Name(), clip(raw, 80))
 		}
-		return nil, fmt.Errorf("%s yields nothing, got %s", op.Name(), raw)
+		return nil, nil
 	}
-	v := reflect.New(reflect.TypeOf(zero))
-	if err := json.Unmarshal(raw, v.Interface()); err != nil {
-		return nil, fmt.Errorf("%s result: want %T: %w", op.Name(), zero, err)
+	t := reflect.TypeOf(zero)
+	if null {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice:
+			return zero, nil
+		}
+		return nil, fmt.Errorf("%s result: want a %s, the backend answered null", op.Name(), t)
+	}
+	v := reflect.New(t)
+	if err := StrictUnmarshal(raw, v.Interface()); err != nil {
+		return nil, fmt.Errorf("%s result: want a %s, the backend answered %s: %v", op.Name(), t, clip(raw, 80), err)
 	}
 	return v.Elem().Interface(), nil
+}
+
+// StrictUnmarshal decodes exactly one JSON value into v, refusing unknown
+// fields and anything after the value.
+func StrictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// clip is b as a string, cut to n bytes.
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return fmt.Sprintf("%s... (%d bytes)", b[:n], len(b))
+	}
+	return string(b)
 }

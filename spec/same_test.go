@@ -1,6 +1,9 @@
 package spec
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestSameResult(t *testing.T) {
 	type rec struct {
@@ -26,5 +29,29 @@ func TestSameResult(t *testing.T) {
 		if got := SameResult(tc.a, tc.b); got != tc.want {
 			t.Errorf("SameResult(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+func TestRawJSONTravelsVerbatim(t *testing.T) {
+	type op struct {
+		Data RawJSON `json:"data"`
+	}
+	for _, text := range []string{`{"a": 1,  "b" : [1, 2]}`, `not json {`, ``} {
+		b, err := json.Marshal(op{Data: RawJSON(text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back op
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if string(back.Data) != text || back.Data == nil {
+			t.Errorf("%q came back as %q", text, back.Data)
+		}
+	}
+	b, _ := json.Marshal(op{})
+	var back op
+	if string(b) != `{"data":null}` || json.Unmarshal(b, &back) != nil || back.Data != nil {
+		t.Errorf("nil: %s -> %#v", b, back)
 	}
 }

@@ -40,6 +40,11 @@ type Kind string
 
 func (k Kind) Error() string { return string(k) }
 
+// ErrCrashed is the kit's kind for an operation whose backend process died
+// under it (killed, or crashed at an armed point): it may or may not have
+// taken effect.
+const ErrCrashed Kind = "crashed"
+
 // Error is a failed operation: its kind, and a message for people. Only the
 // kind is part of the contract.
 type Error struct {

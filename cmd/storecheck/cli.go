@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/storecheck/storecheck/reports"
 	"io"
+	"os"
 	"strings"
 
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -14,30 +15,40 @@ const (
 	exitPassed = 0
 	exitFailed = 1
 	exitUsage  = 2
+	// exitBackend: the backend failed (would not start, broke the wire
+	// protocol, crashed outside an injected fault): no verdict on its
+	// conformance.
+	exitBackend = 3
 	// exitInconclusive: nothing failed, but a check could not decide.
 	exitInconclusive = 4
 )
 
-const usage = `usage: storecheck [run] [flags]
+const usage = `usage: storecheck [COMMAND] [flags] [-- BACKEND [ARG...]]
 
 Commands:
   run        the conformance suite, then the linearizability check, against
-             the embedded reference (the default command)
+             the embedded reference (the default command), or against
+             BACKEND, a program speaking the wire protocol (docs/protocol.md)
   linearize  the linearizability check alone: concurrent clients, a recorded
              history, porcupine
   check      check a saved history again, offline: storecheck check HISTORY.json
+  serve      serve the reference stores over the wire protocol on stdin/stdout
 
 Flags of run:
   --store LIST   stores to check, comma-separated (default: all: %s)
   --seed N       seed that orders the specs (default: from the clock, printed)
   --fail-fast    stop at the first failure
-  --verbose      print every spec as it runs
+  --verbose      print every spec as it runs (and BACKEND's stderr)
   --ops N        operations of each store's linearizability check (default 2000)
   --report-dir D where failing checks leave their history and visualization
                  (default storecheck-report)
+  --timeout D    how long to wait for each reply of BACKEND (default 5s)
 
-Flags of linearize: --store, --seed, --report-dir as above, and
-  --clients N --ops N --handles N --timeout D (check time limit) --duration D
+Flags of linearize: --store, --seed, --report-dir, --timeout as above, and
+  --clients N --ops N --handles N --check-timeout D --duration D
+
+Exit codes: 0 passed, 1 a check failed, 2 usage error, 3 backend failure,
+4 inconclusive (a check could not decide; nothing failed).
 `
 
 // cli runs storecheck with args against h and returns the exit code.
@@ -53,11 +64,13 @@ func cli(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		return linearize(args, stdout, stderr, h)
 	case "check":
 		return check(args, stdout, stderr)
+	case "serve":
+		return serve(args, os.Stdin, stdout, stderr)
 	case "help":
 		fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
 		return exitPassed
 	}
-	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, help\n", cmd)
+	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, serve, help\n", cmd)
 	return exitUsage
 }
 

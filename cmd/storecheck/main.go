@@ -3,8 +3,13 @@
 //
 //	storecheck                 same as storecheck run
 //	storecheck run [flags]     run the conformance suite
+//	storecheck run [flags] -- COMMAND [ARG...]
+//	                           run it against a program speaking the wire
+//	                           protocol (docs/protocol.md)
+//	storecheck serve           serve the reference stores over the protocol
 //
-// Exit codes: 0 everything passed, 1 a check failed, 2 a usage error.
+// Exit codes: 0 everything passed, 1 a check failed, 2 a usage error, 3 a
+// backend failure (it would not start, broke the protocol, or crashed).
 package main
 
 import (

@@ -159,11 +159,11 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir\n"},
+		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
-		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir\n"},
-		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir\n"},
-		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, help\n"},
+		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer
 		if code := cli(tc.args, &out, &errs, h); code != exitUsage {

@@ -7,16 +7,29 @@ import (
 	"fmt"
 	"github.com/storecheck/storecheck/linearizability"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
+const runFlags = "accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout"
+
 // run is "storecheck run": the conformance suite, then the linearizability
-// check, against one backend.
+// check, against one backend: h, or the program named after "--", run
+// through the exec adapter.
 func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
+	var command []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i+1:]
+		if len(command) == 0 {
+			fmt.Fprintf(stderr, "storecheck run: no command after --; %s\n", runFlags)
+			return exitUsage
+		}
+	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	storeList := fs.String("store", strings.Join(stores, ","), "")
@@ -25,17 +38,17 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	verbose := fs.Bool("verbose", false, "")
 	ops := fs.Int("ops", 2000, "")
 	reportDir := fs.String("report-dir", "storecheck-report", "")
-	const accepted = "accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir"
+	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
 			return exitPassed
 		}
-		fmt.Fprintf(stderr, "storecheck run: %v; %s\n", err, accepted)
+		fmt.Fprintf(stderr, "storecheck run: %v; %s\n", err, runFlags)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "storecheck run: unexpected argument %q; %s\n", fs.Arg(0), accepted)
+		fmt.Fprintf(stderr, "storecheck run: unexpected argument %q; %s\n", fs.Arg(0), runFlags)
 		return exitUsage
 	}
 	selected, ok := parseStores(*storeList, "run", stderr)
@@ -45,6 +58,21 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	if *ops <= 0 {
 		fmt.Fprintf(stderr, "storecheck run: --ops must be at least 1, got %d\n", *ops)
 		return exitUsage
+	}
+
+	var backend *adapters.Exec
+	if command != nil {
+		o := adapters.ExecOptions{Command: command, Timeout: *timeout}
+		if *verbose {
+			o.Stderr = stderr
+		}
+		var err error
+		if backend, err = adapters.StartExec(context.Background(), o); err != nil {
+			fmt.Fprintf(stderr, "storecheck run: backend failure: %v\n", err)
+			return exitBackend
+		}
+		defer backend.Close()
+		h = adapters.Harness(backend)
 	}
 
 	checks := suite.Run(h, suite.Config{Seed: *seed, Stores: selected, FailFast: *failFast, Verbose: *verbose})
@@ -67,5 +95,9 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	}
 	fmt.Fprintln(stdout)
 	reports.WriteText(stdout, result)
+	if backend != nil && backend.Err() != nil {
+		fmt.Fprintf(stderr, "storecheck run: backend failure (not a conformance verdict): %v\n", backend.Err())
+		return exitBackend
+	}
 	return exitCode(result)
 }

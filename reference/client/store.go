@@ -110,6 +110,29 @@ CREATE TABLE IF NOT EXISTS events (
 	created_at INTEGER NOT NULL
 );`
 
+// CrashPoints are the places inside this store's write transactions where a
+// crash would leave a half-done operation if the transaction were not
+// atomic (see sqlitedb.Point), and after the commit of every write.
+var CrashPoints = []string{
+	"upsert_session/after_session_write",
+	"upsert_session/after_close_others",
+	"bind_task/after_close_others",
+	"enqueue_intent/after_commit",
+	"bump_intent/after_commit",
+	"defer_intent/after_commit",
+	"accept_intent/after_commit",
+	"exhaust_intent/after_commit",
+	"delete_intent/after_commit",
+	"append_event/after_commit",
+	"upsert_session/after_commit",
+	"bump_session_version/after_commit",
+	"bind_task/after_commit",
+	"release_binding/after_commit",
+	"open_task/after_commit",
+	"settle_task/after_commit",
+	"insert_fault/after_commit",
+}
+
 // Options says how to open the store.
 type Options struct {
 	// Path is the database file; "" or ":memory:" is an in-memory store.
@@ -259,7 +282,7 @@ func at(v int64) time.Time { return time.UnixMilli(v).UTC() }
 func limit(l uint32) int   { return c.EffectiveLimit(l) }
 
 // validJSON refuses a value the contract says must be JSON.
-func validJSON(what string, v json.RawMessage) error {
+func validJSON(what string, v spec.RawJSON) error {
 	if !json.Valid(v) {
 		return spec.Errorf(c.ErrInvalidArgument, "%s is not JSON: %q", what, string(v))
 	}
@@ -292,15 +315,15 @@ func scanIntent(r scanner) (c.Intent, error) {
 	if err := r.Scan(&in.OpID, &env, &in.Attempt, &in.State, &next, &receipt, &in.LastError, &cre, &upd); err != nil {
 		return in, err
 	}
-	in.Envelope = json.RawMessage(env)
+	in.Envelope = spec.RawJSON(env)
 	if receipt.Valid {
-		in.Receipt = json.RawMessage(receipt.String)
+		in.Receipt = spec.RawJSON(receipt.String)
 	}
 	in.NextAttemptAt, in.CreatedAt, in.UpdatedAt = at(next), at(cre), at(upd)
 	return in, nil
 }
 
-func (s *Store) EnqueueIntent(ctx context.Context, opID string, env json.RawMessage) (bool, error) {
+func (s *Store) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON) (bool, error) {
 	if err := validJSON("envelope of intent "+opID, env); err != nil {
 		return false, err
 	}
@@ -408,7 +431,7 @@ func (s *Store) DeferIntent(ctx context.Context, opID string, next time.Time, la
 		next_attempt_at = ?, last_error = ?, updated_at = ? WHERE op_id = ?`+s.live(), ms(next), lastError, now, opID)
 }
 
-func (s *Store) AcceptIntent(ctx context.Context, opID string, receipt json.RawMessage) (bool, error) {
+func (s *Store) AcceptIntent(ctx context.Context, opID string, receipt spec.RawJSON) (bool, error) {
 	if err := validJSON("receipt of intent "+opID, receipt); err != nil {
 		return false, err
 	}
@@ -437,7 +460,7 @@ func (s *Store) PendingIntentCount(ctx context.Context) (int64, error) {
 
 // ----- events -----
 
-func (s *Store) AppendEvent(ctx context.Context, eventType string, data json.RawMessage) (int64, error) {
+func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.RawJSON) (int64, error) {
 	if err := validJSON("data of event "+eventType, data); err != nil {
 		return 0, err
 	}
@@ -471,7 +494,7 @@ func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]c.Eve
 			if err := rows.Scan(&e.Seq, &e.Type, &data, &cre); err != nil {
 				return err
 			}
-			e.Data, e.CreatedAt = json.RawMessage(data), at(cre)
+			e.Data, e.CreatedAt = spec.RawJSON(data), at(cre)
 			out = append(out, e)
 		}
 		return rows.Err()
@@ -595,7 +618,7 @@ func sessionForTask(ctx context.Context, tx *sql.Tx, taskID string) (string, err
 
 // openBinding opens the pair's binding at now and closes the session's other
 // open binding; false when the pair was open already.
-func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, sessionID, taskID string, now int64) (bool, error) {
+func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, op, sessionID, taskID string, now int64) (bool, error) {
 	var open bool
 	err := tx.QueryRowContext(ctx, `SELECT released_at IS NULL FROM session_tasks WHERE session_id = ? AND task_id = ?`,
 		sessionID, taskID).Scan(&open)
@@ -611,6 +634,11 @@ func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, sessionID, taskID s
 			WHERE session_id = ? AND task_id <> ? AND released_at IS NULL`, now, sessionID, taskID); err != nil {
 			return false, fmt.Errorf("close the other binding: %w", err)
 		}
+	}
+	// Upsert_session and bind_task both reach here: the other binding is
+	// closed, this one not yet open.
+	if err := sqlitedb.Point(ctx, op+"/after_close_others"); err != nil {
+		return false, err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO session_tasks (session_id, task_id, bound_at, bound_seq, released_at)
 		VALUES (?, ?, ?, (SELECT COALESCE(MAX(bound_seq), 0) + 1 FROM session_tasks), NULL)
@@ -643,7 +671,10 @@ func (s *Store) UpsertSession(ctx context.Context, taskID string, v c.VersionedS
 			v.DesiredJSON, v.ObservedJSON, v.BackendRef, v.MismatchCount, ms(v.UpdatedAt)); err != nil {
 			return fmt.Errorf("write session %s: %w", sessionID, err)
 		}
-		if _, err := s.openBinding(ctx, tx, sessionID, taskID, now); err != nil {
+		if err := sqlitedb.Point(ctx, "upsert_session/after_session_write"); err != nil {
+			return err
+		}
+		if _, err := s.openBinding(ctx, tx, "upsert_session", sessionID, taskID, now); err != nil {
 			return err
 		}
 		wrote = true
@@ -701,7 +732,7 @@ func (s *Store) BindTask(ctx context.Context, sessionID, taskID string) (bool, e
 	now := ms(s.clock.Now())
 	var opened bool
 	err := s.db.Write(ctx, "bind_task", func(tx *sql.Tx) (err error) {
-		opened, err = s.openBinding(ctx, tx, sessionID, taskID, now)
+		opened, err = s.openBinding(ctx, tx, "bind_task", sessionID, taskID, now)
 		return err
 	})
 	return opened, err

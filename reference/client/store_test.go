@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -65,7 +64,7 @@ func TestTwoHandlesSerializeTheOutbox(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range n {
-				ok, err := s.EnqueueIntent(ctx, fmt.Sprint("op-", i), json.RawMessage(`{}`))
+				ok, err := s.EnqueueIntent(ctx, fmt.Sprint("op-", i), spec.RawJSON(`{}`))
 				if err != nil {
 					errs <- err
 				}
@@ -74,7 +73,7 @@ func TestTwoHandlesSerializeTheOutbox(t *testing.T) {
 			for i := range n {
 				var err error
 				if h == 0 {
-					accepted[i], err = s.AcceptIntent(ctx, fmt.Sprint("op-", i), json.RawMessage(`{}`))
+					accepted[i], err = s.AcceptIntent(ctx, fmt.Sprint("op-", i), spec.RawJSON(`{}`))
 				} else {
 					_, err = s.BumpIntent(ctx, fmt.Sprint("op-", i), epoch, "refused")
 				}
@@ -168,7 +167,7 @@ func BenchmarkClient(b *testing.B) {
 	for _, mode := range []string{"memory", "file"} {
 		b.Run(mode+"/enqueue_intent", func(b *testing.B) {
 			s := benchStore(b, mode)
-			env := json.RawMessage(`{"kind":"complete","causality":{"task":"t","hop":1}}`)
+			env := spec.RawJSON(`{"kind":"complete","causality":{"task":"t","hop":1}}`)
 			i := 0
 			for b.Loop() {
 				i++

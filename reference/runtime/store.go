@@ -8,7 +8,6 @@ package runtime
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -108,6 +107,26 @@ CREATE TABLE IF NOT EXISTS attachments (
 	committed_at_ms INTEGER
 );`
 
+// CrashPoints are the places inside this store's write transactions where a
+// crash would leave a half-done operation if the transaction were not
+// atomic (see sqlitedb.Point), and after every commit.
+var CrashPoints = []string{
+	"commit_runtime_state/after_graph",
+	"commit_runtime_state/after_head",
+	"commit_runtime_state/after_claims_delete",
+	"commit_runtime_state/after_commit",
+	"claim_ready_queued_work/after_batches_update",
+	"claim_ready_queued_work/after_commit",
+	"try_claim_session_execution_lease/after_commit",
+	"renew_session_execution_lease/after_commit",
+	"release_session_execution_lease/after_commit",
+	"enqueue_queued_work/after_commit",
+	"renew_queued_work_claim/after_commit",
+	"abandon_queued_work_claim/after_commit",
+	"cancel_queued_work_batch/after_commit",
+	"tombstone_nodes/after_commit",
+}
+
 // Options says how to open the store.
 type Options struct {
 	// Path is the database file; "" or ":memory:" is an in-memory store.
@@ -178,7 +197,7 @@ func expiry(now int64, ttl uint64) int64 {
 }
 
 // raw stores an opaque JSON value: empty is NULL.
-func raw(v json.RawMessage) any {
+func raw(v spec.RawJSON) any {
 	if len(v) == 0 {
 		return nil
 	}
@@ -186,11 +205,11 @@ func raw(v json.RawMessage) any {
 }
 
 // rawOut reads an opaque JSON value back: NULL or empty is nil.
-func rawOut(b []byte) json.RawMessage {
+func rawOut(b []byte) spec.RawJSON {
 	if len(b) == 0 {
 		return nil
 	}
-	return json.RawMessage(b)
+	return spec.RawJSON(b)
 }
 
 // bytesOut reads bytes back: never nil.
@@ -416,6 +435,9 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if err := s.applyGraph(ctx, tx, cm.Graph); err != nil {
 			return err
 		}
+		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_graph"); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO checkpoints (checkpoint_ref, data) VALUES (?, ?)`,
 			res.CheckpointRef, bytesOut(cm.Checkpoint)); err != nil {
 			return fmt.Errorf("store checkpoint: %w", err)
@@ -430,12 +452,18 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if err := writeHead(ctx, tx, cm, res); err != nil {
 			return err
 		}
+		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_head"); err != nil {
+			return err
+		}
 		for _, c := range cm.CompletedQueueClaims {
 			for _, id := range c.BatchIDs {
 				if err := deleteBatch(ctx, tx, c.SessionID, id, `AND claim_id = ? AND claim_token = ?`, c.ClaimID, c.LeaseToken); err != nil {
 					return err
 				}
 			}
+		}
+		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_claims_delete"); err != nil {
+			return err
 		}
 		stamp := `COALESCE(committed_at_ms, ?)`
 		if s.bug == bugs.RuntimeAttachmentCommitTimeMoves {
@@ -864,6 +892,10 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 				return errClaimLost
 			}
 		}
+		if err := sqlitedb.Point(ctx, "claim_ready_queued_work/after_batches_update"); err != nil {
+			return err
+		}
+
 		for _, b := range selected {
 			loaded, err := loadBatch(ctx, tx, session, b.BatchID)
 			if err != nil {
@@ -951,14 +983,14 @@ func (s *Store) ListPendingQueuedWork(ctx context.Context, session string) ([]r.
 	return out, err
 }
 
-func (s *Store) SaveSessionMeta(ctx context.Context, meta json.RawMessage) error {
+func (s *Store) SaveSessionMeta(ctx context.Context, meta spec.RawJSON) error {
 	return s.db.Write(ctx, "save_session_meta", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO session_meta (singleton, data) VALUES (1, ?)`, raw(meta))
 		return err
 	})
 }
 
-func (s *Store) LoadSessionMeta(ctx context.Context) (json.RawMessage, error) {
+func (s *Store) LoadSessionMeta(ctx context.Context) (spec.RawJSON, error) {
 	var data []byte
 	err := s.db.Read(ctx, "load_session_meta", func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT data FROM session_meta WHERE singleton = 1`).Scan(&data)

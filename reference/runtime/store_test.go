@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -83,7 +83,7 @@ func TestTwoHandlesNeverShareABatch(t *testing.T) {
 	for i := range batches {
 		// A merge key of its own makes every claim take one batch.
 		d := r.QueuedWorkBatchDraft{SessionID: "s", DeliveryPolicy: r.DeliverNextTurn, SlotPolicy: r.SlotMergeable,
-			MergeKey: string(rune('a' + i)), Payloads: []json.RawMessage{json.RawMessage(`1`)}}
+			MergeKey: string(rune('a' + i)), Payloads: []spec.RawJSON{spec.RawJSON(`1`)}}
 		if _, err := handles[i%2].EnqueueQueuedWork(ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func BenchmarkRuntime(b *testing.B) {
 				id, parent := "n-"+strconv.Itoa(i), "n-"+strconv.Itoa(i-1)
 				checkpoint[0], checkpoint[1] = byte(i), byte(i>>8)
 				cm := r.RuntimeCommit{SessionID: "s", Lease: &fence, Checkpoint: checkpoint,
-					Graph:       r.GraphDelta{Kind: r.GraphAppend, Nodes: []r.Node{{NodeID: id, ParentID: parent, Data: json.RawMessage(`{"text":"x"}`)}}, LeafNodeID: id},
+					Graph:       r.GraphDelta{Kind: r.GraphAppend, Nodes: []r.Node{{NodeID: id, ParentID: parent, Data: spec.RawJSON(`{"text":"x"}`)}}, LeafNodeID: id},
 					UsageDeltas: []r.UsageEntry{{Source: "agent", Model: "m", Usage: r.Usage{InputTokens: 10, OutputTokens: 5}}}}
 				if _, err := s.CommitRuntimeState(ctx, cm); err != nil {
 					b.Fatal(err)
@@ -203,7 +203,7 @@ func BenchmarkRuntime(b *testing.B) {
 				b.Fatal(l, err)
 			}
 			d := r.QueuedWorkBatchDraft{SessionID: "s", DeliveryPolicy: r.DeliverNextTurn, SlotPolicy: r.SlotMergeable,
-				Payloads: []json.RawMessage{json.RawMessage(`{"text":"x"}`)}}
+				Payloads: []spec.RawJSON{spec.RawJSON(`{"text":"x"}`)}}
 			if _, err := s.EnqueueQueuedWork(ctx, d); err != nil {
 				b.Fatal(err)
 			}
@@ -217,7 +217,7 @@ func BenchmarkRuntime(b *testing.B) {
 		b.Run(mode+"/enqueue_queued_work", func(b *testing.B) {
 			s := benchStore(b, mode, clockwork.NewFakeClock())
 			d := r.QueuedWorkBatchDraft{SessionID: "s", DeliveryPolicy: r.DeliverNextTurn, SlotPolicy: r.SlotMergeable,
-				Payloads: []json.RawMessage{json.RawMessage(`{"text":"x"}`)}}
+				Payloads: []spec.RawJSON{spec.RawJSON(`{"text":"x"}`)}}
 			for b.Loop() {
 				if _, err := s.EnqueueQueuedWork(ctx, d); err != nil {
 					b.Fatal(err)

@@ -101,7 +101,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 	}
 	if o.Schema != "" {
-		if err = db.Write(ctx, fmt.Sprintf("open %q: schema", o.Path), func(tx *sql.Tx) error {
+		if err = db.write(ctx, fmt.Sprintf("open %q: schema", o.Path), false, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, o.Schema)
 			return err
 		}); err != nil {
@@ -125,8 +125,13 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 
 // Write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits when
 // fn returns nil. A contract error from fn passes through unchanged; any
-// other failure becomes the contract's io kind, naming op.
+// other failure becomes the contract's io kind, naming op. After the commit
+// it reaches the crash point "<op>/after_commit".
 func (db *DB) Write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return db.write(ctx, op, true, fn)
+}
+
+func (db *DB) write(ctx context.Context, op string, point bool, fn func(tx *sql.Tx) error) error {
 	select {
 	case db.writeSlot <- struct{}{}:
 	case <-ctx.Done():
@@ -136,7 +141,13 @@ func (db *DB) Write(ctx context.Context, op string, fn func(tx *sql.Tx) error) e
 	if db.closed.Load() {
 		return spec.Errorf(db.ioKind, "%s: store is closed", op)
 	}
-	return db.run(ctx, op, db.writer.BeginTx, fn)
+	if err := db.run(ctx, op, db.writer.BeginTx, fn); err != nil {
+		return err
+	}
+	if point {
+		return Point(ctx, op+"/after_commit")
+	}
+	return nil
 }
 
 // Read runs fn in one read transaction: a consistent view of the database.

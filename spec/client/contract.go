@@ -102,13 +102,13 @@ type Intent struct {
 	OpID string `json:"op_id"`
 	// Envelope is the message owed to the server, a JSON value. It reads
 	// back JSON-equal to what was enqueued.
-	Envelope json.RawMessage `json:"envelope"`
+	Envelope spec.RawJSON `json:"envelope"`
 	// Attempt counts the refusals the intent has taken (bump_intent).
 	Attempt       int64       `json:"attempt"`
 	State         IntentState `json:"state"`
 	NextAttemptAt time.Time   `json:"next_attempt_at"`
 	// Receipt is the server's answer, once accepted (nil before).
-	Receipt json.RawMessage `json:"receipt,omitempty"`
+	Receipt spec.RawJSON `json:"receipt,omitempty"`
 	// LastError is the last error recorded by bump, defer or exhaust ("" for
 	// none).
 	LastError string    `json:"last_error"`
@@ -120,7 +120,7 @@ type Intent struct {
 type Event struct {
 	Seq       int64           `json:"seq"`
 	Type      string          `json:"type"`
-	Data      json.RawMessage `json:"data"`
+	Data      spec.RawJSON `json:"data"`
 	CreatedAt time.Time       `json:"created_at"`
 }
 
@@ -307,7 +307,7 @@ type Store interface {
 	// state, times) and the call answers false: a redelivered intent never
 	// resets its retry budget. An envelope that is not JSON:
 	// ErrInvalidArgument.
-	EnqueueIntent(ctx context.Context, opID string, envelope json.RawMessage) (bool, error)
+	EnqueueIntent(ctx context.Context, opID string, envelope spec.RawJSON) (bool, error)
 
 	// Intent returns one outbox row, or nil. (The seed reads rows only
 	// through due_intents; this read makes every state observable.)
@@ -336,7 +336,7 @@ type Store interface {
 	// AcceptIntent settles an intent as accepted with the server's receipt
 	// (a JSON value, else ErrInvalidArgument), updated now. Only a pending
 	// or retrying intent; answers whether it acted.
-	AcceptIntent(ctx context.Context, opID string, receipt json.RawMessage) (bool, error)
+	AcceptIntent(ctx context.Context, opID string, receipt spec.RawJSON) (bool, error)
 
 	// ExhaustIntent settles an intent as exhausted with its last error,
 	// attempt unchanged, updated now. Only a pending or retrying intent;
@@ -356,7 +356,7 @@ type Store interface {
 	// AppendEvent appends an event (data a JSON value, else
 	// ErrInvalidArgument) created now, and returns its sequence number:
 	// strictly greater than every earlier one, the first being 1.
-	AppendEvent(ctx context.Context, eventType string, data json.RawMessage) (int64, error)
+	AppendEvent(ctx context.Context, eventType string, data spec.RawJSON) (int64, error)
 
 	// EventsSince returns the events whose sequence is strictly greater than
 	// seq, in sequence order, at most EffectiveLimit(limit).

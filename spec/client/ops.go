@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 // EnqueueIntent yields bool.
 type EnqueueIntent struct {
 	OpID     string          `json:"op_id"`
-	Envelope json.RawMessage `json:"envelope"`
+	Envelope spec.RawJSON `json:"envelope"`
 }
 
 // GetIntent yields *Intent (nil when none). Its name is "intent".
@@ -46,7 +45,7 @@ type DeferIntent struct {
 // AcceptIntent yields bool.
 type AcceptIntent struct {
 	OpID    string          `json:"op_id"`
-	Receipt json.RawMessage `json:"receipt"`
+	Receipt spec.RawJSON `json:"receipt"`
 }
 
 // ExhaustIntent yields bool.
@@ -69,7 +68,7 @@ type FlushOrder struct{}
 // AppendEvent yields int64.
 type AppendEvent struct {
 	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
+	Data spec.RawJSON `json:"data"`
 }
 
 // EventsSince yields []Event.
@@ -373,7 +372,7 @@ func (c Proxy) do(ctx context.Context, op spec.Op) error {
 	return err
 }
 
-func (c Proxy) EnqueueIntent(ctx context.Context, opID string, env json.RawMessage) (bool, error) {
+func (c Proxy) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON) (bool, error) {
 	return call[bool](ctx, c, EnqueueIntent{OpID: opID, Envelope: env})
 }
 
@@ -393,7 +392,7 @@ func (c Proxy) DeferIntent(ctx context.Context, opID string, next time.Time, las
 	return call[bool](ctx, c, DeferIntent{OpID: opID, NextAttemptAt: next, LastError: lastError})
 }
 
-func (c Proxy) AcceptIntent(ctx context.Context, opID string, receipt json.RawMessage) (bool, error) {
+func (c Proxy) AcceptIntent(ctx context.Context, opID string, receipt spec.RawJSON) (bool, error) {
 	return call[bool](ctx, c, AcceptIntent{OpID: opID, Receipt: receipt})
 }
 
@@ -413,7 +412,7 @@ func (c Proxy) FlushOrder(ctx context.Context) ([]Intent, error) {
 	return call[[]Intent](ctx, c, FlushOrder{})
 }
 
-func (c Proxy) AppendEvent(ctx context.Context, eventType string, data json.RawMessage) (int64, error) {
+func (c Proxy) AppendEvent(ctx context.Context, eventType string, data spec.RawJSON) (int64, error) {
 	return call[int64](ctx, c, AppendEvent{Type: eventType, Data: data})
 }
 

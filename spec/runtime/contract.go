@@ -27,7 +27,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 
 	"github.com/storecheck/storecheck/spec"
 )
@@ -68,7 +67,7 @@ func (l SessionExecutionLease) Fence() SessionExecutionLeaseFence {
 type Node struct {
 	NodeID   string          `json:"node_id"`
 	ParentID string          `json:"parent_id,omitempty"`
-	Data     json.RawMessage `json:"data,omitempty"`
+	Data     spec.RawJSON `json:"data,omitempty"`
 }
 
 // Graph is a set of nodes and the leaf the session is at ("" for none).
@@ -171,8 +170,8 @@ type RuntimeCommit struct {
 	CompletedQueueClaims   []CompletedQueueClaim            `json:"completed_queue_claims,omitempty"`
 	Graph                  GraphDelta                       `json:"graph"`
 	Checkpoint             []byte                           `json:"checkpoint"`
-	Config                 json.RawMessage                  `json:"config,omitempty"`
-	AgentFrames            json.RawMessage                  `json:"agent_frames,omitempty"`
+	Config                 spec.RawJSON                  `json:"config,omitempty"`
+	AgentFrames            spec.RawJSON                  `json:"agent_frames,omitempty"`
 	CurrentAgentFrameID    string                           `json:"current_agent_frame_id,omitempty"`
 	UsageDeltas            []UsageEntry                     `json:"usage_deltas,omitempty"`
 	CommittedAttachmentIDs []string                         `json:"committed_attachment_ids,omitempty"`
@@ -198,8 +197,8 @@ func CheckpointRef(data []byte) string {
 type SessionRead struct {
 	SessionID           string          `json:"session_id"`
 	HeadRevision        uint64          `json:"head_revision"`
-	Config              json.RawMessage `json:"config,omitempty"`
-	AgentFrames         json.RawMessage `json:"agent_frames,omitempty"`
+	Config              spec.RawJSON `json:"config,omitempty"`
+	AgentFrames         spec.RawJSON `json:"agent_frames,omitempty"`
 	CurrentAgentFrameID string          `json:"current_agent_frame_id,omitempty"`
 	Graph               Graph           `json:"graph"`
 	CheckpointRef       string          `json:"checkpoint_ref"`
@@ -250,14 +249,14 @@ type QueuedWorkBatchDraft struct {
 	SlotPolicy     SlotPolicy        `json:"slot_policy"`
 	MergeKey       string            `json:"merge_key,omitempty"`
 	AvailableAtMs  int64             `json:"available_at_ms"`
-	Payloads       []json.RawMessage `json:"payloads"`
+	Payloads       []spec.RawJSON `json:"payloads"`
 }
 
 // QueuedWorkItem is one payload of a batch; its id is the batch id, ":item:"
 // and its index.
 type QueuedWorkItem struct {
 	ItemID  string          `json:"item_id"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Payload spec.RawJSON `json:"payload,omitempty"`
 }
 
 // QueuedWorkBatch is an enqueued batch. ClaimFencingToken counts the claims
@@ -487,10 +486,10 @@ type Store interface {
 	ListPendingQueuedWork(ctx context.Context, sessionID string) ([]QueuedWorkBatch, error)
 
 	// SaveSessionMeta replaces the session meta (opaque).
-	SaveSessionMeta(ctx context.Context, meta json.RawMessage) error
+	SaveSessionMeta(ctx context.Context, meta spec.RawJSON) error
 
 	// LoadSessionMeta returns the last saved meta, or nil.
-	LoadSessionMeta(ctx context.Context) (json.RawMessage, error)
+	LoadSessionMeta(ctx context.Context) (spec.RawJSON, error)
 
 	// TombstoneNodes marks the nodes tombstoned: they leave load_node and
 	// both graph scopes. Unknown ids are ignored.

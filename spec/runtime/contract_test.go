@@ -2,10 +2,11 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"regexp"
 	"testing"
+
+	"github.com/storecheck/storecheck/spec"
 )
 
 func TestSelectClaimPrefix(t *testing.T) {
@@ -107,8 +108,8 @@ func (typed) ListQueuedWork(context.Context, string) ([]QueuedWorkBatch, error) 
 func (typed) ListPendingQueuedWork(context.Context, string) ([]QueuedWorkBatch, error) {
 	return nil, nil
 }
-func (typed) SaveSessionMeta(context.Context, json.RawMessage) error        { return nil }
-func (typed) LoadSessionMeta(context.Context) (json.RawMessage, error)      { return nil, nil }
+func (typed) SaveSessionMeta(context.Context, spec.RawJSON) error           { return nil }
+func (typed) LoadSessionMeta(context.Context) (spec.RawJSON, error)         { return nil, nil }
 func (typed) TombstoneNodes(context.Context, []string) error                { return nil }
 func (typed) Vacuum(context.Context) (VacuumReport, error)                  { return VacuumReport{}, nil }
 func (typed) GcUnreachable(context.Context) (GcReport, error)               { return GcReport{}, nil }

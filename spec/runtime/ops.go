@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/storecheck/storecheck/spec"
@@ -92,10 +91,10 @@ type ListPendingQueuedWork struct {
 
 // SaveSessionMeta yields nil.
 type SaveSessionMeta struct {
-	Meta json.RawMessage `json:"meta"`
+	Meta spec.RawJSON `json:"meta"`
 }
 
-// LoadSessionMeta yields json.RawMessage (nil when none).
+// LoadSessionMeta yields spec.RawJSON (nil when none).
 type LoadSessionMeta struct{}
 
 // TombstoneNodes yields nil.
@@ -161,7 +160,7 @@ func (CancelQueuedWorkBatch) Result() any         { return (*QueuedWorkBatch)(ni
 func (ListQueuedWork) Result() any                { return []QueuedWorkBatch(nil) }
 func (ListPendingQueuedWork) Result() any         { return []QueuedWorkBatch(nil) }
 func (SaveSessionMeta) Result() any               { return nil }
-func (LoadSessionMeta) Result() any               { return json.RawMessage(nil) }
+func (LoadSessionMeta) Result() any               { return spec.RawJSON(nil) }
 func (TombstoneNodes) Result() any                { return nil }
 func (Vacuum) Result() any                        { return VacuumReport{} }
 func (GcUnreachable) Result() any                 { return GcReport{} }
@@ -331,15 +330,15 @@ func (c Proxy) ListPendingQueuedWork(ctx context.Context, sessionID string) ([]Q
 	return result[[]QueuedWorkBatch](op, v, err)
 }
 
-func (c Proxy) SaveSessionMeta(ctx context.Context, meta json.RawMessage) error {
+func (c Proxy) SaveSessionMeta(ctx context.Context, meta spec.RawJSON) error {
 	_, err := c.do(ctx, SaveSessionMeta{Meta: meta})
 	return err
 }
 
-func (c Proxy) LoadSessionMeta(ctx context.Context) (json.RawMessage, error) {
+func (c Proxy) LoadSessionMeta(ctx context.Context) (spec.RawJSON, error) {
 	op := LoadSessionMeta{}
 	v, err := c.do(ctx, op)
-	return result[json.RawMessage](op, v, err)
+	return result[spec.RawJSON](op, v, err)
 }
 
 func (c Proxy) TombstoneNodes(ctx context.Context, ids []string) error {

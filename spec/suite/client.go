@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/client"
 )
 
@@ -50,10 +50,10 @@ func clientSpecs(h Harness) {
 	// at is the spec's clock origin moved by d.
 	at := func(d time.Duration) time.Time { return Epoch.Add(d) }
 	// env is an envelope whose causality names task.
-	env := func(task string) json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"kind":"complete","causality":{"task":%q,"hop":1}}`, task))
+	env := func(task string) spec.RawJSON {
+		return spec.RawJSON(fmt.Sprintf(`{"kind":"complete","causality":{"task":%q,"hop":1}}`, task))
 	}
-	enqueue := func(op string, e json.RawMessage) {
+	enqueue := func(op string, e spec.RawJSON) {
 		GinkgoHelper()
 		added, err := s.EnqueueIntent(f.ctx, op, e)
 		Expect(err).NotTo(HaveOccurred())
@@ -153,7 +153,7 @@ func clientSpecs(h Harness) {
 	fillIntents := func(n int) {
 		GinkgoHelper()
 		for i := range n {
-			enqueue(fmt.Sprintf("bulk-%04d", i), json.RawMessage(`{}`))
+			enqueue(fmt.Sprintf("bulk-%04d", i), spec.RawJSON(`{}`))
 		}
 	}
 
@@ -225,7 +225,7 @@ func clientSpecs(h Harness) {
 			f.clock.Advance(time.Second)
 			Expect(acted(s.BumpIntent(f.ctx, opA, at(30*time.Second), "refused"))).To(BeTrue())
 			enqueue(opB, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opB, json.RawMessage(`{"ok":true}`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opB, spec.RawJSON(`{"ok":true}`)))).To(BeTrue())
 			f.clock.Advance(time.Second)
 			before := state()
 			declines(before)(s.EnqueueIntent(f.ctx, opA, env("another task")))
@@ -235,7 +235,7 @@ func clientSpecs(h Harness) {
 		It("refuses an envelope that is not JSON with invalid_argument", func() {
 			enqueue(opB, env(taskB))
 			before := state()
-			_, err := s.EnqueueIntent(f.ctx, opA, json.RawMessage(`{"causality":`))
+			_, err := s.EnqueueIntent(f.ctx, opA, spec.RawJSON(`{"causality":`))
 			refused(before, err, c.ErrInvalidArgument)
 		})
 	})
@@ -263,7 +263,7 @@ func clientSpecs(h Harness) {
 			enqueue(opA, env(taskA))
 			enqueue(opB, env(taskB))
 			enqueue(opC, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opA, json.RawMessage(`1`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`1`)))).To(BeTrue())
 			Expect(acted(s.ExhaustIntent(f.ctx, opB, "gave up"))).To(BeTrue())
 			Expect(due(at(time.Hour), 0)).To(Equal([]string{opC}))
 		})
@@ -316,7 +316,7 @@ func clientSpecs(h Harness) {
 		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", func() {
 			enqueue(opA, env(taskA))
 			enqueue(opB, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opA, json.RawMessage(`{"receipt":1}`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`{"receipt":1}`)))).To(BeTrue())
 			Expect(acted(s.ExhaustIntent(f.ctx, opB, "ceiling"))).To(BeTrue())
 			f.clock.Advance(time.Second)
 			before := state()
@@ -347,7 +347,7 @@ func clientSpecs(h Harness) {
 		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", func() {
 			enqueue(opA, env(taskA))
 			enqueue(opB, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opA, json.RawMessage(`{"receipt":1}`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`{"receipt":1}`)))).To(BeTrue())
 			Expect(acted(s.ExhaustIntent(f.ctx, opB, "ceiling"))).To(BeTrue())
 			before := state()
 			declines(before)(s.DeferIntent(f.ctx, opA, at(0), "link down"))
@@ -363,7 +363,7 @@ func clientSpecs(h Harness) {
 			Expect(acted(s.BumpIntent(f.ctx, opB, at(0), "refused"))).To(BeTrue())
 			f.clock.Advance(time.Second)
 			for _, op := range []string{opA, opB} {
-				Expect(acted(s.AcceptIntent(f.ctx, op, json.RawMessage(`{"seq": 42}`)))).To(BeTrue())
+				Expect(acted(s.AcceptIntent(f.ctx, op, spec.RawJSON(`{"seq": 42}`)))).To(BeTrue())
 				in := intent(op)
 				Expect(in.State).To(Equal(c.IntentAccepted))
 				Expect(in.Receipt).To(MatchJSON(`{"seq":42}`))
@@ -376,16 +376,16 @@ func clientSpecs(h Harness) {
 		It("acts only on a live intent: a second accept or an accept after exhaust answers false", func() {
 			enqueue(opA, env(taskA))
 			enqueue(opB, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opA, json.RawMessage(`"first"`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`"first"`)))).To(BeTrue())
 			Expect(acted(s.ExhaustIntent(f.ctx, opB, "ceiling"))).To(BeTrue())
 			before := state()
-			declines(before)(s.AcceptIntent(f.ctx, opA, json.RawMessage(`"second"`)))
-			declines(before)(s.AcceptIntent(f.ctx, opB, json.RawMessage(`"late"`)))
-			declines(before)(s.AcceptIntent(f.ctx, opC, json.RawMessage(`"none"`)))
+			declines(before)(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`"second"`)))
+			declines(before)(s.AcceptIntent(f.ctx, opB, spec.RawJSON(`"late"`)))
+			declines(before)(s.AcceptIntent(f.ctx, opC, spec.RawJSON(`"none"`)))
 		})
 		It("refuses a receipt that is not JSON with invalid_argument", func() {
 			enqueue(opA, env(taskA))
-			_, err := s.AcceptIntent(f.ctx, opA, json.RawMessage(`not json`))
+			_, err := s.AcceptIntent(f.ctx, opA, spec.RawJSON(`not json`))
 			refused(state(), err, c.ErrInvalidArgument)
 		})
 	})
@@ -407,7 +407,7 @@ func clientSpecs(h Harness) {
 		It("acts on no settled intent", func() {
 			enqueue(opA, env(taskA))
 			enqueue(opB, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opA, json.RawMessage(`{}`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`{}`)))).To(BeTrue())
 			Expect(acted(s.ExhaustIntent(f.ctx, opB, "first"))).To(BeTrue())
 			before := state()
 			declines(before)(s.ExhaustIntent(f.ctx, opA, "late"))
@@ -445,7 +445,7 @@ func clientSpecs(h Harness) {
 			enqueue(opC, env(taskB))
 			Expect(acted(s.BumpIntent(f.ctx, opB, at(time.Hour), "not due for an hour"))).To(BeTrue())
 			Expect(pending()).To(Equal(int64(3)))
-			Expect(acted(s.AcceptIntent(f.ctx, opA, json.RawMessage(`{}`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opA, spec.RawJSON(`{}`)))).To(BeTrue())
 			Expect(acted(s.ExhaustIntent(f.ctx, opC, "x"))).To(BeTrue())
 			Expect(pending()).To(Equal(int64(1)))
 		})
@@ -476,7 +476,7 @@ func clientSpecs(h Harness) {
 		It("returns strictly increasing sequence numbers, the first being 1", func() {
 			var last int64
 			for i := range 5 {
-				seq, err := s.AppendEvent(f.ctx, "tick", json.RawMessage(fmt.Sprint(i)))
+				seq, err := s.AppendEvent(f.ctx, "tick", spec.RawJSON(fmt.Sprint(i)))
 				Expect(err).NotTo(HaveOccurred())
 				if i == 0 {
 					Expect(seq).To(Equal(int64(1)))
@@ -487,7 +487,7 @@ func clientSpecs(h Harness) {
 			Expect(head()).To(Equal(last))
 		})
 		It("refuses data that is not JSON with invalid_argument and appends nothing", func() {
-			_, err := s.AppendEvent(f.ctx, "tick", json.RawMessage(`{`))
+			_, err := s.AppendEvent(f.ctx, "tick", spec.RawJSON(`{`))
 			refused(state(), err, c.ErrInvalidArgument)
 		})
 	})
@@ -497,7 +497,7 @@ func clientSpecs(h Harness) {
 			var seqs []int64
 			for i := range 4 {
 				f.clock.Advance(250 * time.Millisecond)
-				seq, err := s.AppendEvent(f.ctx, fmt.Sprint("type-", i), json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+				seq, err := s.AppendEvent(f.ctx, fmt.Sprint("type-", i), spec.RawJSON(fmt.Sprintf(`{"n":%d}`, i)))
 				Expect(err).NotTo(HaveOccurred())
 				seqs = append(seqs, seq)
 			}
@@ -516,7 +516,7 @@ func clientSpecs(h Harness) {
 		})
 		It("takes at most limit events: 0 means 100, and never more than 500", func() {
 			for i := range 501 {
-				_, err := s.AppendEvent(f.ctx, "bulk", json.RawMessage(fmt.Sprint(i)))
+				_, err := s.AppendEvent(f.ctx, "bulk", spec.RawJSON(fmt.Sprint(i)))
 				Expect(err).NotTo(HaveOccurred())
 			}
 			count := func(limit uint32) int {
@@ -534,7 +534,7 @@ func clientSpecs(h Harness) {
 	Describe("event_head", func() {
 		It("is 0 with no events, then the last sequence number", func() {
 			Expect(head()).To(BeZero())
-			seq, err := s.AppendEvent(f.ctx, "one", json.RawMessage(`null`))
+			seq, err := s.AppendEvent(f.ctx, "one", spec.RawJSON(`null`))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(head()).To(Equal(seq))
 		})
@@ -891,12 +891,12 @@ func clientSpecs(h Harness) {
 			Expect(acted(s.ReleaseBinding(f.ctx, sessS, taskA))).To(BeTrue())
 			Expect(known(taskA)).To(BeTrue())
 			enqueue(opB, env(taskB))
-			Expect(acted(s.AcceptIntent(f.ctx, opB, json.RawMessage(`{}`)))).To(BeTrue())
+			Expect(acted(s.AcceptIntent(f.ctx, opB, spec.RawJSON(`{}`)))).To(BeTrue())
 			Expect(known(taskB)).To(BeTrue())
 		})
 		It("is false for a task nothing names, or named other than as causality.task", func() {
-			enqueue(opA, json.RawMessage(`{"task":"task-x","causality":{"parent_task":"task-y","task":7}}`))
-			enqueue(opB, json.RawMessage(`["task-x"]`))
+			enqueue(opA, spec.RawJSON(`{"task":"task-x","causality":{"parent_task":"task-y","task":7}}`))
+			enqueue(opB, spec.RawJSON(`["task-x"]`))
 			Expect(acted(s.OpenTask(f.ctx, c.Causality{Task: "task-z"}, c.KindRoot))).To(BeTrue())
 			for _, t := range []string{"task-x", "task-y", "7", "task-z"} {
 				Expect(known(t)).To(BeFalse(), "task %s", t)
@@ -967,7 +967,7 @@ func clientSpecs(h Harness) {
 			t := open(f.path)
 			enqueue(opA, env(taskA))
 			Expect(acted(t.EnqueueIntent(f.ctx, opA, env(taskB)))).To(BeFalse())
-			Expect(acted(t.AcceptIntent(f.ctx, opA, json.RawMessage(`{"by":"t"}`)))).To(BeTrue())
+			Expect(acted(t.AcceptIntent(f.ctx, opA, spec.RawJSON(`{"by":"t"}`)))).To(BeTrue())
 			Expect(acted(s.BumpIntent(f.ctx, opA, at(0), "late"))).To(BeFalse())
 			Expect(intent(opA).State).To(Equal(c.IntentAccepted))
 
@@ -1062,13 +1062,13 @@ func clientSpecs(h Harness) {
 			Expect(acted(s.BumpIntent(f.ctx, opA, at(2500*time.Millisecond), "x"))).To(BeTrue())
 			Expect(upsert(taskA, tuple(sessS, 1, 5, c.AgentReady, c.ResourceClosed))).To(BeTrue())
 			Expect(acted(s.SettleTask(f.ctx, taskB, c.TaskCompleted))).To(BeTrue())
-			_, err := s.AppendEvent(f.ctx, "one", json.RawMessage(`{}`))
+			_, err := s.AppendEvent(f.ctx, "one", spec.RawJSON(`{}`))
 			Expect(err).NotTo(HaveOccurred())
 			before := state()
 			Expect(s.Close()).To(Succeed())
 			s = open(f.path)
 			Expect(state()).To(Equal(before))
-			seq, err := s.AppendEvent(f.ctx, "two", json.RawMessage(`{}`))
+			seq, err := s.AppendEvent(f.ctx, "two", spec.RawJSON(`{}`))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(seq).To(BeNumerically(">", before.EventHead))
 		})

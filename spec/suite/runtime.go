@@ -1,12 +1,12 @@
 package suite
 
 import (
-	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -83,7 +83,7 @@ func runtimeSpecs(h Harness) {
 	// Commits.
 	commitOf := func(l *r.SessionExecutionLease, checkpoint string) r.RuntimeCommit {
 		cm := r.RuntimeCommit{SessionID: session, Graph: r.GraphDelta{Kind: r.GraphUnchanged},
-			Checkpoint: []byte(checkpoint), Config: json.RawMessage(`{"model":"m-1"}`)}
+			Checkpoint: []byte(checkpoint), Config: spec.RawJSON(`{"model":"m-1"}`)}
 		if l != nil {
 			cm.Lease = fenceOf(l)
 		}
@@ -100,7 +100,7 @@ func runtimeSpecs(h Harness) {
 		return commitOn(s, cm)
 	}
 	node := func(id, parent string) r.Node {
-		return r.Node{NodeID: id, ParentID: parent, Data: json.RawMessage(`{"text":"` + id + `"}`)}
+		return r.Node{NodeID: id, ParentID: parent, Data: spec.RawJSON(`{"text":"` + id + `"}`)}
 	}
 	appendNodes := func(leaf string, nodes ...r.Node) r.GraphDelta {
 		return r.GraphDelta{Kind: r.GraphAppend, Nodes: nodes, LeafNodeID: leaf}
@@ -152,7 +152,7 @@ func runtimeSpecs(h Harness) {
 	// Queued work.
 	draft := func(slot r.SlotPolicy, key string) r.QueuedWorkBatchDraft {
 		return r.QueuedWorkBatchDraft{SessionID: session, DeliveryPolicy: r.DeliverNextTurn, SlotPolicy: slot, MergeKey: key,
-			AvailableAtMs: now(), Payloads: []json.RawMessage{json.RawMessage(`{"text":"hello"}`)}}
+			AvailableAtMs: now(), Payloads: []spec.RawJSON{spec.RawJSON(`{"text":"hello"}`)}}
 	}
 	enqueueOn := func(st r.Store, d r.QueuedWorkBatchDraft) r.QueuedWorkBatch {
 		GinkgoHelper()
@@ -215,7 +215,7 @@ func runtimeSpecs(h Harness) {
 		Session, Path *r.SessionRead
 		Queue         [][]r.QueuedWorkBatch
 		Pending       []r.QueuedWorkBatch
-		Meta          json.RawMessage
+		Meta          spec.RawJSON
 		Attachments   []*r.Attachment
 	}
 	state := func() observed {
@@ -379,7 +379,7 @@ func runtimeSpecs(h Harness) {
 			l := lease(worker)
 			cm := commitOf(l, "\x00checkpoint\xff")
 			cm.Graph = appendNodes("child", node("root", ""), node("child", "root"))
-			cm.AgentFrames = json.RawMessage(`[{"id":"frame-1"}]`)
+			cm.AgentFrames = spec.RawJSON(`[{"id":"frame-1"}]`)
 			cm.CurrentAgentFrameID = "frame-1"
 			cm.UsageDeltas = []r.UsageEntry{{Source: "agent", Model: "m-1", Usage: r.Usage{InputTokens: 10, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4}}}
 			res := commit(cm)
@@ -396,13 +396,13 @@ func runtimeSpecs(h Harness) {
 				Expect(commit(commitOf(l, cp)).HeadRevision).To(Equal(uint64(i + 1)))
 			}
 			cm := commitOf(l, "four")
-			cm.Config = json.RawMessage(`{"model":"m-2"}`)
+			cm.Config = spec.RawJSON(`{"model":"m-2"}`)
 			commit(cm)
 			read := load(r.FullGraph())
 			Expect(read.HeadRevision).To(Equal(uint64(4)))
 			Expect(read.Checkpoint).To(Equal([]byte("four")))
 			Expect(read.CheckpointRef).To(Equal(r.CheckpointRef([]byte("four"))))
-			Expect(read.Config).To(Equal(json.RawMessage(`{"model":"m-2"}`)))
+			Expect(read.Config).To(Equal(spec.RawJSON(`{"model":"m-2"}`)))
 		})
 		It("accepts expected_head_revision equal to the stored revision, 0 before the first commit", func() {
 			l := lease(worker)
@@ -570,7 +570,7 @@ func runtimeSpecs(h Harness) {
 			tombstone("a")
 			cm.Checkpoint = []byte("another")
 			cm.UsageDeltas = []r.UsageEntry{{Source: "agent", Model: "m-1", Usage: r.Usage{InputTokens: 1}}}
-			overwrite := r.Node{NodeID: "root", Data: json.RawMessage(`{"text":"overwritten"}`)}
+			overwrite := r.Node{NodeID: "root", Data: spec.RawJSON(`{"text":"overwritten"}`)}
 			for _, delta := range []r.GraphDelta{
 				appendNodes("root", overwrite),
 				appendNodes("a", node("a", "root")),
@@ -673,7 +673,7 @@ func runtimeSpecs(h Harness) {
 	Describe("load_node", func() {
 		It("returns a committed node exactly", func() {
 			cm := commitOf(lease(worker), "cp")
-			n := r.Node{NodeID: "n", Data: json.RawMessage(`{"text": "spaced \u00e9", "k": [1, 2]}`)}
+			n := r.Node{NodeID: "n", Data: spec.RawJSON(`{"text": "spaced \u00e9", "k": [1, 2]}`)}
 			cm.Graph = appendNodes("n", n)
 			commit(cm)
 			Expect(loadNode("n")).To(Equal(&n))
@@ -723,11 +723,11 @@ func runtimeSpecs(h Harness) {
 			meta, err := s.LoadSessionMeta(f.ctx)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(meta).To(BeNil(), "no meta before the first save")
-			Expect(s.SaveSessionMeta(f.ctx, json.RawMessage(`{"title":"first"}`))).To(Succeed())
-			Expect(s.SaveSessionMeta(f.ctx, json.RawMessage(`{"title": "second"}`))).To(Succeed())
+			Expect(s.SaveSessionMeta(f.ctx, spec.RawJSON(`{"title":"first"}`))).To(Succeed())
+			Expect(s.SaveSessionMeta(f.ctx, spec.RawJSON(`{"title": "second"}`))).To(Succeed())
 			meta, err = s.LoadSessionMeta(f.ctx)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(meta).To(Equal(json.RawMessage(`{"title": "second"}`)))
+			Expect(meta).To(Equal(spec.RawJSON(`{"title": "second"}`)))
 		})
 	})
 
@@ -758,7 +758,7 @@ func runtimeSpecs(h Harness) {
 			cm.Graph = appendNodes("n", node("n", ""))
 			commit(cm)
 			mergeable()
-			Expect(s.SaveSessionMeta(f.ctx, json.RawMessage(`{"m":1}`))).To(Succeed())
+			Expect(s.SaveSessionMeta(f.ctx, spec.RawJSON(`{"m":1}`))).To(Succeed())
 			before := state()
 			Expect(s.Close()).To(Succeed())
 			s = open(f.path)
@@ -771,7 +771,7 @@ func runtimeSpecs(h Harness) {
 	Describe("enqueue_queued_work", func() {
 		It("queues a batch with its payloads as items in order, enqueued at now, with claim fencing token 0", func() {
 			d := draft(r.SlotExclusive, "")
-			d.Payloads = []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}
+			d.Payloads = []spec.RawJSON{spec.RawJSON(`{"n":1}`), spec.RawJSON(`{"n":2}`)}
 			d.AvailableAtMs = now() + 50
 			advance(3)
 			b := enqueue(d)
@@ -786,7 +786,7 @@ func runtimeSpecs(h Harness) {
 			d.SourceKey = "source-1"
 			first := enqueue(d)
 			advance(10)
-			d.Payloads = []json.RawMessage{json.RawMessage(`{"text":"again"}`)}
+			d.Payloads = []spec.RawJSON{spec.RawJSON(`{"text":"again"}`)}
 			Expect(enqueue(d)).To(Equal(first))
 			Expect(list(session)).To(Equal([]r.QueuedWorkBatch{first}))
 		})

@@ -1,0 +1,640 @@
+package adapters
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/suite"
+)
+
+// Defaults of the exec adapter.
+const (
+	// DefaultTimeout is how long the kit waits for one reply.
+	DefaultTimeout = 5 * time.Second
+	// DefaultMaxLine bounds one line of the backend's stdout.
+	DefaultMaxLine = 16 << 20
+	// stderrTail is how many of the backend's last stderr lines an error
+	// quotes.
+	stderrTail = 20
+)
+
+// ExecOptions says how to run a backend program.
+type ExecOptions struct {
+	// Command is the program and its arguments.
+	Command []string
+	// Env is added to this process's environment for the program.
+	Env []string
+	// Timeout bounds the wait for each reply (DefaultTimeout when 0). A
+	// backend that does not reply in time is killed: a backend failure.
+	Timeout time.Duration
+	// MaxLine bounds one stdout line (DefaultMaxLine when 0).
+	MaxLine int
+	// Stderr, when set, receives a copy of the backend's stderr.
+	Stderr io.Writer
+}
+
+// Exec is a Backend that is a program speaking the wire protocol on its
+// stdin and stdout. Its Targets send each operation as a request with the
+// kit's clock (the suite's Options.Clock) in now_ms.
+//
+// Anything the backend does that the protocol does not allow (a line that
+// is not JSON, a reply to an unknown id, an unknown error kind, a result of
+// the wrong type, no reply in time, an exit nobody asked for) ends the
+// process, fails the operations in flight with an indefinite kind, and is
+// kept as the backend's failure (Err). A crash the kit caused (Kill, an
+// armed crash point) is not a failure: the operation in flight ends with
+// ErrCrashed, and Restart starts the program again on the same files.
+type Exec struct {
+	o    ExecOptions
+	mu   sync.Mutex
+	p    *process
+	info Hello
+	err  error
+}
+
+var _ Backend = (*Exec)(nil)
+
+// StartExec starts the program and shakes hands with it. An error here is a
+// backend failure: the program would not start or does not speak the
+// protocol.
+func StartExec(ctx context.Context, o ExecOptions) (*Exec, error) {
+	if len(o.Command) == 0 {
+		return nil, errors.New("exec backend: no command")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = DefaultMaxLine
+	}
+	e := &Exec{o: o}
+	if err := e.start(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Exec) start(ctx context.Context) error {
+	p, err := spawn(e.o, e.recordFailure)
+	if err != nil {
+		return spec.Errorf(ErrBackendFailure, "start %q: %w", strings.Join(e.o.Command, " "), err)
+	}
+	raw, err := p.call(ctx, &Request{Type: TypeHello, Version: ProtocolVersion}, "hello")
+	if err == nil && raw.Error != nil {
+		err = p.violation(fmt.Sprintf("hello: the backend refused the handshake: %s: %s", raw.Error.Kind, raw.Error.Message))
+	}
+	var info Hello
+	if err == nil {
+		if derr := strictUnmarshal(raw.Result, &info); derr != nil {
+			err = p.violation(fmt.Sprintf("hello: the answer is not a hello (%v): %s", derr, clip(raw.Result, 200)))
+		}
+	}
+	if err == nil && info.Version != ProtocolVersion {
+		err = p.violation(fmt.Sprintf("hello: the backend speaks protocol version %d, the kit %d", info.Version, ProtocolVersion))
+	}
+	if err == nil {
+		for _, s := range info.Stores {
+			if _, ok := ContractOf(s); !ok {
+				err = p.violation(fmt.Sprintf("hello: the backend declares an unknown store %q", s))
+				break
+			}
+		}
+	}
+	if err != nil {
+		p.kill()
+		<-p.done
+		return err
+	}
+	if info.Name == "" {
+		info.Name = strings.Join(e.o.Command, " ")
+	}
+	e.mu.Lock()
+	e.p, e.info = p, info
+	e.mu.Unlock()
+	return nil
+}
+
+// recordFailure keeps the backend's first failure.
+func (e *Exec) recordFailure(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *Exec) proc() *process {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.p
+}
+
+// Info is what the backend declared in its hello.
+func (e *Exec) Info() Hello {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info
+}
+
+// Err is the backend's first failure (nil when it kept to the protocol).
+func (e *Exec) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// PID is the backend process's id.
+func (e *Exec) PID() int { return e.proc().cmd.Process.Pid }
+
+// Open opens a database of store on the backend.
+func (e *Exec) Open(ctx context.Context, store string, o suite.Options) (Target, error) {
+	c, ok := ContractOf(store)
+	if !ok {
+		return nil, fmt.Errorf("exec backend: unknown store %q", store)
+	}
+	clock := o.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	p := e.proc()
+	req := &Request{Type: TypeOpen, Store: store, Path: o.Path, InMemory: o.Path == "", NowMS: clock.Now().UnixMilli()}
+	what := "open " + store
+	rep, err := p.call(ctx, req, what)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Error != nil {
+		if err := p.checkKind(c, rep.Error, what); err != nil {
+			return nil, err
+		}
+		return nil, &spec.Error{Kind: rep.Error.Kind, Message: rep.Error.Message}
+	}
+	var opened Opened
+	if err := strictUnmarshal(rep.Result, &opened); err != nil || opened.Handle == 0 {
+		return nil, p.violation(fmt.Sprintf("%s: want {\"handle\": N} with N > 0, the backend answered %s", what, clip(rep.Result, 200)))
+	}
+	return &execTarget{p: p, c: c, handle: opened.Handle, clock: clock}, nil
+}
+
+// Close ends the backend: its stdin closes, and it has the timeout to exit
+// before it is killed.
+func (e *Exec) Close() error {
+	p := e.proc()
+	p.expect()
+	p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(e.o.Timeout):
+		p.kill()
+		<-p.done
+	}
+	return nil
+}
+
+// Kill ends the backend process with SIGKILL, as a fault: the operations in
+// flight end with ErrCrashed, and it is not a backend failure.
+func (e *Exec) Kill() error {
+	p := e.proc()
+	p.expect()
+	p.kill()
+	<-p.done
+	return nil
+}
+
+// Restart kills the backend process if it still runs and starts the program
+// again: the same command, the same files. Targets opened before are dead;
+// open them again.
+func (e *Exec) Restart(ctx context.Context) error {
+	if err := e.Kill(); err != nil {
+		return err
+	}
+	return e.start(ctx)
+}
+
+// ArmCrash arms the backend's crash point: the process exits the nth time
+// it reaches it. The exit that follows is a fault, not a backend failure.
+func (e *Exec) ArmCrash(ctx context.Context, point string, nth int) error {
+	p := e.proc()
+	rep, err := p.call(ctx, &Request{Type: TypeArmCrash, Point: point, Nth: nth}, "arm_crash "+point)
+	if err != nil {
+		return err
+	}
+	if rep.Error != nil {
+		return &spec.Error{Kind: rep.Error.Kind, Message: rep.Error.Message}
+	}
+	p.expect()
+	return nil
+}
+
+// execTarget is one open database of an Exec backend.
+type execTarget struct {
+	p      *process
+	c      Contract
+	handle uint64
+	clock  clockwork.Clock
+}
+
+func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
+	what := t.c.Name + " " + op.Name()
+	if zero, ok := t.c.Op(op.Name()); !ok || fmt.Sprintf("%T", zero) != fmt.Sprintf("%T", op) {
+		return nil, fmt.Errorf("%s: %T is not an operation of the %s store", what, op, t.c.Name)
+	}
+	args, err := json.Marshal(op)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode args: %w", what, err)
+	}
+	req := &Request{Type: TypeOp, Handle: t.handle, Store: t.c.Name, Op: op.Name(), Args: args, NowMS: t.clock.Now().UnixMilli()}
+	rep, err := t.p.call(ctx, req, what)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Error != nil {
+		if err := t.p.checkKind(t.c, rep.Error, what); err != nil {
+			return nil, err
+		}
+		return nil, &spec.Error{Kind: rep.Error.Kind, Message: rep.Error.Message}
+	}
+	v, err := spec.DecodeResult(op, rep.Result)
+	if err != nil {
+		return nil, t.p.violation(fmt.Sprintf("%s (request %d): the result has the wrong type: %v", what, req.ID, err))
+	}
+	return v, nil
+}
+
+func (t *execTarget) Close() error {
+	rep, err := t.p.call(context.Background(), &Request{Type: TypeClose, Handle: t.handle}, "close "+t.c.Name)
+	if err != nil {
+		return err
+	}
+	if rep.Error != nil {
+		return &spec.Error{Kind: rep.Error.Kind, Message: rep.Error.Message}
+	}
+	return nil
+}
+
+// process is one run of the backend program.
+type process struct {
+	o       ExecOptions
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	onFatal func(error)
+
+	wmu sync.Mutex // serializes writes to stdin
+
+	mu        sync.Mutex
+	next      uint64
+	pending   map[uint64]*call
+	abandoned map[uint64]bool
+	cause     error // the first violation, before the process is gone
+	expected  bool  // the kit asked for the exit (Kill, arm_crash, Close)
+	tail      []string
+
+	done chan struct{} // closed when the process is gone and pending calls are failed
+	err  error         // why the process is gone (set before done closes)
+}
+
+type call struct {
+	what string
+	ch   chan *Reply
+}
+
+func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
+	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, err
+	}
+	outW.Close()
+	errW.Close()
+	p := &process{o: o, cmd: cmd, stdin: stdin, onFatal: onFatal, pending: map[uint64]*call{},
+		abandoned: map[uint64]bool{}, done: make(chan struct{})}
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(outDone); p.readReplies(outR) }()
+	go func() { defer close(errDone); p.readStderr(errR) }()
+	go func() {
+		werr := cmd.Wait()
+		// A child of the backend may hold its pipes open: stop reading
+		// soon after the backend itself is gone.
+		for _, c := range []struct {
+			done chan struct{}
+			f    *os.File
+		}{{outDone, outR}, {errDone, errR}} {
+			select {
+			case <-c.done:
+			case <-time.After(200 * time.Millisecond):
+				c.f.Close()
+				<-c.done
+			}
+		}
+		outR.Close()
+		errR.Close()
+		p.finish(werr)
+	}()
+	return p, nil
+}
+
+// readReplies reads stdout: one reply a line, each to its caller.
+func (p *process) readReplies(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, p.o.MaxLine)
+		if errors.Is(err, errLineTooLong) {
+			p.violation(fmt.Sprintf("the backend wrote a stdout line longer than %d bytes: %s", p.o.MaxLine, clip(line, 120)))
+			return
+		}
+		if len(strings.TrimSpace(string(line))) > 0 {
+			p.deliver(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most max bytes (without its newline).
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > max {
+			return line, errLineTooLong
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, err
+	}
+}
+
+func (p *process) deliver(line []byte) {
+	var rep Reply
+	if err := json.Unmarshal(line, &rep); err != nil || rep.ID == nil {
+		why := "is not JSON"
+		if err == nil {
+			why = "has no id"
+		}
+		p.violation(fmt.Sprintf("a stdout line %s (%s)%s: %s", why, errText(err), p.inFlight(), clip(line, 200)))
+		return
+	}
+	id := *rep.ID
+	p.mu.Lock()
+	c := p.pending[id]
+	delete(p.pending, id)
+	abandoned := p.abandoned[id]
+	delete(p.abandoned, id)
+	p.mu.Unlock()
+	switch {
+	case c != nil:
+		c.ch <- &rep
+	case abandoned:
+		// A reply the caller stopped waiting for: dropped.
+	default:
+		p.violation(fmt.Sprintf("a reply to id %d, which is no request in flight%s: %s", id, p.inFlight(), clip(line, 200)))
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
+
+// inFlight names the requests in flight, for an error message.
+func (p *process) inFlight() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var names []string
+	for id, c := range p.pending {
+		names = append(names, fmt.Sprintf("%s (request %d)", c.what, id))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; in flight: " + strings.Join(names, ", ")
+}
+
+func (p *process) readStderr(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, 64<<10)
+		if len(line) > 0 {
+			if p.o.Stderr != nil {
+				p.o.Stderr.Write(line)
+			}
+			p.mu.Lock()
+			p.tail = append(p.tail, strings.TrimRight(string(line), "\n"))
+			if len(p.tail) > stderrTail {
+				p.tail = p.tail[len(p.tail)-stderrTail:]
+			}
+			p.mu.Unlock()
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return
+		}
+	}
+}
+
+// stderrLines is the quote of the backend's last stderr lines.
+func (p *process) stderrLines() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.tail) == 0 {
+		return "\n  (the backend wrote nothing on stderr)"
+	}
+	return "\n  last stderr lines of the backend:\n    | " + strings.Join(p.tail, "\n    | ")
+}
+
+// violation records that the backend broke the protocol, kills it, and
+// returns the failure every operation in flight ends with.
+func (p *process) violation(msg string) error {
+	p.mu.Lock()
+	if p.cause == nil {
+		p.cause = spec.Errorf(ErrBackendFailure, "%s", msg)
+	}
+	p.mu.Unlock()
+	p.kill()
+	<-p.done
+	return p.err
+}
+
+// timeout records that a request got no reply in time and kills the backend.
+func (p *process) timeout(what string, id uint64) error {
+	p.mu.Lock()
+	if p.cause == nil {
+		p.cause = spec.Errorf(ErrTimeout, "%s (request %d): no reply within %s", what, id, p.o.Timeout)
+	}
+	p.mu.Unlock()
+	p.kill()
+	<-p.done
+	return p.err
+}
+
+func (p *process) expect() {
+	p.mu.Lock()
+	p.expected = true
+	p.mu.Unlock()
+}
+
+func (p *process) kill() {
+	if p.cmd.Process != nil {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.cmd.Process.Kill()
+	}
+}
+
+// finish runs once the process is gone: it settles why, fails every call
+// in flight, and reports a failure the kit did not ask for.
+func (p *process) finish(werr error) {
+	p.mu.Lock()
+	cause, expected := p.cause, p.expected
+	var names []string
+	for id, c := range p.pending {
+		names = append(names, fmt.Sprintf("%s (request %d)", c.what, id))
+	}
+	p.mu.Unlock()
+	status := "exited"
+	if werr != nil {
+		status = "ended: " + werr.Error()
+	}
+	inFlight := ""
+	if len(names) > 0 {
+		inFlight = " with " + strings.Join(names, ", ") + " in flight"
+	}
+	var err error
+	switch {
+	case cause != nil:
+		err = fmt.Errorf("%w%s", cause, p.stderrLines())
+	case expected:
+		err = spec.Errorf(ErrCrashed, "the backend process %s (a fault the kit injected)%s", status, inFlight)
+	default:
+		err = spec.Errorf(ErrCrashed, "the backend process %s unexpectedly%s%s", status, inFlight, p.stderrLines())
+	}
+	p.err = err
+	if cause != nil || !expected {
+		p.onFatal(err)
+	}
+	close(p.done)
+}
+
+// call sends req and waits for its reply, the backend's end, the caller's
+// context, or the timeout.
+func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, error) {
+	select {
+	case <-p.done:
+		return nil, spec.Errorf(spec.KindOf(p.err), "%s: the backend process is gone (%s)", what, firstLine(p.err.Error()))
+	default:
+	}
+	timeout := p.o.Timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	c := &call{what: what, ch: make(chan *Reply, 1)}
+	p.mu.Lock()
+	p.next++
+	req.ID = p.next
+	p.pending[req.ID] = c
+	p.mu.Unlock()
+	if req.Type == TypeOpen || req.Type == TypeOp {
+		req.TimeoutMS = timeout.Milliseconds()
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		p.forget(req.ID, false)
+		return nil, fmt.Errorf("%s: encode request: %w", what, err)
+	}
+	p.wmu.Lock()
+	_, werr := p.stdin.Write(append(line, '\n'))
+	p.wmu.Unlock()
+	if werr != nil {
+		// The backend is gone or going: its end says why.
+		select {
+		case <-p.done:
+		case <-time.After(p.o.Timeout):
+			p.kill()
+			<-p.done
+		}
+		return nil, fmt.Errorf("%s: %w", what, p.err)
+	}
+	timer := time.NewTimer(p.o.Timeout)
+	defer timer.Stop()
+	select {
+	case rep := <-c.ch:
+		return rep, nil
+	case <-p.done:
+		return nil, fmt.Errorf("%s (request %d): %w", what, req.ID, p.err)
+	case <-ctx.Done():
+		p.forget(req.ID, true)
+		return nil, spec.Errorf(ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
+	case <-timer.C:
+		return nil, p.timeout(what, req.ID)
+	}
+}
+
+// forget drops a call; abandon keeps its id known so a late reply is no
+// protocol violation.
+func (p *process) forget(id uint64, abandon bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pending, id)
+	if abandon {
+		p.abandoned[id] = true
+	}
+}
+
+// checkKind makes sure an error kind a backend sent is one it may send for
+// this store: one of the contract's, or bad_request.
+func (p *process) checkKind(c Contract, e *WireError, what string) error {
+	if c.HasKind(e.Kind) || e.Kind == ErrBadRequest {
+		return nil
+	}
+	return p.violation(fmt.Sprintf("%s: the backend replied with error kind %q, which is not one of the %s store's kinds (%s) nor bad_request; its message: %s",
+		what, e.Kind, c.Name, kindList(c.Kinds), e.Message))
+}
+
+func kindList(ks []spec.Kind) string {
+	var s []string
+	for _, k := range ks {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}

@@ -1,0 +1,209 @@
+package adapters
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/suite"
+)
+
+// ServeOptions tunes Serve.
+type ServeOptions struct {
+	// ArmCrash arms a crash point: the process must exit, without closing
+	// anything, the nth time it reaches point. Nil when the backend has no
+	// crash points.
+	ArmCrash func(point string, nth int) error
+	// Log receives a line for every request that could not be taken.
+	Log io.Writer
+}
+
+// Serve answers the wire protocol on in and out with b's stores until in
+// ends (or ctx does); then it waits for the requests in flight and closes
+// every handle still open. Requests run concurrently; replies are written
+// as they finish.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeOptions) error {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	s := &server{b: b, o: o, w: bufio.NewWriter(out), handles: map[uint64]*handle{}}
+	r := bufio.NewReaderSize(in, 64<<10)
+	var wg sync.WaitGroup
+	var readErr error
+	for ctx.Err() == nil {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var req Request
+			if err := json.Unmarshal(line, &req); err != nil {
+				fmt.Fprintf(o.Log, "storecheck serve: a request that is not JSON: %v: %s\n", err, clip(line, 200))
+				s.reply(req.ID, nil, spec.Errorf(ErrBadRequest, "the request is not a JSON object: %v", err))
+			} else {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := s.handle(ctx, &req)
+					s.reply(req.ID, res, err)
+				}()
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+	}
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for id, h := range s.handles {
+		errs = append(errs, h.target.Close())
+		delete(s.handles, id)
+	}
+	errs = append(errs, readErr)
+	return errors.Join(errs...)
+}
+
+type server struct {
+	b       Backend
+	o       ServeOptions
+	wmu     sync.Mutex
+	w       *bufio.Writer
+	mu      sync.Mutex
+	next    uint64
+	handles map[uint64]*handle
+}
+
+// handle is one open database: its target, its contract, and its clock,
+// which follows the now_ms of the requests on it.
+type handle struct {
+	target   Target
+	contract Contract
+	mu       sync.Mutex
+	clock    *clockwork.FakeClock
+}
+
+// at sets the handle's clock to nowMS, the time the request carries: the
+// backend's time is the kit's, backwards too (a spec may set the clock back
+// to order two events). The kit keeps its clock still while operations on
+// one handle are in flight, so requests in flight together carry one now.
+func (h *handle) at(nowMS int64) {
+	if nowMS == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if d := time.UnixMilli(nowMS).Sub(h.clock.Now()); d != 0 {
+		h.clock.Advance(d)
+	}
+}
+
+func (s *server) reply(id uint64, result any, err error) {
+	rep := struct {
+		ID     uint64     `json:"id"`
+		Result any        `json:"result"`
+		Error  *WireError `json:"error,omitempty"`
+	}{ID: id, Result: result}
+	if err != nil {
+		kind := spec.KindOf(err)
+		if kind == "" {
+			kind = ErrBadRequest
+		}
+		rep.Result, rep.Error = nil, &WireError{Kind: kind, Message: err.Error()}
+	}
+	line, merr := json.Marshal(rep)
+	if merr != nil {
+		line, _ = json.Marshal(struct {
+			ID    uint64    `json:"id"`
+			Error WireError `json:"error"`
+		}{id, WireError{Kind: ErrBadRequest, Message: "the result cannot be encoded: " + merr.Error()}})
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.w.Write(line)
+	s.w.WriteByte('\n')
+	s.w.Flush()
+}
+
+func (s *server) handle(ctx context.Context, req *Request) (any, error) {
+	if req.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	switch req.Type {
+	case TypeHello:
+		if req.Version != ProtocolVersion {
+			return nil, spec.Errorf(ErrBadRequest, "protocol version %d asked, this backend speaks %d", req.Version, ProtocolVersion)
+		}
+		return s.b.Info(), nil
+	case TypeOpen:
+		c, ok := ContractOf(req.Store)
+		if !ok || !slices.Contains(s.b.Info().Stores, req.Store) {
+			return nil, spec.Errorf(ErrBadRequest, "open: this backend does not implement store %q (it has %v)", req.Store, s.b.Info().Stores)
+		}
+		if (req.Path == "") == !req.InMemory {
+			return nil, spec.Errorf(ErrBadRequest, "open: give either a path or in_memory, not both or neither")
+		}
+		clock := clockwork.NewFakeClockAt(time.UnixMilli(req.NowMS))
+		t, err := s.b.Open(ctx, req.Store, suite.Options{Path: req.Path, Clock: clock})
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.next++
+		id := s.next
+		s.handles[id] = &handle{target: t, contract: c, clock: clock}
+		s.mu.Unlock()
+		return Opened{Handle: id}, nil
+	case TypeClose:
+		s.mu.Lock()
+		h := s.handles[req.Handle]
+		delete(s.handles, req.Handle)
+		s.mu.Unlock()
+		if h == nil {
+			return nil, spec.Errorf(ErrBadRequest, "close: no open handle %d", req.Handle)
+		}
+		return nil, h.target.Close()
+	case TypeOp:
+		s.mu.Lock()
+		h := s.handles[req.Handle]
+		s.mu.Unlock()
+		if h == nil {
+			return nil, spec.Errorf(ErrBadRequest, "%s %s: no open handle %d", req.Store, req.Op, req.Handle)
+		}
+		if req.Store != h.contract.Name {
+			return nil, spec.Errorf(ErrBadRequest, "%s %s: handle %d is a %s store", req.Store, req.Op, req.Handle, h.contract.Name)
+		}
+		op, err := h.contract.DecodeOp(req.Op, req.Args)
+		if err != nil {
+			return nil, spec.Errorf(ErrBadRequest, "%v", err)
+		}
+		h.at(req.NowMS)
+		return h.target.Apply(ctx, op)
+	case TypeArmCrash:
+		known := false
+		for _, points := range s.b.Info().Capabilities.CrashPoints {
+			known = known || slices.Contains(points, req.Point)
+		}
+		if !known || s.o.ArmCrash == nil {
+			return nil, spec.Errorf(ErrBadRequest, "arm_crash: no crash point %q (declared: %v)", req.Point, s.b.Info().Capabilities.CrashPoints)
+		}
+		if req.Nth < 1 {
+			return nil, spec.Errorf(ErrBadRequest, "arm_crash: nth must be 1 or more, not %d", req.Nth)
+		}
+		return nil, s.o.ArmCrash(req.Point, req.Nth)
+	}
+	return nil, spec.Errorf(ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash)", req.Type)
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+)
+
+// exitCrashPoint is the status "storecheck serve" exits with when an armed
+// crash point fires.
+const exitCrashPoint = 70
+
+// serve is "storecheck serve": the reference stores over the wire protocol
+// on stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
+// point ends the process on the spot, without closing anything.
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "storecheck serve: unexpected argument %q; serve takes none\n", args[0])
+		return exitUsage
+	}
+	var mu sync.Mutex
+	armed := map[string]int{}
+	sqlitedb.SetCrashHook(func(point string) {
+		mu.Lock()
+		defer mu.Unlock()
+		n, ok := armed[point]
+		if !ok {
+			return
+		}
+		if n > 1 {
+			armed[point] = n - 1
+			return
+		}
+		fmt.Fprintf(stderr, "storecheck serve: crash point %s reached: exiting with status %d\n", point, exitCrashPoint)
+		os.Exit(exitCrashPoint)
+	})
+	defer sqlitedb.SetCrashHook(nil)
+	arm := func(point string, nth int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		armed[point] = nth
+		return nil
+	}
+	err := adapters.Serve(context.Background(), stdin, stdout, reference.Backend(reference.Options{}),
+		adapters.ServeOptions{ArmCrash: arm, Log: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck serve: %v\n", err)
+		return exitFailed
+	}
+	return exitPassed
+}

@@ -1,0 +1,89 @@
+package fault
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// Injector is a Target that passes operations on to another and injects
+// the adapter-boundary faults planned on it (Busy, IOError, LostReply,
+// Pause), each on the next operations it matches.
+type Injector struct {
+	target adapters.Target
+	ioKind spec.Kind
+	mu     sync.Mutex
+	plans  []planned
+}
+
+type planned struct {
+	op    string
+	times int
+	io    string // fail before sending, with the io kind and this message
+	lose  bool   // send, then lose the reply
+	pause time.Duration
+}
+
+// Wrap puts an Injector in front of t, a Target of store. The store's
+// contract must have an "io" kind: the kind a busy or failing database
+// yields.
+func Wrap(t adapters.Target, store string) *Injector {
+	in := &Injector{target: t}
+	if c, ok := adapters.ContractOf(store); ok && c.HasKind("io") {
+		in.ioKind = "io"
+	}
+	return in
+}
+
+func (in *Injector) plan(p planned) {
+	in.mu.Lock()
+	in.plans = append(in.plans, p)
+	in.mu.Unlock()
+}
+
+// next takes the first plan matching op.
+func (in *Injector) next(op string) (planned, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for i, p := range in.plans {
+		if p.op == "" || p.op == op {
+			p.times--
+			if p.times <= 0 {
+				in.plans = append(in.plans[:i], in.plans[i+1:]...)
+			} else {
+				in.plans[i] = p
+			}
+			return p, true
+		}
+	}
+	return planned{}, false
+}
+
+func (in *Injector) Apply(ctx context.Context, op spec.Op) (any, error) {
+	p, ok := in.next(op.Name())
+	if !ok {
+		return in.target.Apply(ctx, op)
+	}
+	switch {
+	case p.io != "":
+		if in.ioKind == "" {
+			return nil, spec.Errorf(adapters.ErrBadRequest, "%s: fault: the store has no io kind to inject", op.Name())
+		}
+		return nil, spec.Errorf(in.ioKind, "%s: %s", op.Name(), p.io)
+	case p.lose:
+		in.target.Apply(ctx, op)
+		return nil, spec.Errorf(adapters.ErrTimeout, "%s: the reply was lost (fault.LostReply)", op.Name())
+	case p.pause > 0:
+		select {
+		case <-time.After(p.pause):
+		case <-ctx.Done():
+			return nil, spec.Errorf(adapters.ErrCanceled, "%s: paused, then canceled: %w", op.Name(), ctx.Err())
+		}
+	}
+	return in.target.Apply(ctx, op)
+}
+
+func (in *Injector) Close() error { return in.target.Close() }
