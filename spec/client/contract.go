@@ -118,10 +118,10 @@ type Intent struct {
 
 // Event is one entry of the event log.
 type Event struct {
-	Seq       int64           `json:"seq"`
-	Type      string          `json:"type"`
+	Seq       int64        `json:"seq"`
+	Type      string       `json:"type"`
 	Data      spec.RawJSON `json:"data"`
-	CreatedAt time.Time       `json:"created_at"`
+	CreatedAt time.Time    `json:"created_at"`
 }
 
 // Prose is a role's cached prose and the hash of the spec it came from.

@@ -13,7 +13,7 @@ import (
 
 // EnqueueIntent yields bool.
 type EnqueueIntent struct {
-	OpID     string          `json:"op_id"`
+	OpID     string       `json:"op_id"`
 	Envelope spec.RawJSON `json:"envelope"`
 }
 
@@ -44,7 +44,7 @@ type DeferIntent struct {
 
 // AcceptIntent yields bool.
 type AcceptIntent struct {
-	OpID    string          `json:"op_id"`
+	OpID    string       `json:"op_id"`
 	Receipt spec.RawJSON `json:"receipt"`
 }
 
@@ -67,7 +67,7 @@ type FlushOrder struct{}
 
 // AppendEvent yields int64.
 type AppendEvent struct {
-	Type string          `json:"type"`
+	Type string       `json:"type"`
 	Data spec.RawJSON `json:"data"`
 }
 

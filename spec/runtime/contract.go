@@ -65,8 +65,8 @@ func (l SessionExecutionLease) Fence() SessionExecutionLeaseFence {
 // Node is one graph node. ParentID links it to its parent ("" for a root);
 // Data is opaque.
 type Node struct {
-	NodeID   string          `json:"node_id"`
-	ParentID string          `json:"parent_id,omitempty"`
+	NodeID   string       `json:"node_id"`
+	ParentID string       `json:"parent_id,omitempty"`
 	Data     spec.RawJSON `json:"data,omitempty"`
 }
 
@@ -170,8 +170,8 @@ type RuntimeCommit struct {
 	CompletedQueueClaims   []CompletedQueueClaim            `json:"completed_queue_claims,omitempty"`
 	Graph                  GraphDelta                       `json:"graph"`
 	Checkpoint             []byte                           `json:"checkpoint"`
-	Config                 spec.RawJSON                  `json:"config,omitempty"`
-	AgentFrames            spec.RawJSON                  `json:"agent_frames,omitempty"`
+	Config                 spec.RawJSON                     `json:"config,omitempty"`
+	AgentFrames            spec.RawJSON                     `json:"agent_frames,omitempty"`
 	CurrentAgentFrameID    string                           `json:"current_agent_frame_id,omitempty"`
 	UsageDeltas            []UsageEntry                     `json:"usage_deltas,omitempty"`
 	CommittedAttachmentIDs []string                         `json:"committed_attachment_ids,omitempty"`
@@ -195,14 +195,14 @@ func CheckpointRef(data []byte) string {
 
 // SessionRead is what load_session returns.
 type SessionRead struct {
-	SessionID           string          `json:"session_id"`
-	HeadRevision        uint64          `json:"head_revision"`
+	SessionID           string       `json:"session_id"`
+	HeadRevision        uint64       `json:"head_revision"`
 	Config              spec.RawJSON `json:"config,omitempty"`
 	AgentFrames         spec.RawJSON `json:"agent_frames,omitempty"`
-	CurrentAgentFrameID string          `json:"current_agent_frame_id,omitempty"`
-	Graph               Graph           `json:"graph"`
-	CheckpointRef       string          `json:"checkpoint_ref"`
-	Checkpoint          []byte          `json:"checkpoint"`
+	CurrentAgentFrameID string       `json:"current_agent_frame_id,omitempty"`
+	Graph               Graph        `json:"graph"`
+	CheckpointRef       string       `json:"checkpoint_ref"`
+	Checkpoint          []byte       `json:"checkpoint"`
 	// TokenLedger is the usage of every commit, merged: one entry per
 	// (source, model), each count the sum of the deltas', ordered by source
 	// then model.
@@ -244,18 +244,18 @@ const (
 type QueuedWorkBatchDraft struct {
 	SessionID string `json:"session_id"`
 	// SourceKey, when not "", makes the enqueue idempotent per session.
-	SourceKey      string            `json:"source_key,omitempty"`
-	DeliveryPolicy DeliveryPolicy    `json:"delivery_policy"`
-	SlotPolicy     SlotPolicy        `json:"slot_policy"`
-	MergeKey       string            `json:"merge_key,omitempty"`
-	AvailableAtMs  int64             `json:"available_at_ms"`
+	SourceKey      string         `json:"source_key,omitempty"`
+	DeliveryPolicy DeliveryPolicy `json:"delivery_policy"`
+	SlotPolicy     SlotPolicy     `json:"slot_policy"`
+	MergeKey       string         `json:"merge_key,omitempty"`
+	AvailableAtMs  int64          `json:"available_at_ms"`
 	Payloads       []spec.RawJSON `json:"payloads"`
 }
 
 // QueuedWorkItem is one payload of a batch; its id is the batch id, ":item:"
 // and its index.
 type QueuedWorkItem struct {
-	ItemID  string          `json:"item_id"`
+	ItemID  string       `json:"item_id"`
 	Payload spec.RawJSON `json:"payload,omitempty"`
 }
 
