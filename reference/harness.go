@@ -45,9 +45,13 @@ func Harness(o Options) suite.Harness {
 			ClientSchemaTable: !o.InMemory,
 		},
 		Continuity: func(ctx context.Context, so suite.Options) (continuity.Store, error) {
-			s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: so.Path, Bug: o.Bug})
+			ref, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: so.Path, Bug: o.Bug})
 			if err != nil {
 				return nil, err
+			}
+			var s continuity.Store = ref
+			if o.Bug == bugs.ContinuityWriteBehind {
+				s = refcontinuity.NewWriteBehind(ref)
 			}
 			if o.Direct {
 				return s, nil

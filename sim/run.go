@@ -18,8 +18,17 @@ import (
 	"github.com/storecheck/storecheck/spec"
 )
 
-// kindCrashed is the kind of an operation whose process died under it.
-const kindCrashed spec.Kind = "crashed"
+// Coverage events every store's runs count.
+const (
+	// EventCrashInside: a process died at a crash point inside a
+	// multi-write operation, before its commit.
+	EventCrashInside = "crash inside a multi-write operation"
+	// EventAnswerLost: a process died after an operation's commit, before
+	// its answer.
+	EventAnswerLost = "answer lost after the commit"
+	// EventKill: a process was killed between operations.
+	EventKill = "process killed between operations"
+)
 
 // Epoch is where every run's fake clock starts.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -153,7 +162,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 				res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("restart: %w", err)}
 				return res, nil
 			}
-			res.Coverage["kill"]++
+			res.Coverage[EventKill]++
 		case StepOp:
 			n := s.ProcessOf(st.Client)
 			p := procs[n]
@@ -166,7 +175,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 			v, err := p.Apply(ctx, st.Op)
 			res.Ops++
 			got, definite := linearizability.Outcome(contract, v, err)
-			crashed := spec.KindOf(err) == kindCrashed
+			crashed := spec.KindOf(err) == spec.ErrCrashed
 			if st.CrashAt != "" || crashed {
 				// The process may have died at the point; either way, a
 				// process armed for one operation is started afresh.
@@ -181,7 +190,12 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 				res.Coverage[e]++
 			}
 			if crashed {
-				res.Coverage["crash:"+st.CrashAt]++
+				res.Coverage["crash at "+st.CrashAt]++
+				if strings.HasSuffix(st.CrashAt, "/after_commit") {
+					res.Coverage[EventAnswerLost]++
+				} else {
+					res.Coverage[EventCrashInside]++
+				}
 			}
 			if !definite {
 				line += " -> ? (" + string(got.Kind) + ")"

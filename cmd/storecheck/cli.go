@@ -32,6 +32,9 @@ Commands:
   linearize  the linearizability check alone: concurrent clients, a recorded
              history, porcupine
   check      check a saved history again, offline: storecheck check HISTORY.json
+  sim        the deterministic simulator: seeded schedules of clients, clock
+             jumps and crashes, checked step by step; failures shrunk
+  replay     run a saved (shrunk) schedule again: storecheck replay FILE
   serve      serve the reference stores over the wire protocol on stdin/stdout
 
 Flags of run:
@@ -46,6 +49,11 @@ Flags of run:
 
 Flags of linearize: --store, --seed, --report-dir, --timeout as above, and
   --clients N --ops N --handles N --check-timeout D --duration D
+
+Flags of sim: --store, --report-dir, --timeout as above, and
+  --seed N | --seeds A..B (default 1..100), --shard i/n, --steps N (200),
+  --clients N (8), --processes N (2), --workers N, --shrink RUNS (2000),
+  --fail-fast, --quiet
 
 Exit codes: 0 passed, 1 a check failed, 2 usage error, 3 backend failure,
 4 inconclusive (a check could not decide; nothing failed).
@@ -64,13 +72,17 @@ func cli(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		return linearize(args, stdout, stderr, h)
 	case "check":
 		return check(args, stdout, stderr)
+	case "sim":
+		return simulation(args, stdout, stderr, h)
+	case "replay":
+		return replay(args, stdout, stderr, h)
 	case "serve":
 		return serve(args, os.Stdin, stdout, stderr)
 	case "help":
 		fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
 		return exitPassed
 	}
-	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, serve, help\n", cmd)
+	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, sim, replay, serve, help\n", cmd)
 	return exitUsage
 }
 

@@ -163,7 +163,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
-		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, serve, help\n"},
+		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer
 		if code := cli(tc.args, &out, &errs, h); code != exitUsage {

@@ -9,6 +9,10 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
+	refclient "github.com/storecheck/storecheck/reference/client"
+	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	refruntime "github.com/storecheck/storecheck/reference/runtime"
+	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
@@ -24,6 +28,10 @@ type kit struct {
 	contract spec.Contract
 	model    model.Model
 	workload func() linearizability.Workload
+	// crashPoints are the reference store's crash points (an exec backend
+	// declares its own); rareEvents what the default sweep must reach.
+	crashPoints []string
+	rareEvents  []string
 	// target opens the store of h at path as a Target; nil when h does not
 	// implement the store.
 	target func(h suite.Harness) func(ctx context.Context, o suite.Options) (adapters.Target, error)
@@ -32,9 +40,21 @@ type kit struct {
 // kits are the stores storecheck checks, in report order.
 var kits = []kit{
 	{
-		contract: continuity.Contract,
-		model:    model.Continuity{},
-		workload: linearizability.DefaultContinuityWorkload.New,
+		contract:    continuity.Contract,
+		model:       model.Continuity{},
+		workload:    linearizability.DefaultContinuityWorkload.New,
+		crashPoints: refcontinuity.CrashPoints,
+		rareEvents: []string{
+			"stale fence refused",
+			"generation regression refused despite a newer fence",
+			"session rebind kept the checkpoint head",
+			"snapshot owned by another identity or generation",
+			"rollback restored the previous record",
+			"rollback deleted a first attempt",
+			"rollback refused to clobber a newer attempt",
+			"snapshot deleted at its revision",
+			sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill,
+		},
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Continuity == nil {
 				return nil
@@ -49,7 +69,8 @@ var kits = []kit{
 		},
 	},
 	{
-		contract: runtime.Contract,
+		contract:    runtime.Contract,
+		crashPoints: refruntime.CrashPoints,
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Runtime == nil {
 				return nil
@@ -64,7 +85,8 @@ var kits = []kit{
 		},
 	},
 	{
-		contract: client.Contract,
+		contract:    client.Contract,
+		crashPoints: refclient.CrashPoints,
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Client == nil {
 				return nil
@@ -123,4 +145,30 @@ func (k kit) opener(h suite.Harness, dir string) (linearizability.Opener, int) {
 	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
 		return open(ctx, suite.Options{Path: path, Clock: clock})
 	}, handles
+}
+
+// subject is the kit as the simulator needs it; crashPoints are the
+// backend's (nil: the reference's).
+func (k kit) subject(crashPoints []string) sim.Subject {
+	if crashPoints == nil {
+		crashPoints = k.crashPoints
+	}
+	return sim.Subject{Model: k.model, NewWorkload: k.workload, CrashPoints: crashPoints, RareEvents: k.rareEvents}
+}
+
+// inProcess is h as a Backend of Go stores in this process.
+func inProcess(h suite.Harness) adapters.Backend {
+	openers := map[string]adapters.Opener{}
+	for _, k := range kits {
+		if open := k.target(h); open != nil {
+			openers[k.contract.Name] = open
+		}
+	}
+	crash := map[string][]string{}
+	for _, k := range kits {
+		crash[k.contract.Name] = k.crashPoints
+	}
+	return adapters.InProcess(adapters.Hello{Name: h.Name, Capabilities: adapters.Capabilities{
+		Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, InMemory: h.Capabilities.InMemory,
+		CrashPoints: crash}}, openers)
 }

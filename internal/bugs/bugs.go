@@ -58,9 +58,14 @@ var (
 	// transaction and writes in another: a race lets an older fence land
 	// after a newer one was acknowledged. Only concurrency exposes it.
 	ContinuityUpsertCheckOutsideTx = Bug{"continuity_upsert_check_outside_tx"}
+	// ContinuityWriteBehind acknowledges record upserts from a memory
+	// buffer and writes them to the database a few at a time (and at
+	// Close): a crash loses upserts it already acknowledged. Only a crash
+	// exposes it to one process.
+	ContinuityWriteBehind = Bug{"continuity_write_behind"}
 )
 
 // Continuity lists the continuity store's bugs.
 var Continuity = register(ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
 	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
-	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly, ContinuityUpsertCheckOutsideTx)
+	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly, ContinuityUpsertCheckOutsideTx, ContinuityWriteBehind)

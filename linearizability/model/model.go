@@ -7,6 +7,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/storecheck/storecheck/spec"
@@ -25,7 +26,13 @@ func (o Outcome) String() string {
 	if o.Result == nil {
 		return "ok"
 	}
-	return fmt.Sprintf("%v", o.Result)
+	// JSON, not %v: pointers print as addresses, and map order would leak
+	// into traces; encoding/json sorts keys.
+	b, err := json.Marshal(o.Result)
+	if err != nil {
+		return fmt.Sprintf("%v", o.Result)
+	}
+	return string(b)
 }
 
 // Same reports whether two outcomes are the same to the contract: the same

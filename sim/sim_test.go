@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/reference"
+	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	"github.com/storecheck/storecheck/spec"
+)
+
+var continuitySubject = Subject{
+	Model:       model.Continuity{},
+	NewWorkload: linearizability.DefaultContinuityWorkload.New,
+	CrashPoints: refcontinuity.CrashPoints,
+	RareEvents: []string{
+		"stale fence refused", "generation regression refused despite a newer fence",
+		"session rebind kept the checkpoint head", "snapshot owned by another identity or generation",
+		"rollback restored the previous record", "rollback deleted a first attempt",
+		"rollback refused to clobber a newer attempt", "snapshot deleted at its revision",
+		EventCrashInside, EventAnswerLost, EventKill,
+	},
+}
+
+func referenceBackend(b bugs.Bug) Backend {
+	return InProcess(reference.Backend(reference.Options{Bug: b}), "continuity")
+}
+
+// The same seed gives the same trace, byte for byte.
+func TestSameSeedSameTrace(t *testing.T) {
+	ctx := context.Background()
+	for seed := range int64(30) {
+		a, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Hash() != b.Hash() || len(a.Trace) != 200 {
+			t.Fatalf("seed %d: two runs, two traces (%d and %d steps)", seed, len(a.Trace), len(b.Trace))
+		}
+	}
+}
+
+// Over the default sweep the reference is never flagged, and the runs reach
+// every rare event the store names.
+func TestDefaultSweepCoversTheRareEventsAndNeverFlagsTheReference(t *testing.T) {
+	cov := Coverage{}
+	err := Sweep(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(),
+		func(r Result) {
+			if r.Failure != nil {
+				t.Errorf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure)
+			}
+			cov.Add(r)
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := cov.Missing(continuitySubject.RareEvents); len(missing) > 0 {
+		t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
+	}
+}
+
+// A write-behind cache that acknowledges upserts before they are durable:
+// with one process only a crash shows it; the default sweep finds it and
+// shrinks the failure to a few steps that still fail the same way.
+func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
+	ctx := context.Background()
+	backend := referenceBackend(bugs.ContinuityWriteBehind)
+	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
+		res, err := Run(ctx, continuitySubject, backend, Generate(continuitySubject, seed, Params{Processes: 1}), ScratchDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failure == nil {
+			continue
+		}
+		small, err := Shrink(ctx, continuitySubject, backend, res, ScratchDir(), 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if small.Failure.Signature() != res.Failure.Signature() {
+			t.Fatalf("shrinking changed the failure: %v became %v", res.Failure, small.Failure)
+		}
+		if len(small.Schedule.Steps) > 20 {
+			t.Fatalf("seed %d shrunk to %d steps only:\n%s", seed, len(small.Schedule.Steps), strings.Join(small.Trace, "\n"))
+		}
+		crashed := false
+		for _, st := range small.Schedule.Steps {
+			crashed = crashed || st.Kind == StepKill || st.CrashAt != ""
+		}
+		if !crashed {
+			t.Fatalf("with one process the failure needs a crash:\n%s", strings.Join(small.Trace, "\n"))
+		}
+		// The correct reference passes the same small schedule.
+		ok, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), small.Schedule, ScratchDir())
+		if err != nil || ok.Failure != nil {
+			t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
+		}
+		t.Logf("seed %d: %d steps shrunk to %d:\n%s\n%v", seed, len(res.Schedule.Steps), len(small.Schedule.Steps), strings.Join(small.Trace, "\n"), small.Failure)
+		return
+	}
+	t.Fatal("the default sweep never found the write-behind bug")
+}
+
+func TestSchedulesRoundTrip(t *testing.T) {
+	s := Generate(continuitySubject, 7, Params{Steps: 50})
+	path := t.TempDir() + "/s.json"
+	if err := s.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSchedule(path, []spec.Contract{continuitySubject.Model.Contract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := Run(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), s, t.TempDir())
+	b, _ := Run(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), back, t.TempDir())
+	if a.Hash() != b.Hash() {
+		t.Fatal("a saved schedule replays differently")
+	}
+}
+
+func TestSeedsAndShards(t *testing.T) {
+	r, err := ParseSeeds("3..9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []int64
+	for i := 1; i <= 3; i++ {
+		all = append(all, r.Seeds(Shard{i, 3})...)
+	}
+	if len(all) != 7 {
+		t.Fatalf("3 shards of 3..9 hold %v", all)
+	}
+	seen := map[int64]bool{}
+	for _, s := range all {
+		if seen[s] || s < 3 || s > 9 {
+			t.Fatalf("shards overlap or stray: %v", all)
+		}
+		seen[s] = true
+	}
+	for _, bad := range []string{"x", "9..3", "1..y"} {
+		if _, err := ParseSeeds(bad); err == nil {
+			t.Errorf("seeds %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"0/3", "4/3", "1", "a/b"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("shard %q accepted", bad)
+		}
+	}
+}

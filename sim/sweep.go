@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// DefaultSeeds is the default sweep: the seeds every store's coverage is
+// measured on, and the ones CI runs when it names none.
+var DefaultSeeds = SeedRange{First: 1, Last: 100}
+
+// SeedRange is an inclusive range of seeds, written A..B (or one seed N).
+type SeedRange struct{ First, Last int64 }
+
+// ParseSeeds reads "A..B" or "N".
+func ParseSeeds(s string) (SeedRange, error) {
+	a, b, ranged := strings.Cut(s, "..")
+	first, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	if err != nil {
+		return SeedRange{}, fmt.Errorf("seeds %q: want N or A..B", s)
+	}
+	last := first
+	if ranged {
+		if last, err = strconv.ParseInt(strings.TrimSpace(b), 10, 64); err != nil {
+			return SeedRange{}, fmt.Errorf("seeds %q: want N or A..B", s)
+		}
+	}
+	if last < first {
+		return SeedRange{}, fmt.Errorf("seeds %q: the range ends before it starts", s)
+	}
+	return SeedRange{first, last}, nil
+}
+
+func (r SeedRange) String() string {
+	if r.First == r.Last {
+		return strconv.FormatInt(r.First, 10)
+	}
+	return fmt.Sprintf("%d..%d", r.First, r.Last)
+}
+
+// Shard is the i-th of n parts of a sweep (1 <= i <= n), for CI matrix jobs:
+// seed s belongs to shard ((s - first) mod n) + 1.
+type Shard struct{ I, N int }
+
+// ParseShard reads "i/n".
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 1 <= i <= n", s)
+	}
+	return Shard{i, n}, nil
+}
+
+// Seeds lists the range's seeds that fall in the shard.
+func (r SeedRange) Seeds(sh Shard) []int64 {
+	if sh.N == 0 {
+		sh = Shard{1, 1}
+	}
+	var out []int64
+	for s := r.First; s <= r.Last; s++ {
+		if int((s-r.First)%int64(sh.N))+1 == sh.I {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ScratchDir is where runs keep their databases: memory-backed when the
+// machine has it (so fsync costs nothing), else the system's temp folder.
+func ScratchDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// Sweep runs the schedule of every seed, workers at a time, and calls done
+// with each result in seed order (results are held until every earlier seed
+// is done, so what done sees does not depend on scheduling). It stops
+// starting seeds when ctx ends or stop returns true.
+func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params, workers int, dir string,
+	done func(Result), stop func() bool) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type slot struct {
+		res Result
+		err error
+	}
+	results := make([]chan slot, len(seeds))
+	for i := range results {
+		results[i] = make(chan slot, 1)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				res, err := Run(ctx, subj, b, Generate(subj, seeds[i], p), dir)
+				results[i] <- slot{res, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range seeds {
+			if ctx.Err() != nil || (stop != nil && stop()) {
+				return
+			}
+			next <- i
+		}
+	}()
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	var firstErr error
+	for i := range seeds {
+		var s slot
+		select {
+		case s = <-results[i]:
+		case <-finished:
+			// Every worker is done: seed i ran only if its result is here.
+			select {
+			case s = <-results[i]:
+			default:
+				return firstErr
+			}
+		}
+		if s.err != nil && firstErr == nil {
+			firstErr = s.err
+		}
+		if s.err == nil {
+			done(s.res)
+		}
+	}
+	return firstErr
+}
+
+// Coverage adds up the events of many runs.
+type Coverage map[string]int
+
+// Add counts a run's events.
+func (c Coverage) Add(r Result) {
+	for k, v := range r.Coverage {
+		c[k] += v
+	}
+}
+
+// Missing lists the events of want the coverage never reached, sorted.
+func (c Coverage) Missing(want []string) []string {
+	var out []string
+	for _, w := range want {
+		if c[w] == 0 {
+			out = append(out, w)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
