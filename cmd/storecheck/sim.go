@@ -98,7 +98,10 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		suffix = " -- " + strings.Join(command, " ")
 	}
 
-	result := reports.Run{Tool: "storecheck", Backend: h.Name, Seed: sr.First, Command: "storecheck " + strings.Join(args, " ") + suffix}
+	result := reports.Run{Tool: "storecheck", Backend: h.Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(args, " ") + suffix}
+	if command != nil {
+		result.Backend = strings.Join(command, " ")
+	}
 	start := time.Now()
 	seedList := sr.Seeds(sh)
 	progress := reports.StartProgress(stderr, progressMode(*quiet), "seeds", len(seedList)*len(selected))

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/sim"
+)
+
+// A bug the simulator finds fails "storecheck sim" with the command that
+// reproduces the seed; the shrunk schedule it saves fails "storecheck
+// replay" against the bug and passes against the reference.
+func TestSimFindsABugAndItsScheduleReplays(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := storecheck(t, "bug:continuity_write_behind", "sim", "--store", "continuity", "--seeds", "1..4", "--report-dir", dir, "--quiet")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
+	}
+	if !strings.Contains(out, "reproduce: storecheck sim --store continuity --seed 1\n") {
+		t.Fatalf("no reproduce command:\n%s", out)
+	}
+	schedule := filepath.Join(dir, "sim-continuity-seed-1", "schedule.json")
+	if _, err := os.Stat(schedule); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := storecheck(t, "bug:continuity_write_behind", "replay", schedule); code != exitFailed || !strings.Contains(out, "FAIL step ") {
+		t.Fatalf("replay against the bug: exit %d\n%s", code, out)
+	}
+	if out, _, code := storecheck(t, "file", "replay", schedule); code != exitPassed || !strings.Contains(out, "ok: ") {
+		t.Fatalf("replay against the reference: exit %d\n%s", code, out)
+	}
+}
+
+var traceHash = regexp.MustCompile(`(?m)^ok: \d+ steps, trace ([0-9a-f]{64})$`)
+
+// One schedule gives one trace, byte for byte, run twice through the exec
+// adapter against "storecheck serve" (a real process per simulated process,
+// killed and crashed for real), and the same trace in process.
+func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
+	k, _ := kitOf("continuity")
+	for _, seed := range []int64{3, 11} {
+		path := filepath.Join(t.TempDir(), "schedule.json")
+		s := sim.Generate(k.subject(nil), seed, sim.Params{Steps: 80})
+		if err := s.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		var hashes []string
+		for _, args := range [][]string{{"replay", path}, {"replay", path, "--", os.Args[0], "serve"}, {"replay", path, "--", os.Args[0], "serve"}} {
+			out, errs, code := storecheck(t, "file", args...)
+			m := traceHash.FindStringSubmatch(out)
+			if code != exitPassed || m == nil {
+				t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errs)
+			}
+			hashes = append(hashes, m[1])
+		}
+		if hashes[0] != hashes[1] || hashes[1] != hashes[2] {
+			t.Fatalf("seed %d: traces %v", seed, hashes)
+		}
+	}
+}
+
+func TestSimUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--seed", "1", "--seeds", "1..2"}, "storecheck sim: --seed and --seeds name the same thing; give one\n"},
+		{[]string{"sim", "--seeds", "5..1"}, "storecheck sim: seeds \"5..1\": the range ends before it starts\n"},
+		{[]string{"sim", "--shard", "3/2"}, "storecheck sim: shard \"3/2\": want i/n with 1 <= i <= n\n"},
+		{[]string{"sim", "--steps", "0"}, "storecheck sim: --steps must be at least 1, got 0\n"},
+		{[]string{"sim", "--"}, "storecheck sim: no command after --; " + simFlags + "\n"},
+		{[]string{"replay"}, "storecheck replay: want exactly one schedule file, got 0 arguments; usage: storecheck replay [--timeout D] SCHEDULE.json [-- BACKEND ARGS...]\n"},
+	} {
+		_, errs, code := storecheck(t, "file", tc.args...)
+		if code != exitUsage || errs != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want %d, %q", tc.args, code, errs, exitUsage, tc.want)
+		}
+	}
+}
