@@ -26,6 +26,11 @@ func init() {
 			"continuity save_session_snapshot rejects a snapshot row owned by another identity with corruption, keeping the old bytes",
 			"continuity save_session_snapshot rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes",
 		},
+		// Caught by the spec with a second handle; with one process only a
+		// crash shows it (the simulator's test).
+		bugs.ContinuityWriteBehind: {
+			"continuity two handles on one database keep the fencing rules across handles, as two processes would",
+		},
 		bugs.ContinuityMaxFenceRecordsOnly: {
 			"continuity max_fencing_token is the maximum over records and snapshots",
 		},

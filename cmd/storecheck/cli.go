@@ -6,8 +6,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reports"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // Exit codes.
@@ -60,7 +61,8 @@ Exit codes: 0 passed, 1 a check failed, 2 usage error, 3 backend failure,
 `
 
 // cli runs storecheck with args against h and returns the exit code.
-func cli(args []string, stdout, stderr io.Writer, h suite.Harness) int {
+func cli(args []string, stdout, stderr io.Writer, ref reference.Options) int {
+	h := reference.Harness(ref)
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -77,7 +79,7 @@ func cli(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	case "replay":
 		return replay(args, stdout, stderr, h)
 	case "serve":
-		return serve(args, os.Stdin, stdout, stderr)
+		return serve(args, os.Stdin, stdout, stderr, reference.Backend(ref))
 	case "help":
 		fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
 		return exitPassed
@@ -110,4 +112,24 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 		selected = append(selected, s)
 	}
 	return selected, true
+}
+
+// bugEnv names a deliberate bug the reference is opened with: storecheck
+// selftest sets it for the processes it starts (a "storecheck run" of the
+// specs, a "storecheck serve" behind the exec adapter), so that they check
+// a broken reference. It is for selftest alone.
+const bugEnv = "STORECHECK_SELFTEST_BUG"
+
+// referenceFromEnv is the reference the environment asks for: the correct
+// one, or the bug selftest named.
+func referenceFromEnv() (reference.Options, error) {
+	name := os.Getenv(bugEnv)
+	if name == "" {
+		return reference.Options{}, nil
+	}
+	b, ok := bugs.ByName(name)
+	if !ok {
+		return reference.Options{}, fmt.Errorf("%s=%q names no deliberate bug", bugEnv, name)
+	}
+	return reference.Options{Bug: b}, nil
 }

@@ -30,7 +30,7 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 		t.Errorf("summary lacks the command:\n%s", summary)
 	}
 	var o, e bytes.Buffer
-	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, reference.Harness(reference.Options{})); code != exitFailed {
+	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, reference.Options{}); code != exitFailed {
 		t.Fatalf("check of the saved history: exit %d\n%s%s", code, o.String(), e.String())
 	}
 	if !strings.Contains(o.String(), "illegal") {
@@ -39,7 +39,7 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 }
 
 func TestCheckGoldenHistories(t *testing.T) {
-	h := reference.Harness(reference.Options{})
+	h := reference.Options{}
 	files, _ := filepath.Glob("../../linearizability/testdata/*/*/*.json")
 	if len(files) == 0 {
 		t.Fatal("no golden histories")
@@ -57,7 +57,7 @@ func TestCheckGoldenHistories(t *testing.T) {
 }
 
 func TestLinearizeAndCheckUsageErrors(t *testing.T) {
-	h := reference.Harness(reference.Options{})
+	h := reference.Options{}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"store":"continuity","entries":[{"op":"nope"}]}`), 0o644)
 	for _, tc := range []struct {

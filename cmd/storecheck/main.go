@@ -13,11 +13,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
-
-	"github.com/storecheck/storecheck/reference"
 )
 
 func main() {
-	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, reference.Harness(reference.Options{})))
+	ref, err := referenceFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "storecheck: %v\n", err)
+		os.Exit(exitUsage)
+	}
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, ref))
 }

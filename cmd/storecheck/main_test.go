@@ -19,6 +19,15 @@ import (
 const harnessEnv = "STORECHECK_TEST_HARNESS"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(bugEnv) != "" {
+		// A process storecheck selftest started.
+		ref, err := referenceFromEnv()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(exitUsage)
+		}
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, ref))
+	}
 	if name, ok := os.LookupEnv(harnessEnv); ok {
 		o := reference.Options{}
 		switch {
@@ -34,7 +43,7 @@ func TestMain(m *testing.M) {
 			}
 			o.Bug = b
 		}
-		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, reference.Harness(o)))
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, o))
 	}
 	os.Exit(m.Run())
 }
@@ -154,15 +163,15 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	h := reference.Harness(reference.Options{})
+	h := reference.Options{}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
-		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
-		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer

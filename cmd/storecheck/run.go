@@ -16,7 +16,7 @@ import (
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
-const runFlags = "accepted flags: --store, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout"
+const runFlags = "accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout"
 
 // run is "storecheck run": the conformance suite, then the linearizability
 // check, against one backend: h, or the program named after "--", run
@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	seed := fs.Int64("seed", time.Now().Unix(), "")
 	failFast := fs.Bool("fail-fast", false, "")
 	verbose := fs.Bool("verbose", false, "")
+	layerList := fs.String("layers", "spec,linearizability", "")
 	ops := fs.Int("ops", 2000, "")
 	reportDir := fs.String("report-dir", "storecheck-report", "")
 	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
@@ -54,6 +55,14 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	selected, ok := parseStores(*storeList, "run", stderr)
 	if !ok {
 		return exitUsage
+	}
+	layers := map[string]bool{}
+	for _, l := range strings.Split(*layerList, ",") {
+		if l = strings.TrimSpace(l); l != "spec" && l != "linearizability" {
+			fmt.Fprintf(stderr, "storecheck run: unknown layer %q; accepted: spec, linearizability\n", l)
+			return exitUsage
+		}
+		layers[l] = true
 	}
 	if *ops <= 0 {
 		fmt.Fprintf(stderr, "storecheck run: --ops must be at least 1, got %d\n", *ops)
@@ -75,9 +84,11 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		h = adapters.Harness(backend)
 	}
 
-	checks := suite.Run(h, suite.Config{Seed: *seed, Stores: selected, FailFast: *failFast, Verbose: *verbose})
-	result := reports.Run{Backend: h.Name, Seed: *seed, Checks: checks}
-	if !(*failFast && result.Failed()) {
+	result := reports.Run{Backend: h.Name, Seed: *seed}
+	if layers["spec"] {
+		result.Checks = suite.Run(h, suite.Config{Seed: *seed, Stores: selected, FailFast: *failFast, Verbose: *verbose})
+	}
+	if layers["linearizability"] && !(*failFast && result.Failed()) {
 		cfg := linearizeConfig{
 			run:       linearizability.Config{Seed: *seed, Ops: *ops},
 			timeout:   60 * time.Second,

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 )
 
@@ -19,7 +18,7 @@ const exitCrashPoint = 70
 // serve is "storecheck serve": the reference stores over the wire protocol
 // on stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
 // point ends the process on the spot, without closing anything.
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, backend adapters.Backend) int {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "storecheck serve: unexpected argument %q; serve takes none\n", args[0])
 		return exitUsage
@@ -47,7 +46,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		armed[point] = nth
 		return nil
 	}
-	err := adapters.Serve(context.Background(), stdin, stdout, reference.Backend(reference.Options{}),
+	err := adapters.Serve(context.Background(), stdin, stdout, backend,
 		adapters.ServeOptions{ArmCrash: arm, Log: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck serve: %v\n", err)
