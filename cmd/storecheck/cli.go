@@ -36,6 +36,8 @@ Commands:
   sim        the deterministic simulator: seeded schedules of clients, clock
              jumps and crashes, checked step by step; failures shrunk
   replay     run a saved (shrunk) schedule again: storecheck replay FILE
+  selftest   every deliberate bug of the reference through every layer: the
+             detection table; fails if a bug escapes or the reference is flagged
   serve      serve the reference stores over the wire protocol on stdin/stdout
 
 Flags of run:
@@ -78,13 +80,15 @@ func cli(args []string, stdout, stderr io.Writer, ref reference.Options) int {
 		return simulation(args, stdout, stderr, h)
 	case "replay":
 		return replay(args, stdout, stderr, h)
+	case "selftest":
+		return selftest(args, stdout, stderr)
 	case "serve":
 		return serve(args, os.Stdin, stdout, stderr, reference.Backend(ref))
 	case "help":
 		fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
 		return exitPassed
 	}
-	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, sim, replay, serve, help\n", cmd)
+	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, sim, replay, selftest, serve, help\n", cmd)
 	return exitUsage
 }
 
@@ -114,8 +118,8 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 	return selected, true
 }
 
-// bugEnv names a deliberate bug the reference is opened with: storecheck
-// selftest sets it for the processes it starts (a "storecheck run" of the
+// bugEnv names a deliberate bug the reference is opened with ("none": the
+// reference itself): storecheck selftest sets it for the processes it starts (a "storecheck run" of the
 // specs, a "storecheck serve" behind the exec adapter), so that they check
 // a broken reference. It is for selftest alone.
 const bugEnv = "STORECHECK_SELFTEST_BUG"
@@ -124,7 +128,7 @@ const bugEnv = "STORECHECK_SELFTEST_BUG"
 // one, or the bug selftest named.
 func referenceFromEnv() (reference.Options, error) {
 	name := os.Getenv(bugEnv)
-	if name == "" {
+	if name == "" || name == "none" {
 		return reference.Options{}, nil
 	}
 	b, ok := bugs.ByName(name)

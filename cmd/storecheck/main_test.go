@@ -145,7 +145,11 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 			if only == "" {
 				t.Fatalf("bug %s names no store", b.Name())
 			}
-			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--store", only, "--seed", "1", "--report-dir", t.TempDir())
+			layers := "spec"
+			if racy {
+				layers = "spec,linearizability"
+			}
+			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--store", only, "--layers", layers, "--seed", "1", "--report-dir", t.TempDir())
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 			}
@@ -172,7 +176,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
-		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, serve, help\n"},
+		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, selftest, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer
 		if code := cli(tc.args, &out, &errs, h); code != exitUsage {
