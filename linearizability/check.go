@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -166,5 +167,40 @@ func partition(m model.Model, ops []porcupine.Operation) [][]porcupine.Operation
 func (r Result) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%d partitions, checked in %v)", r.Verdict, r.Partitions, r.Took.Round(time.Millisecond))
+	return b.String()
+}
+
+// Smallest is the smallest part of h, as the model splits it into parts no
+// operation of which affects another, that is still not linearizable on its
+// own: what a person reads first. It is h itself when h does not split, and
+// nil when every part passes on its own within timeout.
+func Smallest(m model.Model, h History, timeout time.Duration) *History {
+	parts := partition(m, operations(h))
+	sort.SliceStable(parts, func(i, j int) bool { return len(parts[i]) < len(parts[j]) })
+	for _, part := range parts {
+		sub := History{Store: h.Store, Seed: h.Seed, Command: h.Command}
+		for _, op := range part {
+			sub.Entries = append(sub.Entries, *op.Input.(*Entry))
+		}
+		sort.SliceStable(sub.Entries, func(i, j int) bool { return sub.Entries[i].Call < sub.Entries[j].Call })
+		if res, err := Check(m, sub, timeout); err == nil && res.Verdict == Illegal {
+			return &sub
+		}
+	}
+	return nil
+}
+
+// Text is the history one operation a line: when it was called and
+// returned, by which client, what it did and what it answered.
+func (h History) Text() string {
+	var b strings.Builder
+	for _, e := range h.Entries {
+		args, _ := json.Marshal(e.Op)
+		ret, out := fmt.Sprint(e.Return), e.Outcome.String()
+		if e.Indefinite {
+			ret, out = "?", "? (indefinite)"
+		}
+		fmt.Fprintf(&b, "[%d, %s] client %d @%dms %s %s -> %s\n", e.Call, ret, e.Client, e.NowMS, e.Op.Name(), args, out)
+	}
 	return b.String()
 }

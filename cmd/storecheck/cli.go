@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -136,4 +137,17 @@ func referenceFromEnv() (reference.Options, error) {
 		return reference.Options{}, fmt.Errorf("%s=%q names no deliberate bug", bugEnv, name)
 	}
 	return reference.Options{Bug: b}, nil
+}
+
+// writeReports writes every form of the report (JUnit XML, JSON, HTML, text)
+// into the report folder when --report-dir was given.
+func writeReports(fs *flag.FlagSet, dir string, r reports.Run, stderr io.Writer) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "report-dir" })
+	if !given {
+		return
+	}
+	if err := reports.WriteDir(dir, r); err != nil {
+		fmt.Fprintf(stderr, "storecheck: could not write the reports: %v\n", err)
+	}
 }

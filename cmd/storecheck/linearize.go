@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,13 +76,25 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 		check.Outcome = reports.Inconclusive
 		check.Message = "the check ran out of time (" + cfg.timeout.String() + "): " + res.Summary()
 	}
+	check.Reproduce = hist.Command
+	if res.Verdict == linearizability.Illegal {
+		if small := linearizability.Smallest(k.model, hist, cfg.timeout); small != nil {
+			check.Details = fmt.Sprintf("the smallest independent part that fails, %d of %d operations:\n%s",
+				len(small.Entries), len(hist.Entries), small.Text())
+		}
+	}
 	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck: could not write the failure report: %v\n", err)
-	} else {
-		check.Message += "; history and visualization in " + folder
+		return check
 	}
-	check.Message += "; reproduce: " + hist.Command
+	check.Message += "; history and visualization in " + folder
+	if rel, err := filepath.Rel(cfg.reportDir, folder); err == nil {
+		check.Artifacts = []reports.Artifact{
+			{Name: "visualization", Path: filepath.Join(rel, "visualization.html")},
+			{Name: "history", Path: filepath.Join(rel, "history.json")},
+		}
+	}
 	return check
 }
 
@@ -140,7 +153,9 @@ func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		k, _ := kitOf(name)
 		result.Checks = append(result.Checks, linearizeStore(context.Background(), h, k, cfg, stderr))
 	}
+	result.Tool, result.Command = "storecheck", "storecheck linearize "+strings.Join(args, " ")
 	reports.WriteText(stdout, result)
+	writeReports(fs, *reportDir, result, stderr)
 	return exitCode(result)
 }
 

@@ -51,8 +51,14 @@ func TestMain(m *testing.M) {
 // storecheck runs the command in a new process against the named harness.
 func storecheck(t *testing.T, harness string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return storecheckEnv(t, nil, harness, args...)
+}
+
+// storecheckEnv is storecheck with more environment.
+func storecheckEnv(t *testing.T, env []string, harness string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), harnessEnv+"="+harness)
+	cmd.Env = append(append(os.Environ(), harnessEnv+"="+harness), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

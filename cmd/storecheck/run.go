@@ -84,6 +84,7 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		h = adapters.Harness(backend)
 	}
 
+	started := time.Now()
 	result := reports.Run{Backend: h.Name, Seed: *seed}
 	if layers["spec"] {
 		result.Checks = suite.Run(h, suite.Config{Seed: *seed, Stores: selected, FailFast: *failFast, Verbose: *verbose})
@@ -104,8 +105,10 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 			}
 		}
 	}
+	result.Tool, result.Command, result.Duration = "storecheck", "storecheck run "+strings.Join(args, " "), time.Since(started)
 	fmt.Fprintln(stdout)
 	reports.WriteText(stdout, result)
+	writeReports(fs, *reportDir, result, stderr)
 	if backend != nil && backend.Err() != nil {
 		fmt.Fprintf(stderr, "storecheck run: backend failure (not a conformance verdict): %v\n", backend.Err())
 		return exitBackend

@@ -169,6 +169,7 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	progress.Stop()
 	result.Duration = time.Since(start)
 	reports.WriteText(stdout, result)
+	writeReports(fs, *reportDir, result, stderr)
 	if backendFailed {
 		return exitBackend
 	}
