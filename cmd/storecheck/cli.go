@@ -66,6 +66,12 @@ Exit codes: 0 passed, 1 a check failed, 2 usage error, 3 backend failure,
 // cli runs storecheck with args against h and returns the exit code.
 func cli(args []string, stdout, stderr io.Writer, ref reference.Options) int {
 	h := reference.Harness(ref)
+	args, cfg, err := loadConfig(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck: config: %v\n", err)
+		return exitUsage
+	}
+	config = cfg
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -118,6 +124,9 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 	}
 	return selected, true
 }
+
+// config is the configuration file of this invocation (nil: none).
+var config *Config
 
 // bugEnv names a deliberate bug the reference is opened with ("none": the
 // reference itself): storecheck selftest sets it for the processes it starts (a "storecheck run" of the

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -111,25 +113,44 @@ func withRunDefaults(c linearizability.Config) linearizability.Config {
 	return c
 }
 
-// linearize is "storecheck linearize": the linearizability check alone.
+const linearizeFlags = "accepted flags: --store, --clients, --ops, --handles, --seed, --seeds, --shard, --check-timeout, --timeout, --duration, --report-dir, --fail-fast, --quiet"
+
+// linearize is "storecheck linearize": the linearizability check alone, for
+// one seed or a sweep of seeds (sharded for CI matrix jobs), against the
+// reference or the program after "--".
 func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
+	args, command, ok := splitCommand(args, "linearize", linearizeFlags, stderr)
+	if !ok {
+		return exitUsage
+	}
 	fs := flag.NewFlagSet("linearize", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	storeList := fs.String("store", strings.Join(stores, ","), "")
 	clients := fs.Int("clients", 8, "")
 	ops := fs.Int("ops", 2000, "")
 	handles := fs.Int("handles", 2, "")
-	seed := fs.Int64("seed", time.Now().Unix(), "")
-	timeout := fs.Duration("timeout", 60*time.Second, "")
+	seed := fs.String("seed", "", "")
+	seeds := fs.String("seeds", "", "")
+	shard := fs.String("shard", "1/1", "")
+	checkTimeout := fs.Duration("check-timeout", 60*time.Second, "")
+	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
 	duration := fs.Duration("duration", 0, "")
 	reportDir := fs.String("report-dir", "storecheck-report", "")
-	const accepted = "accepted flags: --store, --clients, --ops, --handles, --seed, --timeout, --duration, --report-dir"
-	if err := fs.Parse(args); err != nil {
+	failFast := fs.Bool("fail-fast", false, "")
+	quiet := fs.Bool("quiet", false, "")
+	if err := config.apply(fs); err != nil {
+		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
+		return exitUsage
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: storecheck linearize [--store LIST] [--clients N] [--ops N] [--handles N] [--seed N] [--timeout D] [--duration D] [--report-dir DIR]")
+			fmt.Fprintln(stdout, "usage: storecheck linearize [--store LIST] [--clients N] [--ops N] [--handles N] [--seed N | --seeds A..B [--shard i/n]] [--check-timeout D] [--timeout D] [--duration D] [--report-dir DIR] [--fail-fast] [--quiet] [-- BACKEND ARGS...]")
 			return exitPassed
 		}
-		fmt.Fprintf(stderr, "storecheck linearize: %v; %s\n", err, accepted)
+		if err == nil {
+			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		fmt.Fprintf(stderr, "storecheck linearize: %v; %s\n", err, linearizeFlags)
 		return exitUsage
 	}
 	selected, ok := parseStores(*storeList, "linearize", stderr)
@@ -142,20 +163,72 @@ func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 			return exitUsage
 		}
 	}
-	cfg := linearizeConfig{
-		run:       linearizability.Config{Clients: *clients, Ops: *ops, Handles: *handles, Seed: *seed, Duration: *duration},
-		timeout:   *timeout,
-		reportDir: *reportDir,
-		command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", *clients, *ops, *handles),
+	rangeText, err := seedRange(args, *seed, *seeds)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
+		return exitUsage
 	}
-	result := reports.Run{Backend: h.Name, Seed: *seed}
-	for _, name := range selected {
-		k, _ := kitOf(name)
-		result.Checks = append(result.Checks, linearizeStore(context.Background(), h, k, cfg, stderr))
+	if rangeText == "" {
+		rangeText = fmt.Sprint(time.Now().Unix())
 	}
-	result.Tool, result.Command = "storecheck", "storecheck linearize "+strings.Join(args, " ")
+	sr, err := sim.ParseSeeds(rangeText)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
+		return exitUsage
+	}
+	sh, err := sim.ParseShard(*shard)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
+		return exitUsage
+	}
+	h, backend, err := harnessFor(h, config.backend(command), *timeout, false, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck linearize: backend failure: %v\n", err)
+		return exitBackend
+	}
+	suffix := ""
+	if backend != nil {
+		defer backend.Close()
+		suffix = " -- " + strings.Join(config.backend(command), " ")
+	}
+	seedList := sr.Seeds(sh)
+	started := time.Now()
+	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(args, " ") + suffix, Backend: h.Name, Seed: sr.First}
+	progress := reports.StartProgress(stderr, progressMode(*quiet), "histories", len(seedList)*len(selected))
+	defer progress.Stop()
+sweep:
+	for _, s := range seedList {
+		for _, name := range selected {
+			k, _ := kitOf(name)
+			cfg := linearizeConfig{
+				run:       linearizability.Config{Clients: *clients, Ops: *ops, Handles: *handles, Seed: s, Duration: *duration},
+				timeout:   *checkTimeout,
+				reportDir: *reportDir,
+				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", *clients, *ops, *handles),
+			}
+			c := linearizeStore(context.Background(), h, k, cfg, stderr)
+			if c.Reproduce != "" {
+				c.Reproduce += suffix
+			}
+			result.Checks = append(result.Checks, c)
+			progress.Done(1)
+			progress.Ops(*ops)
+			if c.Outcome == reports.Failed {
+				progress.Failure()
+				if *failFast {
+					break sweep
+				}
+			}
+		}
+	}
+	progress.Stop()
+	result.Duration = time.Since(started)
 	reports.WriteText(stdout, result)
 	writeReports(fs, *reportDir, result, stderr)
+	if backend != nil && backend.Err() != nil {
+		fmt.Fprintf(stderr, "storecheck linearize: backend failure (not a conformance verdict): %v\n", backend.Err())
+		return exitBackend
+	}
 	return exitCode(result)
 }
 

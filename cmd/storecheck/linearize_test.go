@@ -65,6 +65,8 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"linearize", "--clients", "0"}, "storecheck linearize: --clients must be at least 1, got 0\n"},
+		{[]string{"linearize", "--seed", "1", "--seeds", "1..3"}, "storecheck linearize: --seed and --seeds name the same thing; give one\n"},
+		{[]string{"linearize", "--shard", "0/1"}, "storecheck linearize: shard \"0/1\": want i/n with 1 <= i <= n\n"},
 		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(stores, ", ") + "\n"},
 		{[]string{"check"}, "storecheck check: want exactly one history file, got 0 arguments; usage: storecheck check [--timeout D] HISTORY.json\n"},
 		{[]string{"check", bad}, "storecheck check: " + bad + ": history entry 0: continuity has no operation \"nope\"\n"},

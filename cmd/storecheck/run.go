@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/storecheck/storecheck/linearizability"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,13 +21,9 @@ const runFlags = "accepted flags: --store, --layers, --seed, --fail-fast, --verb
 // check, against one backend: h, or the program named after "--", run
 // through the exec adapter.
 func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
-	var command []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, command = args[:i], args[i+1:]
-		if len(command) == 0 {
-			fmt.Fprintf(stderr, "storecheck run: no command after --; %s\n", runFlags)
-			return exitUsage
-		}
+	args, command, ok := splitCommand(args, "run", runFlags, stderr)
+	if !ok {
+		return exitUsage
 	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -40,6 +35,10 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	ops := fs.Int("ops", 2000, "")
 	reportDir := fs.String("report-dir", "storecheck-report", "")
 	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
+	if err := config.apply(fs); err != nil {
+		fmt.Fprintf(stderr, "storecheck run: %v\n", err)
+		return exitUsage
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
@@ -69,19 +68,13 @@ func run(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		return exitUsage
 	}
 
-	var backend *adapters.Exec
-	if command != nil {
-		o := adapters.ExecOptions{Command: command, Timeout: *timeout}
-		if *verbose {
-			o.Stderr = stderr
-		}
-		var err error
-		if backend, err = adapters.StartExec(context.Background(), o); err != nil {
-			fmt.Fprintf(stderr, "storecheck run: backend failure: %v\n", err)
-			return exitBackend
-		}
+	h, backend, err := harnessFor(h, config.backend(command), *timeout, *verbose, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck run: backend failure: %v\n", err)
+		return exitBackend
+	}
+	if backend != nil {
 		defer backend.Close()
-		h = adapters.Harness(backend)
 	}
 
 	started := time.Now()

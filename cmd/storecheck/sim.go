@@ -33,7 +33,7 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	fs.SetOutput(io.Discard)
 	storeList := fs.String("store", strings.Join(stores, ","), "")
 	seed := fs.String("seed", "", "")
-	seeds := fs.String("seeds", sim.DefaultSeeds.String(), "")
+	seeds := fs.String("seeds", "", "")
 	shard := fs.String("shard", "1/1", "")
 	steps := fs.Int("steps", 200, "")
 	clients := fs.Int("clients", 8, "")
@@ -44,6 +44,11 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	failFast := fs.Bool("fail-fast", false, "")
 	quiet := fs.Bool("quiet", false, "")
 	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
+	if err := config.apply(fs); err != nil {
+		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
+		return exitUsage
+	}
+	command = config.backend(command)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: storecheck sim [--store LIST] [--seed N | --seeds A..B] [--shard i/n] [--steps N] [--clients N] [--processes N] [--workers N] [--shrink RUNS] [--report-dir DIR] [--fail-fast] [--quiet] [-- BACKEND ARGS...]")
@@ -60,15 +65,13 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	if !ok {
 		return exitUsage
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["seed"] && set["seeds"] {
-		fmt.Fprintln(stderr, "storecheck sim: --seed and --seeds name the same thing; give one")
+	rangeText, err := seedRange(args, *seed, *seeds)
+	if err != nil {
+		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
 		return exitUsage
 	}
-	rangeText := *seeds
-	if set["seed"] {
-		rangeText = *seed
+	if rangeText == "" {
+		rangeText = sim.DefaultSeeds.String()
 	}
 	sr, err := sim.ParseSeeds(rangeText)
 	if err != nil {
@@ -285,4 +288,21 @@ func progressMode(quiet bool) reports.ProgressMode {
 		return reports.ProgressQuiet
 	}
 	return reports.ProgressAuto
+}
+
+// seedRange is the seeds a command runs: --seed N or --seeds A..B from the
+// command line (not both), else the config's seeds ("" when none).
+func seedRange(args []string, seed, seeds string) (string, error) {
+	given := func(name string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			return a == "--"+name || a == "-"+name || strings.HasPrefix(a, "--"+name+"=") || strings.HasPrefix(a, "-"+name+"=")
+		})
+	}
+	switch {
+	case given("seed") && given("seeds"):
+		return "", fmt.Errorf("--seed and --seeds name the same thing; give one")
+	case given("seed"):
+		return seed, nil
+	}
+	return seeds, nil
 }
