@@ -24,7 +24,7 @@ import (
 const selftestFlags = "accepted flags: --store, --shard, --exec-sample, --workers, --report-dir, --quiet"
 
 // The layers a mutant runs through, in table order.
-var selftestLayers = []string{"spec", "linearizability", "sim", "spec over exec"}
+var selftestLayers = []string{"spec", "linearizability", "sim", "exec spec", "exec lin", "exec sim"}
 
 // verdict is one layer's answer on one backend.
 type verdict struct {
@@ -144,10 +144,10 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 	}
 	storeArg := strings.Join(stores, ",")
 
-	// The specs run in a process of their own (Ginkgo runs one suite a
-	// process), stopping at the first failure.
-	runSpecs := func(extra ...string) verdict {
-		args := append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, extra...)
+	// A layer in a process of its own: the specs always (Ginkgo runs one
+	// suite a process), and every layer over the exec adapter, against
+	// "storecheck serve" started with the same bug.
+	sub := func(args ...string) verdict {
 		cmd := exec.Command(self, args...)
 		cmd.Env = env
 		start := time.Now()
@@ -162,9 +162,23 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 		}
 		return v
 	}
-	out["spec"] = runSpecs()
+	serve := []string{"--", self, "serve"}
+	out["spec"] = sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
 	if overExec {
-		out["spec over exec"] = runSpecs("--", self, "serve")
+		out["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
+		dir, _ := os.MkdirTemp("", "storecheck-selftest-")
+		defer os.RemoveAll(dir)
+		var modelled []string
+		for _, name := range stores {
+			if k, _ := kitOf(name); k.model != nil {
+				modelled = append(modelled, name)
+			}
+		}
+		if len(modelled) > 0 {
+			list := strings.Join(modelled, ",")
+			out["exec lin"] = sub(append([]string{"linearize", "--store", list, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", dir}, serve...)...)
+			out["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", "1..20", "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", dir}, serve...)...)
+		}
 	}
 
 	lin := verdict{}
