@@ -17,7 +17,7 @@ func TestSelftestCatchesEveryBugAndNeverTheReference(t *testing.T) {
 		!strings.Contains(out, "the reference: flagged by no layer") {
 		t.Fatalf("table:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^reference \(no bug\)\s+all\s+clean\s+clean\s+clean\s+clean\s*$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^reference \(no bug\)\s+all(\s+clean){6}\s*$`).MatchString(out) {
 		t.Fatalf("the reference row is not clean in every layer:\n%s", out)
 	}
 }
