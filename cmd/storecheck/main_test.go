@@ -20,6 +20,10 @@ const harnessEnv = "STORECHECK_TEST_HARNESS"
 
 func TestMain(m *testing.M) {
 	if name, ok := os.LookupEnv(harnessEnv); ok {
+		if len(os.Args) == 3 && os.Args[1] == "fake-backend" {
+			fakeBackend(os.Args[2])
+			os.Exit(0)
+		}
 		o := reference.Options{}
 		switch {
 		case name == "memory":
