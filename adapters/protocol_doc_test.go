@@ -106,7 +106,7 @@ func kindsTable() string {
 	b.WriteString("\n| kind | store | definite | sent by | means |\n|---|---|---|---|---|\n")
 	for _, c := range adapters.Contracts {
 		for _, k := range c.Kinds {
-			fmt.Fprintf(&b, "| `%s` | %s | %s | backend | a rule of the contract refused the operation (see `spec/%s`) |\n", k, c.Name, yesNo(adapters.Definite(k)), c.Name)
+			fmt.Fprintf(&b, "| `%s` | %s | %s | backend | an error of the contract's closed set (see `spec/%s`); the operation changed nothing |\n", k, c.Name, yesNo(adapters.Definite(k)), c.Name)
 		}
 	}
 	for _, k := range adapters.KitKinds {

@@ -108,24 +108,30 @@ func (h *handle) at(nowMS int64) {
 }
 
 func (s *server) reply(id uint64, result any, err error) {
-	rep := struct {
-		ID     uint64     `json:"id"`
-		Result any        `json:"result"`
-		Error  *WireError `json:"error,omitempty"`
-	}{ID: id, Result: result}
+	var line []byte
+	if err == nil {
+		var merr error
+		line, merr = json.Marshal(struct {
+			ID     uint64 `json:"id"`
+			Result any    `json:"result"`
+		}{id, result})
+		if merr != nil {
+			err = spec.Errorf(ErrBadRequest, "the result cannot be encoded: %v", merr)
+		}
+	}
 	if err != nil {
-		kind := spec.KindOf(err)
+		kind, msg := spec.KindOf(err), err.Error()
+		var se *spec.Error
+		if errors.As(err, &se) {
+			msg = se.Message
+		}
 		if kind == "" {
 			kind = ErrBadRequest
 		}
-		rep.Result, rep.Error = nil, &WireError{Kind: kind, Message: err.Error()}
-	}
-	line, merr := json.Marshal(rep)
-	if merr != nil {
 		line, _ = json.Marshal(struct {
 			ID    uint64    `json:"id"`
 			Error WireError `json:"error"`
-		}{id, WireError{Kind: ErrBadRequest, Message: "the result cannot be encoded: " + merr.Error()}})
+		}{id, WireError{Kind: kind, Message: msg}})
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
