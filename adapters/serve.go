@@ -141,7 +141,12 @@ func (s *server) reply(id uint64, result any, err error) {
 }
 
 func (s *server) handle(ctx context.Context, req *Request) (any, error) {
-	if req.TimeoutMS > 0 {
+	// Only an open is bounded by the kit's timeout_ms (it may wait for a
+	// lock another connection holds). An operation is bounded by the
+	// store's own busy timeout; a cancellable context would cost every
+	// SQLite statement a watcher, for nothing: the kit stops waiting and
+	// kills a backend that overruns anyway.
+	if req.TimeoutMS > 0 && req.Type == TypeOpen {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 		defer cancel()
