@@ -93,7 +93,8 @@ func TestRepliesInAnyOrderReachTheirCallers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], err = c.Proxy{Target: tgt}.MaxFencingToken(context.Background())
+			v, err := c.Proxy{Target: tgt}.MaxFencingToken(context.Background())
+			got[i] = v
 			if err != nil {
 				t.Error(err)
 			}
