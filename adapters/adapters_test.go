@@ -39,6 +39,17 @@ func TestMain(m *testing.M) {
 	case "reverse":
 		reverseBackend()
 		os.Exit(0)
+	case "now":
+		// The kit's clock as the backend sees it: every operation is
+		// answered with its now_ms.
+		err := adapters.Serve(context.Background(), os.Stdin, os.Stdout, adapters.InProcess(adapters.Hello{Name: "now"},
+			map[string]adapters.Opener{c.StoreName: func(ctx context.Context, o suite.Options) (adapters.Target, error) {
+				return nowTarget{o.Clock}, nil
+			}}), adapters.ServeOptions{})
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -66,6 +77,33 @@ func reverseBackend() {
 				}
 				batch = nil
 			}
+		}
+	}
+}
+
+// nowTarget answers max_fencing_token with its clock's unix milliseconds.
+type nowTarget struct{ clock clockwork.Clock }
+
+func (n nowTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
+	return c.FencingToken(n.clock.Now().UnixMilli()), nil
+}
+func (nowTarget) Close() error { return nil }
+
+// The exec Target sends the suite's clock as now_ms, and serve hands it to
+// the store as the clock of its handle.
+func TestTheKitsClockReachesTheStore(t *testing.T) {
+	e := start(t, "now")
+	clock := clockwork.NewFakeClockAt(suite.Epoch)
+	tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Proxy{Target: tgt}
+	for _, step := range []time.Duration{0, 1500 * time.Millisecond, time.Hour} {
+		clock.Advance(step)
+		got, err := s.MaxFencingToken(context.Background())
+		if err != nil || got != c.FencingToken(clock.Now().UnixMilli()) {
+			t.Fatalf("the store saw %d (%v), the kit's clock is at %d", got, err, clock.Now().UnixMilli())
 		}
 	}
 }
