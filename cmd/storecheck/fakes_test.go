@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/reference"
 )
 
 // fakeBackend plays a misbehaving backend (this test binary started as
@@ -128,5 +130,14 @@ func TestBackendFailures(t *testing.T) {
 				t.Errorf("the kit panicked:\n%s\n%s", out, errs)
 			}
 		})
+	}
+}
+
+func TestABackendThatCannotStartIsABackendFailure(t *testing.T) {
+	var out, errs strings.Builder
+	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, reference.Harness(reference.Options{}))
+	if code != exitBackend || !strings.Contains(errs.String(), "storecheck run: backend failure: backend_failure: start") ||
+		!strings.Contains(errs.String(), "no such file or directory") {
+		t.Fatalf("exit %d, want %d\n%s", code, exitBackend, errs.String())
 	}
 }

@@ -133,6 +133,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --seed, --fail-fast, --verbose, --timeout\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --seed, --fail-fast, --verbose, --timeout\n"},
+		{[]string{"run", "--"}, "storecheck run: no command after --; accepted flags: --store, --seed, --fail-fast, --verbose, --timeout\n"},
+		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; serve takes none\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer
