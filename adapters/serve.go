@@ -38,22 +38,37 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 	}
 	s := &server{b: b, o: o, w: bufio.NewWriter(out), handles: map[uint64]*handle{}}
 	r := bufio.NewReaderSize(in, 64<<10)
+	// Requests run on workers: an idle one takes the next request, and a
+	// new one starts when all are busy, so any number may be in flight.
+	// Workers are kept (with the stacks SQLite grew) rather than started
+	// per request.
 	var wg sync.WaitGroup
+	jobs := make(chan *Request)
+	work := func(req *Request) {
+		res, err := s.handle(ctx, req)
+		s.reply(req.ID, res, err)
+	}
 	var readErr error
 	for ctx.Err() == nil {
 		line, err := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			var req Request
-			if err := json.Unmarshal(line, &req); err != nil {
+			req := new(Request)
+			if err := json.Unmarshal(line, req); err != nil {
 				fmt.Fprintf(o.Log, "storecheck serve: a request that is not JSON: %v: %s\n", err, clip(line, 200))
 				s.reply(req.ID, nil, spec.Errorf(ErrBadRequest, "the request is not a JSON object: %v", err))
 			} else {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res, err := s.handle(ctx, &req)
-					s.reply(req.ID, res, err)
-				}()
+				select {
+				case jobs <- req:
+				default:
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						work(req)
+						for req := range jobs {
+							work(req)
+						}
+					}()
+				}
 			}
 		}
 		if err != nil {
@@ -63,6 +78,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 			break
 		}
 	}
+	close(jobs)
 	wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
