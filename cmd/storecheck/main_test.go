@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 			}
 			o.Bug = b
 		}
+		served = o
 		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, reference.Harness(o)))
 	}
 	os.Exit(m.Run())
@@ -114,6 +115,26 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 			}
 			for _, name := range want {
+				store, _, _ := strings.Cut(name, " ")
+				if !strings.Contains(out, "FAIL "+store+"/spec: "+name+"\n") {
+					t.Errorf("spec %q did not fail:\n%s", name, out)
+				}
+			}
+		})
+	}
+}
+
+// The same bugs are caught over the wire: storecheck run -- storecheck
+// serve, with serve opening the broken reference.
+func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
+	for _, b := range bugs.All() {
+		t.Run(b.Name(), func(t *testing.T) {
+			t.Parallel()
+			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--seed", "1", "--", os.Args[0], "serve")
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
+			}
+			for _, name := range expectedFailures[b] {
 				store, _, _ := strings.Cut(name, " ")
 				if !strings.Contains(out, "FAIL "+store+"/spec: "+name+"\n") {
 					t.Errorf("spec %q did not fail:\n%s", name, out)

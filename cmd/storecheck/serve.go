@@ -16,6 +16,10 @@ import (
 // crash point fires.
 const exitCrashPoint = 70
 
+// served is how serve opens the reference (storecheck's own tests open it
+// with a deliberate bug, to show the bug is caught over the wire too).
+var served = reference.Options{}
+
 // serve is "storecheck serve": the reference stores over the wire protocol
 // on stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
 // point ends the process on the spot, without closing anything.
@@ -47,7 +51,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		armed[point] = nth
 		return nil
 	}
-	err := adapters.Serve(context.Background(), stdin, stdout, reference.Backend(reference.Options{}),
+	err := adapters.Serve(context.Background(), stdin, stdout, reference.Backend(served),
 		adapters.ServeOptions{ArmCrash: arm, Log: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck serve: %v\n", err)
