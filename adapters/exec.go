@@ -261,6 +261,7 @@ func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	what = fmt.Sprintf("%s (request %d)", what, req.ID)
 	if rep.Error != nil {
 		if err := t.p.checkKind(t.c, rep.Error, what); err != nil {
 			return nil, err
@@ -269,7 +270,7 @@ func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 	}
 	v, err := spec.DecodeResult(op, rep.Result)
 	if err != nil {
-		return nil, t.p.violation(fmt.Sprintf("%s (request %d): the result has the wrong type: %v", what, req.ID, err))
+		return nil, t.p.violation(fmt.Sprintf("%s: the result has the wrong type: %v", what, err))
 	}
 	return v, nil
 }
@@ -370,11 +371,11 @@ func (p *process) readReplies(r io.Reader) {
 	for {
 		line, err := readLine(br, p.o.MaxLine)
 		if errors.Is(err, errLineTooLong) {
-			p.violation(fmt.Sprintf("the backend wrote a stdout line longer than %d bytes: %s", p.o.MaxLine, clip(line, 120)))
+			p.violate(fmt.Sprintf("the backend wrote a stdout line longer than %d bytes%s: %s", p.o.MaxLine, p.inFlight(), clip(line, 120)))
 			return
 		}
-		if len(strings.TrimSpace(string(line))) > 0 {
-			p.deliver(line)
+		if len(strings.TrimSpace(string(line))) > 0 && !p.deliver(line) {
+			return
 		}
 		if err != nil {
 			return
@@ -400,15 +401,17 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
-func (p *process) deliver(line []byte) {
+// deliver hands a reply to its caller; false when the line broke the
+// protocol (the backend is then being killed).
+func (p *process) deliver(line []byte) bool {
 	var rep Reply
 	if err := json.Unmarshal(line, &rep); err != nil || rep.ID == nil {
 		why := "is not JSON"
 		if err == nil {
 			why = "has no id"
 		}
-		p.violation(fmt.Sprintf("a stdout line %s (%s)%s: %s", why, errText(err), p.inFlight(), clip(line, 200)))
-		return
+		p.violate(fmt.Sprintf("a stdout line %s (%s)%s: %s", why, errText(err), p.inFlight(), clip(line, 200)))
+		return false
 	}
 	id := *rep.ID
 	p.mu.Lock()
@@ -423,8 +426,10 @@ func (p *process) deliver(line []byte) {
 	case abandoned:
 		// A reply the caller stopped waiting for: dropped.
 	default:
-		p.violation(fmt.Sprintf("a reply to id %d, which is no request in flight%s: %s", id, p.inFlight(), clip(line, 200)))
+		p.violate(fmt.Sprintf("a reply to id %d, which is no request in flight%s: %s", id, p.inFlight(), clip(line, 200)))
+		return false
 	}
+	return true
 }
 
 func errText(err error) string {
@@ -482,14 +487,20 @@ func (p *process) stderrLines() string {
 // violation records that the backend broke the protocol, kills it, and
 // returns the failure every operation in flight ends with.
 func (p *process) violation(msg string) error {
+	p.violate(msg)
+	<-p.done
+	return p.err
+}
+
+// violate records that the backend broke the protocol and kills it,
+// without waiting (the reader calls it: the end waits for the reader).
+func (p *process) violate(msg string) {
 	p.mu.Lock()
 	if p.cause == nil {
 		p.cause = spec.Errorf(ErrBackendFailure, "%s", msg)
 	}
 	p.mu.Unlock()
 	p.kill()
-	<-p.done
-	return p.err
 }
 
 // timeout records that a request got no reply in time and kills the backend.

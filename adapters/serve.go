@@ -38,22 +38,37 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 	}
 	s := &server{b: b, o: o, w: bufio.NewWriter(out), handles: map[uint64]*handle{}}
 	r := bufio.NewReaderSize(in, 64<<10)
+	// Requests run on workers: an idle one takes the next request, and a
+	// new one starts when all are busy, so any number may be in flight.
+	// Workers are kept (with the stacks SQLite grew) rather than started
+	// per request.
 	var wg sync.WaitGroup
+	jobs := make(chan *Request)
+	work := func(req *Request) {
+		res, err := s.handle(ctx, req)
+		s.reply(req.ID, res, err)
+	}
 	var readErr error
 	for ctx.Err() == nil {
 		line, err := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			var req Request
-			if err := json.Unmarshal(line, &req); err != nil {
+			req := new(Request)
+			if err := json.Unmarshal(line, req); err != nil {
 				fmt.Fprintf(o.Log, "storecheck serve: a request that is not JSON: %v: %s\n", err, clip(line, 200))
 				s.reply(req.ID, nil, spec.Errorf(ErrBadRequest, "the request is not a JSON object: %v", err))
 			} else {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res, err := s.handle(ctx, &req)
-					s.reply(req.ID, res, err)
-				}()
+				select {
+				case jobs <- req:
+				default:
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						work(req)
+						for req := range jobs {
+							work(req)
+						}
+					}()
+				}
 			}
 		}
 		if err != nil {
@@ -63,6 +78,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 			break
 		}
 	}
+	close(jobs)
 	wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,24 +126,30 @@ func (h *handle) at(nowMS int64) {
 }
 
 func (s *server) reply(id uint64, result any, err error) {
-	rep := struct {
-		ID     uint64     `json:"id"`
-		Result any        `json:"result"`
-		Error  *WireError `json:"error,omitempty"`
-	}{ID: id, Result: result}
+	var line []byte
+	if err == nil {
+		var merr error
+		line, merr = json.Marshal(struct {
+			ID     uint64 `json:"id"`
+			Result any    `json:"result"`
+		}{id, result})
+		if merr != nil {
+			err = spec.Errorf(ErrBadRequest, "the result cannot be encoded: %v", merr)
+		}
+	}
 	if err != nil {
-		kind := spec.KindOf(err)
+		kind, msg := spec.KindOf(err), err.Error()
+		var se *spec.Error
+		if errors.As(err, &se) {
+			msg = se.Message
+		}
 		if kind == "" {
 			kind = ErrBadRequest
 		}
-		rep.Result, rep.Error = nil, &WireError{Kind: kind, Message: err.Error()}
-	}
-	line, merr := json.Marshal(rep)
-	if merr != nil {
 		line, _ = json.Marshal(struct {
 			ID    uint64    `json:"id"`
 			Error WireError `json:"error"`
-		}{id, WireError{Kind: ErrBadRequest, Message: "the result cannot be encoded: " + merr.Error()}})
+		}{id, WireError{Kind: kind, Message: msg}})
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -137,7 +159,12 @@ func (s *server) reply(id uint64, result any, err error) {
 }
 
 func (s *server) handle(ctx context.Context, req *Request) (any, error) {
-	if req.TimeoutMS > 0 {
+	// Only an open is bounded by the kit's timeout_ms (it may wait for a
+	// lock another connection holds). An operation is bounded by the
+	// store's own busy timeout; a cancellable context would cost every
+	// SQLite statement a watcher, for nothing: the kit stops waiting and
+	// kills a backend that overruns anyway.
+	if req.TimeoutMS > 0 && req.Type == TypeOpen {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 		defer cancel()

@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, ref))
 	}
 	if name, ok := os.LookupEnv(harnessEnv); ok {
+		if len(os.Args) == 3 && os.Args[1] == "fake-backend" {
+			fakeBackend(os.Args[2])
+			os.Exit(0)
+		}
 		o := reference.Options{}
 		switch {
 		case name == "memory":
@@ -172,6 +176,29 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 	}
 }
 
+// The same bugs are caught over the wire: storecheck run -- storecheck
+// serve, with serve opening the broken reference.
+func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
+	for _, b := range bugs.All() {
+		t.Run(b.Name(), func(t *testing.T) {
+			t.Parallel()
+			if len(expectedFailures[b]) == 0 {
+				t.Skip("no spec catches this bug: the linearizability check does")
+			}
+			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--store", storeOfBug(b), "--layers", "spec", "--seed", "1", "--", os.Args[0], "serve")
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
+			}
+			for _, name := range expectedFailures[b] {
+				store, _, _ := strings.Cut(name, " ")
+				if !strings.Contains(out, "FAIL "+store+"/spec: "+name+"\n") {
+					t.Errorf("spec %q did not fail:\n%s", name, out)
+				}
+			}
+		})
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	h := reference.Options{}
 	for _, tc := range []struct {
@@ -182,6 +209,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"run", "--"}, "storecheck run: no command after --; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; serve takes none\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, selftest, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer

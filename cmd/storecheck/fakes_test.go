@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/reference"
+)
+
+// fakeBackend plays a misbehaving backend (this test binary started as
+// "fake-backend NAME", see TestMain): it shakes hands and opens stores
+// correctly, then breaks the protocol in one way on its first operation.
+func fakeBackend(name string) {
+	fmt.Fprintf(os.Stderr, "fake backend %s: starting\n", name)
+	if name == "exits_at_start" {
+		fmt.Fprintln(os.Stderr, "fatal: cannot read /etc/fake-backend.conf")
+		os.Exit(1)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	reply := func(v any) {
+		b, _ := json.Marshal(v)
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	for in.Scan() {
+		var req adapters.Request
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			continue
+		}
+		switch req.Type {
+		case adapters.TypeHello:
+			reply(map[string]any{"id": req.ID, "result": adapters.Hello{Version: adapters.ProtocolVersion, Name: "fake " + name,
+				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Files: true}}})
+			continue
+		case adapters.TypeOpen:
+			reply(map[string]any{"id": req.ID, "result": adapters.Opened{Handle: 1}})
+			continue
+		case adapters.TypeClose:
+			reply(map[string]any{"id": req.ID, "result": nil})
+			continue
+		}
+		if name == "instant" { // a well-behaved backend with no store: the protocol's own cost
+			var result any
+			if req.Op == "max_fencing_token" {
+				result = 0
+			}
+			reply(map[string]any{"id": req.ID, "result": result})
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "fake backend %s: misbehaving on %s\n", name, req.Op)
+		switch name {
+		case "not_json":
+			out.WriteString("this is not JSON\n")
+			out.Flush()
+		case "unknown_id":
+			reply(map[string]any{"id": req.ID + 1000, "result": nil})
+		case "unknown_kind":
+			reply(map[string]any{"id": req.ID, "error": map[string]string{"kind": "cosmic_ray", "message": "a bit flipped"}})
+		case "wrong_type":
+			reply(map[string]any{"id": req.ID, "result": map[string]bool{"surprise": true}})
+		case "never_replies":
+		case "exits_mid_run":
+			fmt.Fprintln(os.Stderr, "panic: index out of range [3] with length 3")
+			os.Exit(2)
+		case "endless_line":
+			chunk := []byte(strings.Repeat("x", 1<<16))
+			for {
+				if _, err := os.Stdout.Write(chunk); err != nil {
+					os.Exit(1)
+				}
+			}
+		}
+	}
+}
+
+// A backend that breaks the protocol gets a report naming the operation
+// and what was wrong, with its last stderr lines, and exit code 3 (backend
+// failure), never a hang.
+func TestBackendFailures(t *testing.T) {
+	op := `continuity [a-z_]+ \(request \d+\)`
+	for _, tc := range []struct {
+		name string
+		want []string // regular expressions the error must match
+	}{
+		{"not_json", []string{`a stdout line is not JSON`, `this is not JSON`, `in flight: ` + op}},
+		{"unknown_id", []string{`a reply to id \d+, which is no request in flight`, `in flight: ` + op}},
+		{"unknown_kind", []string{op + `: the backend replied with error kind "cosmic_ray", which is not one of the continuity store's kinds \(not_found, .*io\)`}},
+		{"wrong_type", []string{op + `: the result has the wrong type: .*surprise`}},
+		{"never_replies", []string{`timeout: ` + op + `: no reply within 500ms`}},
+		{"exits_at_start", []string{`hello \(request 1\)`, `the backend process ended: exit status 1 unexpectedly`, `cannot read /etc/fake-backend.conf`}},
+		{"exits_mid_run", []string{`the backend process ended: exit status 2 unexpectedly with ` + op + ` in flight`, `panic: index out of range`}},
+		{"endless_line", []string{`a stdout line longer than 16777216 bytes; in flight: ` + op + `: xxxx`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			timeout := "500ms"
+			if tc.name == "endless_line" {
+				timeout = "20s" // reading 16 MiB must not race the timeout on a slow machine
+			}
+			out, errs, code := storecheck(t, "file", "run", "--seed", "1", "--timeout", timeout, "--", os.Args[0], "fake-backend", tc.name)
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("the run took %s", took)
+			}
+			if code != exitBackend {
+				t.Fatalf("exit %d, want %d (backend failure)\n%s\n%s", code, exitBackend, out, errs)
+			}
+			if !strings.Contains(errs, "storecheck run: backend failure") {
+				t.Errorf("stderr does not say backend failure:\n%s", errs)
+			}
+			for _, w := range tc.want {
+				if !regexp.MustCompile(w).MatchString(errs) {
+					t.Errorf("stderr does not match %q:\n%s", w, errs)
+				}
+			}
+			if !strings.Contains(errs, "last stderr lines of the backend:\n    | fake backend "+tc.name+": starting") {
+				t.Errorf("the report does not quote the backend's stderr:\n%s", errs)
+			}
+			if strings.Contains(errs+out, "panic:") && tc.name != "exits_mid_run" {
+				t.Errorf("the kit panicked:\n%s\n%s", out, errs)
+			}
+		})
+	}
+}
+
+func TestABackendThatCannotStartIsABackendFailure(t *testing.T) {
+	var out, errs strings.Builder
+	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, reference.Options{})
+	if code != exitBackend || !strings.Contains(errs.String(), "storecheck run: backend failure: backend_failure: start") ||
+		!strings.Contains(errs.String(), "no such file or directory") {
+		t.Fatalf("exit %d, want %d\n%s", code, exitBackend, errs.String())
+	}
+}
