@@ -33,9 +33,10 @@ func runtimeOpener(t testing.TB, bug bugs.Bug) Opener {
 	}
 }
 
-// sequential steps the workload's clients one operation at a time, in a
-// random order, with the clock jumping every few operations by up to 3s (as
-// the concurrent runner's does), and hands each operation and its time to
+// sequential runs the workload's clients as the concurrent runner does, one
+// operation at a time: epochs in which each client issues a few operations
+// (in a random interleaving) while the clock stands still, and between them
+// a jump of the clock by up to 3s. It hands each operation and its time to
 // do.
 func sequential(seed uint64, steps, clients int, w Workload, do func(op spec.Op, nowMS int64)) {
 	pick := rand.New(rand.NewPCG(seed, 1<<40))
@@ -44,15 +45,23 @@ func sequential(seed uint64, steps, clients int, w Workload, do func(op spec.Op,
 	for i := range rngs {
 		rngs[i] = rand.New(rand.NewPCG(seed, uint64(i)))
 	}
+	const perEpoch = 6
 	now := Epoch.UnixMilli()
-	for step := range steps {
-		if step > 0 && step%12 == 0 {
-			now += pick.Int64N(3_000)
+	for done := 0; done < steps; {
+		var order []int
+		for c := range clients {
+			for range perEpoch {
+				order = append(order, c)
+			}
 		}
-		c := pick.IntN(clients)
-		op := NextOp(w, rngs[c], c, counts[c], now)
-		counts[c]++
-		do(op, now)
+		pick.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, c := range order[:min(len(order), steps-done)] {
+			op := NextOp(w, rngs[c], c, counts[c], now)
+			counts[c]++
+			do(op, now)
+			done++
+		}
+		now += pick.Int64N(3_000)
 	}
 }
 

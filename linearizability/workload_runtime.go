@@ -14,42 +14,58 @@ import (
 // RuntimeWorkload configures the runtime store's workload.
 //
 // Clients never see answers (a simulated schedule is generated before it
-// runs), so a client remembers what it asked for and when, and rebuilds from
-// that the tokens and ids a store of the contract would have answered: the
-// lease it asked for at now is "<session>:<owner>:<now>:<fence>" where fence
-// is its guess of the session's grant count; a batch it enqueued is its guess
-// of the store's enqueue count; and so on (see model.Runtime). A guess that
-// another client made wrong is a refused operation: both outcomes are wanted.
+// runs), so a client remembers what it asked for and when (it reads the
+// clock before it acts, see ClockedWorkload), and rebuilds from that the
+// tokens and ids a store answers (see model.Runtime for their form):
+//   - each client has a session of its own ("own-<client>") whose lease and
+//     queue it alone uses, now and then intruded on by another: it steps a
+//     private copy of the model with what it asked there, so it knows its
+//     lease's token, fence and expiry, and the ids of its batches and claims;
+//   - the shared sessions' leases all have one TTL, so a client can tell
+//     from the clock's jumps when the lease expired and was granted again,
+//     and guesses its fence and token (granted at the epoch's now to its own
+//     owner): a guess is right when its owner won the lease;
+//   - client 0 is the one producer: every enqueue is its own, so it knows
+//     every batch id.
+//
+// A guess that another client made wrong is a refused operation: both
+// outcomes are wanted.
 type RuntimeWorkload struct {
-	// Sessions is how many sessions the clients share. Commits are for
-	// session-0 (the store binds to it), or for a session nobody leases, to
-	// meet the binding rule.
+	// Sessions is how many shared sessions there are. Commits are for
+	// session-0 (the store binds to it), or, to meet the binding rule, for
+	// a session nobody leases.
 	Sessions int
-	// Owners is how many owner ids the clients act as (client c is owner
-	// c mod Owners): fewer owners than clients means clients share a lease.
+	// Owners is how many owner ids the clients act as on shared sessions
+	// (client c is owner c mod Owners): clients of one owner share a lease.
 	Owners int
-	// TTLsMs are the lease and claim TTLs the clients pick from.
+	// LeaseTTLMs is the TTL of every lease on a shared session.
+	LeaseTTLMs uint64
+	// TTLsMs are the TTLs of own-session leases and of claims.
 	TTLsMs []uint64
-	// Partitioned issues only session lease and attachment operations over
-	// many sessions, so the history splits per session.
+	// Partitioned issues only lease and attachment operations, each on one
+	// of many sessions, so the history splits per session.
 	Partitioned bool
 }
 
-// DefaultRuntimeWorkload is the default run's: eight clients as six owners
-// fighting over two sessions' leases and queues, with TTLs near the clock's
-// jumps so that leases and claims expire between and inside epochs.
-var DefaultRuntimeWorkload = RuntimeWorkload{Sessions: 2, Owners: 6, TTLsMs: []uint64{300, 1_000, 2_500, 6_000}}
+// DefaultRuntimeWorkload is the default run's: eight clients as three owners
+// fighting over two shared sessions, and TTLs near the clock's jumps (up to
+// 3s) so that leases and claims expire between epochs about half the time.
+var DefaultRuntimeWorkload = RuntimeWorkload{Sessions: 2, Owners: 3, LeaseTTLMs: 1_500, TTLsMs: []uint64{300, 1_000, 2_500, 6_000}}
 
 // New is a fresh workload of this configuration.
 func (w RuntimeWorkload) New() Workload {
+	d := DefaultRuntimeWorkload
 	if w.Sessions <= 0 {
-		w.Sessions = 1
+		w.Sessions = d.Sessions
 	}
 	if w.Owners <= 0 {
-		w.Owners = 1
+		w.Owners = d.Owners
+	}
+	if w.LeaseTTLMs == 0 {
+		w.LeaseTTLMs = d.LeaseTTLMs
 	}
 	if len(w.TTLsMs) == 0 {
-		w.TTLsMs = DefaultRuntimeWorkload.TTLsMs
+		w.TTLsMs = d.TTLsMs
 	}
 	return &runtimeWorkload{RuntimeWorkload: w, clients: map[int]*runtimeClient{}}
 }
@@ -60,42 +76,32 @@ type runtimeWorkload struct {
 	clients map[int]*runtimeClient
 }
 
-// heldLease is a lease a client asked for, as it believes it was granted.
-type heldLease struct {
-	fence     r.SessionExecutionLeaseFence
-	expiresAt int64
+// leaseGuess is a client's guess of a shared session's lease: its fence,
+// when it was granted and when it expires.
+type leaseGuess struct {
+	fence, prevFence                 uint64
+	grantedAt, prevGrantedAt, expiry int64
+	// holder is the owner the lease was granted to, when the client knows.
+	holder, prevHolder string
 }
 
-type askedTurn struct {
-	turn, hash string
-}
+type askedTurn struct{ turn, hash string }
 
 // runtimeClient is what one client remembers of what it asked.
 type runtimeClient struct {
-	n, step  int
-	owner    string
-	now      int64
-	epochs   int
-	leases   map[string]heldLease
-	fences   map[string]uint64 // its guess of each session's grant count
-	enqueued int               // enqueues it asked for
+	n, step int
+	owner   string
+	now     int64
+	epoch   int
+	guesses map[string]*leaseGuess
+	// mine is the model stepped with what the client asked of its own
+	// session (and, for the producer, its enqueues).
+	mine     model.State
+	ownLease *r.SessionExecutionLease
 	claim    *r.QueuedWorkClaim
-	claimed  uint64 // its guess of a claimed batch's claim count
 	turns    []askedTurn
-	commits  int
 	nodes    int
 	plan     []spec.Op
-}
-
-func (w *runtimeWorkload) client(n int) *runtimeClient {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	cl := w.clients[n]
-	if cl == nil {
-		cl = &runtimeClient{n: n, owner: fmt.Sprint("owner-", n%w.Owners), leases: map[string]heldLease{}, fences: map[string]uint64{}}
-		w.clients[n] = cl
-	}
-	return cl
 }
 
 // boundSession is the session commits are for; unleasedSession is one no
@@ -103,118 +109,329 @@ func (w *runtimeWorkload) client(n int) *runtimeClient {
 const (
 	boundSession    = "session-0"
 	unleasedSession = "session-x"
+	producer        = 0
 )
 
-func (w *runtimeWorkload) session(r *rand.Rand) string {
-	if r.IntN(3) > 0 {
-		return boundSession
+var privateModel = model.Runtime{}
+
+func (w *runtimeWorkload) client(n int, now int64) *runtimeClient {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cl := w.clients[n]
+	if cl == nil {
+		cl = &runtimeClient{n: n, owner: fmt.Sprint("owner-", n%w.Owners), now: now, guesses: map[string]*leaseGuess{},
+			mine: privateModel.Init()}
+		for i := range w.Sessions {
+			// Somebody took every shared lease in the first epoch.
+			cl.guesses[fmt.Sprint("session-", i)] = &leaseGuess{fence: 1, grantedAt: now, expiry: now + int64(w.LeaseTTLMs)}
+		}
+		cl.guesses[boundSession].holder = w.producerOwner()
+		w.startEpoch(cl)
+		w.clients[n] = cl
 	}
-	return fmt.Sprint("session-", r.IntN(w.Sessions))
+	return cl
 }
 
-func (w *runtimeWorkload) ttl(r *rand.Rand) uint64 { return w.TTLsMs[r.IntN(len(w.TTLsMs))] }
-
-func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
-
-// Next is NextAt with the clock at the epoch: a client that cannot read the
-// clock guesses tokens that are mostly wrong.
-func (w *runtimeWorkload) Next(r *rand.Rand, client, step int) spec.Op {
-	return w.NextAt(r, client, step, Epoch.UnixMilli())
-}
-
-// NextAt is the client's next operation, at now (the time the client reads
-// before it acts, as the operation will run at).
-func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) spec.Op {
-	cl := w.client(client)
-	if now != cl.now {
-		cl.now = now
-		cl.epochs++
-		// Time passed: other clients likely took the leases it saw free.
-		for s := range cl.fences {
-			if rnd.IntN(3) == 0 {
-				cl.fences[s]++
+// observe moves the client's guesses to now: a shared lease whose expiry
+// passed was granted again at now; a live one was extended by its holder.
+//
+// The clients keep a schedule on the bound session, as a real deployment
+// might: in even epochs only the producer's owner claims its lease (and
+// its clients claim it first thing), so a lease granted in an even epoch is
+// known to be theirs; in odd epochs every owner competes.
+func (w *runtimeWorkload) observe(cl *runtimeClient, now int64) {
+	if now == cl.now {
+		return
+	}
+	cl.now = now
+	cl.epoch++
+	for s, g := range cl.guesses {
+		if now >= g.expiry {
+			g.prevFence, g.prevGrantedAt, g.prevHolder = g.fence, g.grantedAt, g.holder
+			g.fence++
+			g.grantedAt = now
+			g.holder = ""
+			if s == boundSession && cl.reserved() {
+				g.holder = w.producerOwner()
 			}
 		}
+		g.expiry = now + int64(w.LeaseTTLMs)
 	}
+	w.startEpoch(cl)
+}
+
+// startEpoch makes the client's first operation of an epoch a claim of the
+// bound session's lease (of session-1's, when the epoch is reserved to
+// another owner): a live lease is then extended by its owner's clients, and
+// an expired one granted again, at the epoch's first claim, as every
+// client's guess has it.
+//
+// Now and then, at the start of an epoch where the bound session's lease
+// was granted again, a client of the producer's owner (not the producer)
+// first commits as a zombie would: under the lease its owner held in the
+// epoch before, which has expired.
+func (w *runtimeWorkload) startEpoch(cl *runtimeClient) {
+	first := []spec.Op{w.claimShared(cl, boundSession)}
+	if g := cl.guesses[boundSession]; cl.n != producer && cl.owner == w.producerOwner() && g.grantedAt == cl.now &&
+		g.prevHolder == cl.owner && (cl.epoch+cl.n)%2 == 0 {
+		prev := r.SessionExecutionLeaseFence{SessionID: boundSession, OwnerID: cl.owner, FencingToken: g.prevFence,
+			LeaseToken: model.LeaseToken(boundSession, cl.owner, g.prevGrantedAt, g.prevFence)}
+		id := fmt.Sprintf("turn-%d-%d", cl.n, len(cl.turns))
+		first = append([]spec.Op{r.CommitRuntimeState{Commit: r.RuntimeCommit{SessionID: boundSession, Lease: &prev,
+			TurnCommit: &r.TurnCommit{SessionID: boundSession, TurnID: id, TurnCommitHash: "hash-" + id},
+			Graph:      r.GraphDelta{Kind: r.GraphUnchanged}, Checkpoint: []byte("zombie")}}}, first...)
+	}
+	cl.plan = append(first, cl.plan...)
+}
+
+// reserved says whether the client's epoch is one where only the
+// producer's owner claims the bound session's lease.
+func (cl *runtimeClient) reserved() bool { return cl.epoch%2 == 0 }
+
+func (w *runtimeWorkload) producerOwner() string { return fmt.Sprint("owner-", producer%w.Owners) }
+
+// claimShared is a claim of a shared session's lease, kept to the schedule
+// (see observe): in a reserved epoch where the bound session's lease was
+// granted again, only the producer's owner claims it.
+func (w *runtimeWorkload) claimShared(cl *runtimeClient, s string) r.TryClaimSessionExecutionLease {
+	if g := cl.guesses[boundSession]; s == boundSession && cl.reserved() && g.grantedAt == cl.now && cl.owner != w.producerOwner() {
+		s = "session-1"
+	}
+	return r.TryClaimSessionExecutionLease{SessionID: s, OwnerID: cl.owner, TTLMs: w.LeaseTTLMs}
+}
+
+func (w *runtimeWorkload) sharedSession(rnd *rand.Rand) string {
+	if rnd.IntN(3) > 0 {
+		return boundSession
+	}
+	return fmt.Sprint("session-", rnd.IntN(w.Sessions))
+}
+
+func ownSession(c int) string { return fmt.Sprint("own-", c) }
+
+func (w *runtimeWorkload) ttl(rnd *rand.Rand) uint64 { return w.TTLsMs[rnd.IntN(len(w.TTLsMs))] }
+
+func pick[T any](rnd *rand.Rand, xs ...T) T { return xs[rnd.IntN(len(xs))] }
+
+// Next is NextAt with the clock at the epoch: a client that cannot read the
+// clock guesses most tokens wrong.
+func (w *runtimeWorkload) Next(rnd *rand.Rand, client, step int) spec.Op {
+	return w.NextAt(rnd, client, step, Epoch.UnixMilli())
+}
+
+// NextAt is the client's next operation, which runs at now.
+func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) spec.Op {
+	cl := w.client(client, now)
+	if w.Partitioned {
+		cl.now = now
+		return cl.asked(w.partitioned(rnd, cl))
+	}
+	w.observe(cl, now)
 	cl.step = step
 	if len(cl.plan) > 0 {
 		op := cl.plan[0]
 		cl.plan = cl.plan[1:]
-		return w.remember(cl, op)
+		if p, ok := op.(planned); ok {
+			op = w.build(rnd, cl, p)
+		}
+		return cl.asked(op)
 	}
-	if w.Partitioned {
-		return w.remember(cl, w.partitioned(rnd, cl))
+	if client == producer && rnd.IntN(4) > 0 {
+		return cl.asked(w.produce(rnd, cl))
 	}
 	switch p := rnd.IntN(100); {
 	case p < 14:
-		// A turn: take the lease, commit, and sometimes let it go.
-		s := boundSession
-		ttl := w.ttl(rnd)
-		claim := r.TryClaimSessionExecutionLease{SessionID: s, OwnerID: cl.owner, TTLMs: ttl}
-		lease := cl.expectLease(rnd, claim)
+		// A turn: take the shared lease, and commit under it.
+		claim := w.claimShared(cl, boundSession)
+		lease := w.sharedLease(rnd, cl, boundSession)
 		cl.plan = []spec.Op{w.commit(rnd, cl, &lease)}
-		if rnd.IntN(3) == 0 {
-			cl.plan = append(cl.plan, w.claimWork(rnd, cl, s, lease))
-			cl.plan = append(cl.plan, nil) // a commit completing it, built when its turn comes
-		}
-		if rnd.IntN(3) == 0 {
-			cl.plan = append(cl.plan, r.ReleaseSessionExecutionLease{Completion: lease})
-		}
-		return w.remember(cl, claim)
+		return cl.asked(claim)
+	case p < 19:
+		return cl.asked(w.claimShared(cl, w.sharedSession(rnd)))
 	case p < 22:
-		return w.remember(cl, r.TryClaimSessionExecutionLease{SessionID: w.session(rnd), OwnerID: cl.owner, TTLMs: w.ttl(rnd)})
+		s := w.sharedSession(rnd)
+		return cl.asked(r.RenewSessionExecutionLease{Fence: w.sharedLease(rnd, cl, s), TTLMs: w.LeaseTTLMs})
 	case p < 34:
-		l := cl.leaseFor(rnd, boundSession)
-		return w.remember(cl, w.commit(rnd, cl, &l))
-	case p < 40:
-		s := w.session(rnd)
-		return w.remember(cl, r.RenewSessionExecutionLease{Fence: cl.leaseFor(rnd, s), TTLMs: w.ttl(rnd)})
-	case p < 44:
-		return w.remember(cl, r.ReleaseSessionExecutionLease{Completion: cl.leaseFor(rnd, w.session(rnd))})
-	case p < 56:
-		return w.remember(cl, w.enqueue(rnd, cl))
-	case p < 63:
-		s := w.session(rnd)
-		return w.remember(cl, w.claimWork(rnd, cl, s, cl.leaseFor(rnd, s)))
-	case p < 68:
-		return w.remember(cl, r.RenewQueuedWorkClaim{Claim: cl.claimOrGuess(rnd), TTLMs: w.ttl(rnd)})
-	case p < 71:
-		return w.remember(cl, r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)})
-	case p < 75:
-		s := w.session(rnd)
-		return w.remember(cl, r.CancelQueuedWorkBatch{SessionID: s, BatchID: model.BatchID(s, cl.seqGuess(rnd))})
-	case p < 78:
-		if rnd.IntN(2) == 0 {
-			return w.remember(cl, r.ListQueuedWork{SessionID: w.session(rnd)})
+		l := w.sharedLease(rnd, cl, boundSession)
+		return cl.asked(w.commit(rnd, cl, &l))
+	case p < 46:
+		return cl.asked(w.ownLeaseOp(rnd, cl))
+	case p < 52:
+		// The bound session's queue is the producer's to claim (another's
+		// claim would move its batches' claim counts unseen, and the
+		// producer's claim ids with them): others claim session-1's.
+		return cl.asked(w.claimWork(rnd, cl, "session-1", w.sharedLease(rnd, cl, "session-1")))
+	case p < 55:
+		return cl.asked(r.RenewQueuedWorkClaim{Claim: cl.claimOrGuess(rnd), TTLMs: w.ttl(rnd)})
+	case p < 57:
+		return cl.asked(r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)})
+	case p < 61:
+		// A guess at a batch; rarely one of the bound session's, whose
+		// queue is the producer's to know.
+		s := "session-1"
+		if !cl.reserved() && rnd.IntN(4) == 0 {
+			s = boundSession
 		}
-		return w.remember(cl, r.ListPendingQueuedWork{SessionID: w.session(rnd)})
-	case p < 83:
+		return cl.asked(r.CancelQueuedWorkBatch{SessionID: s, BatchID: model.BatchID(s, int64(1+rnd.IntN(1+cl.step/3)))})
+	case p < 65:
+		s := pick(rnd, boundSession, ownSession(producer), w.sharedSession(rnd))
+		if rnd.IntN(2) == 0 {
+			return cl.asked(r.ListQueuedWork{SessionID: s})
+		}
+		return cl.asked(r.ListPendingQueuedWork{SessionID: s})
+	case p < 71:
 		scope := r.FullGraph()
 		if rnd.IntN(2) == 0 {
 			scope = r.ActivePathTo(pick(rnd, "", cl.nodeID(rnd)))
 		}
-		return w.remember(cl, r.LoadSession{Scope: scope})
-	case p < 85:
-		return w.remember(cl, r.LoadNode{NodeID: cl.nodeID(rnd)})
-	case p < 87:
-		return w.remember(cl, r.TombstoneNodes{IDs: []string{cl.nodeID(rnd), cl.nodeID(rnd)}})
+		return cl.asked(r.LoadSession{Scope: scope})
+	case p < 74:
+		return cl.asked(r.LoadNode{NodeID: cl.nodeID(rnd)})
+	case p < 77:
+		return cl.asked(r.TombstoneNodes{IDs: []string{cl.nodeID(rnd), fmt.Sprintf("n-%d-%d", cl.n, max(cl.nodes-1-rnd.IntN(3), 0))}})
+	case p < 78:
+		return cl.asked(r.Vacuum{})
+	case p < 80:
+		return cl.asked(r.GcUnreachable{})
+	case p < 83:
+		return cl.asked(r.SaveSessionMeta{Meta: pick(rnd, json.RawMessage(nil), json.RawMessage(`{"title":"a"}`), json.RawMessage(`{"title":"b"}`))})
+	case p < 84:
+		return cl.asked(r.LoadSessionMeta{})
 	case p < 88:
-		return w.remember(cl, r.Vacuum{})
-	case p < 89:
-		return w.remember(cl, r.GcUnreachable{})
-	case p < 91:
-		return w.remember(cl, r.SaveSessionMeta{Meta: pick(rnd, json.RawMessage(nil), json.RawMessage(`{"title":"a"}`), json.RawMessage(`{"title":"b"}`))})
-	case p < 92:
-		return w.remember(cl, r.LoadSessionMeta{})
-	case p < 95:
-		return w.remember(cl, r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
+		return cl.asked(r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
 			AttachmentID: fmt.Sprint("att-", rnd.IntN(4)), Data: []byte(pick(rnd, "", "png", "pdf"))})
-	case p < 97:
-		return w.remember(cl, r.LoadAttachment{AttachmentID: fmt.Sprint("att-", rnd.IntN(4))})
+	case p < 91:
+		return cl.asked(r.LoadAttachment{AttachmentID: fmt.Sprint("att-", rnd.IntN(4))})
+	case p < 93:
+		// An intrusion on another client's own session.
+		other := ownSession((client + 1 + rnd.IntN(7)) % 8)
+		return cl.asked(r.TryClaimSessionExecutionLease{SessionID: other, OwnerID: cl.owner, TTLMs: w.ttl(rnd)})
 	default:
 		// A replay of a turn it committed, or a turn of another.
-		l := cl.leaseFor(rnd, boundSession)
-		return w.remember(cl, w.commit(rnd, cl, &l))
+		l := w.sharedLease(rnd, cl, boundSession)
+		return cl.asked(w.commit(rnd, cl, &l))
+	}
+}
+
+// produce is the producer's queue work: enqueues; claims of its own
+// session's work under its own lease, renewed, abandoned and cancelled, at
+// once or later (when the claim may have expired); and turns that claim the
+// bound session's work and complete it in a commit, at once or later.
+func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
+	own := ownSession(cl.n)
+	switch p := rnd.IntN(100); {
+	case p < 30:
+		return w.enqueue(rnd, cl, pick(rnd, own, own, boundSession))
+	case p < 55:
+		claim := r.TryClaimSessionExecutionLease{SessionID: own, OwnerID: cl.owner, TTLMs: 6_000}
+		cl.plan = []spec.Op{ownClaim}
+		if rnd.IntN(2) == 0 {
+			cl.plan = []spec.Op{readyWork(cl, own), ownClaim}
+		}
+		switch rnd.IntN(4) {
+		case 0:
+			cl.plan = append(cl.plan, renewClaim)
+		case 1:
+			cl.plan = append(cl.plan, abandonClaim)
+		case 2:
+			cl.plan = append(cl.plan, cancelClaimed)
+		}
+		return claim
+	case p < 65:
+		return r.RenewQueuedWorkClaim{Claim: cl.claimOrGuess(rnd), TTLMs: w.ttl(rnd)}
+	case p < 70:
+		return r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)}
+	case p < 75:
+		batches := cl.mineOf(r.ListQueuedWork{SessionID: own}).([]r.QueuedWorkBatch)
+		id := model.BatchID(own, 1)
+		if len(batches) > 0 {
+			id = batches[rnd.IntN(len(batches))].BatchID
+		}
+		return r.CancelQueuedWorkBatch{SessionID: own, BatchID: id}
+	case cl.guesses[boundSession].holder != cl.owner:
+		// Not its owner's epoch on the bound session.
+		return w.enqueue(rnd, cl, pick(rnd, own, boundSession))
+	case p < 85:
+		// The completion of a claim made a while ago.
+		return w.completingCommit(rnd, cl)
+	default:
+		// A turn under the bound session's lease: it claims its work and
+		// completes the claim in a commit, or leaves it for later; a claim
+		// for no time at all has expired when it completes.
+		claim := w.claimWork(rnd, cl, boundSession, w.sharedLease(rnd, cl, boundSession))
+		if rnd.IntN(4) == 0 {
+			claim.TTLMs = 0
+		}
+		cl.plan = []spec.Op{claim}
+		if rnd.IntN(3) > 0 {
+			cl.plan = append(cl.plan, completeClaim)
+		}
+		return readyWork(cl, boundSession)
+	}
+}
+
+// Steps of a plan that are built when their turn comes, from what the
+// client asked before them.
+type planned string
+
+func (p planned) Name() string { return string(p) }
+func (planned) Result() any    { return nil }
+
+const (
+	ownClaim      planned = "claim own work"
+	renewClaim    planned = "renew the claim"
+	abandonClaim  planned = "abandon the claim"
+	cancelClaimed planned = "cancel a claimed batch"
+	completeClaim planned = "complete the claim"
+	renewOwnLease planned = "renew own lease"
+)
+
+// build makes a planned step.
+func (w *runtimeWorkload) build(rnd *rand.Rand, cl *runtimeClient, p planned) spec.Op {
+	own := ownSession(cl.n)
+	switch p {
+	case ownClaim:
+		lease := r.SessionExecutionLeaseFence{SessionID: own}
+		if cl.ownLease != nil {
+			lease = cl.ownLease.Fence()
+		}
+		return w.claimWork(rnd, cl, own, lease)
+	case renewClaim:
+		return r.RenewQueuedWorkClaim{Claim: cl.claimOrGuess(rnd), TTLMs: w.ttl(rnd)}
+	case abandonClaim:
+		return r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)}
+	case cancelClaimed:
+		c := cl.claimOrGuess(rnd)
+		return r.CancelQueuedWorkBatch{SessionID: c.SessionID, BatchID: c.Batches[0].BatchID}
+	case completeClaim:
+		return w.completingCommit(rnd, cl)
+	case renewOwnLease:
+		fence := r.SessionExecutionLeaseFence{SessionID: own, OwnerID: cl.owner}
+		if cl.ownLease != nil {
+			fence = cl.ownLease.Fence()
+		}
+		return r.RenewSessionExecutionLease{Fence: fence, TTLMs: w.ttl(rnd)}
+	}
+	panic("unknown planned step " + string(p))
+}
+
+// ownLeaseOp is an operation on the client's own session lease.
+func (w *runtimeWorkload) ownLeaseOp(rnd *rand.Rand, cl *runtimeClient) spec.Op {
+	own := ownSession(cl.n)
+	switch p := rnd.IntN(10); {
+	case p < 5:
+		if rnd.IntN(2) == 0 {
+			cl.plan = append(cl.plan, renewOwnLease)
+		}
+		return r.TryClaimSessionExecutionLease{SessionID: own, OwnerID: cl.owner, TTLMs: w.ttl(rnd)}
+	case p < 8:
+		return w.build(rnd, cl, renewOwnLease)
+	default:
+		fence := r.SessionExecutionLeaseFence{SessionID: own, OwnerID: cl.owner}
+		if cl.ownLease != nil {
+			fence = cl.ownLease.Fence()
+		}
+		return r.ReleaseSessionExecutionLease{Completion: fence}
 	}
 }
 
@@ -222,11 +439,11 @@ func (w *runtimeWorkload) partitioned(rnd *rand.Rand, cl *runtimeClient) spec.Op
 	s := fmt.Sprint("session-", rnd.IntN(w.Sessions))
 	switch p := rnd.IntN(10); {
 	case p < 4:
-		return r.TryClaimSessionExecutionLease{SessionID: s, OwnerID: cl.owner, TTLMs: w.ttl(rnd)}
+		return r.TryClaimSessionExecutionLease{SessionID: s, OwnerID: cl.owner, TTLMs: w.LeaseTTLMs}
 	case p < 6:
-		return r.RenewSessionExecutionLease{Fence: cl.leaseFor(rnd, s), TTLMs: w.ttl(rnd)}
+		return r.RenewSessionExecutionLease{Fence: w.sharedLease(rnd, cl, s), TTLMs: w.LeaseTTLMs}
 	case p < 7:
-		return r.ReleaseSessionExecutionLease{Completion: cl.leaseFor(rnd, s)}
+		return r.ReleaseSessionExecutionLease{Completion: w.sharedLease(rnd, cl, s)}
 	case p < 9:
 		return r.StageAttachment{SessionID: s, AttachmentID: fmt.Sprint("att-", rnd.IntN(w.Sessions*2)), Data: []byte("x")}
 	default:
@@ -234,87 +451,118 @@ func (w *runtimeWorkload) partitioned(rnd *rand.Rand, cl *runtimeClient) spec.Op
 	}
 }
 
-// remember keeps what the client asked for: the lease it believes it holds,
-// the claim it believes it made, the turns it committed. A nil op in a plan
-// is a commit completing the claim it made, built now.
-func (w *runtimeWorkload) remember(cl *runtimeClient, op spec.Op) spec.Op {
+// sharedLease is the client's guess of a shared session's lease: granted
+// to its owner when it guesses it was last granted; now and then a stale
+// one.
+func (w *runtimeWorkload) sharedLease(rnd *rand.Rand, cl *runtimeClient, s string) r.SessionExecutionLeaseFence {
+	g := cl.guesses[s]
+	if g == nil {
+		g = &leaseGuess{fence: 1, grantedAt: cl.now}
+		cl.guesses[s] = g
+	}
+	fence, at := g.fence, g.grantedAt
+	if rnd.IntN(10) == 0 && g.prevFence > 0 {
+		// The lease it guesses was granted before, now expired: refused,
+		// unless nobody has taken it again yet and it is still live.
+		fence, at = g.prevFence, g.prevGrantedAt
+	}
+	return r.SessionExecutionLeaseFence{SessionID: s, OwnerID: cl.owner, FencingToken: fence, LeaseToken: model.LeaseToken(s, cl.owner, at, fence)}
+}
+
+// mineOf is what the client's private model answers op, without asking it.
+func (cl *runtimeClient) mineOf(op spec.Op) any {
+	_, out := privateModel.Step(cl.mine, op, cl.now)
+	return out.Result
+}
+
+// asked remembers what the client asked: it steps its private model with
+// what it asked of its own session, and with the producer's enqueues; it
+// keeps the lease and the claim it expects, and the turns it committed.
+func (cl *runtimeClient) asked(op spec.Op) spec.Op {
+	own := ownSession(cl.n)
+	step := func(op spec.Op) model.Outcome {
+		var out model.Outcome
+		cl.mine, out = privateModel.Step(cl.mine, op, cl.now)
+		return out
+	}
 	switch o := op.(type) {
-	case nil:
-		l := cl.leases[boundSession].fence
-		rnd := rand.New(rand.NewPCG(uint64(cl.n), uint64(cl.step)))
-		c := w.commit(rnd, cl, &l).(r.CommitRuntimeState)
-		if cl.claim != nil {
-			c.Commit.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claim.Completed()}
-		}
-		return w.remember(cl, c)
 	case r.TryClaimSessionExecutionLease:
-		if _, ok := cl.leases[o.SessionID]; !ok || cl.leases[o.SessionID].expiresAt <= cl.now {
-			rnd := rand.New(rand.NewPCG(uint64(cl.n), uint64(cl.step)))
-			cl.expectLease(rnd, o)
-		} else {
-			h := cl.leases[o.SessionID]
-			h.expiresAt = cl.now + int64(o.TTLMs)
-			cl.leases[o.SessionID] = h
+		if o.SessionID == own {
+			cl.ownLease, _ = step(o).Result.(*r.SessionExecutionLease)
 		}
 	case r.RenewSessionExecutionLease:
-		if h, ok := cl.leases[o.Fence.SessionID]; ok && h.fence == o.Fence {
-			h.expiresAt = cl.now + int64(o.TTLMs)
-			cl.leases[o.Fence.SessionID] = h
+		if o.Fence.SessionID == own {
+			step(o)
 		}
 	case r.ReleaseSessionExecutionLease:
-		if h, ok := cl.leases[o.Completion.SessionID]; ok && h.fence == o.Completion {
-			delete(cl.leases, o.Completion.SessionID)
+		if o.Completion.SessionID == own {
+			step(o)
 		}
 	case r.EnqueueQueuedWork:
-		cl.enqueued++
+		step(o)
+	case r.ClaimReadyQueuedWork:
+		if o.SessionID == own {
+			if c, _ := step(o).Result.(*r.QueuedWorkClaim); c != nil {
+				cl.claim = c
+			}
+		} else if cl.n == producer {
+			// Its guess of the bound session's claim: its private model,
+			// under a lease of its own there.
+			l, _ := step(r.TryClaimSessionExecutionLease{SessionID: o.SessionID, OwnerID: "private", TTLMs: 1 << 40}).Result.(*r.SessionExecutionLease)
+			if l != nil {
+				o.Lease = l.Fence()
+				if c, _ := step(o).Result.(*r.QueuedWorkClaim); c != nil {
+					cl.claim = c
+				}
+			}
+		}
+	case r.RenewQueuedWorkClaim:
+		if o.Claim.SessionID == own {
+			step(o)
+		}
+	case r.AbandonQueuedWorkClaim:
+		if o.Claim.SessionID == own {
+			step(o)
+		}
+	case r.CancelQueuedWorkBatch:
+		if o.SessionID == own {
+			step(o)
+		}
 	case r.CommitRuntimeState:
 		if tc := o.Commit.TurnCommit; tc != nil {
 			cl.turns = append(cl.turns, askedTurn{tc.TurnID, tc.TurnCommitHash})
 		}
-		if len(o.Commit.CompletedQueueClaims) > 0 {
+		if cs := o.Commit.CompletedQueueClaims; len(cs) > 0 && cl.n == producer {
+			// Its private view of the bound session's queue loses the
+			// completed batches.
+			if l, _ := step(r.TryClaimSessionExecutionLease{SessionID: boundSession, OwnerID: "private", TTLMs: 1 << 40}).Result.(*r.SessionExecutionLease); l != nil {
+				f := l.Fence()
+				step(r.CommitRuntimeState{Commit: r.RuntimeCommit{SessionID: boundSession, Lease: &f, CompletedQueueClaims: cs,
+					Graph: r.GraphDelta{Kind: r.GraphUnchanged}}})
+			}
 			cl.claim = nil
 		}
-		if rl := o.Commit.ReleaseLease; rl != nil {
-			delete(cl.leases, rl.SessionID)
+		if rl := o.Commit.ReleaseLease; rl != nil && rl.SessionID == own {
+			// Whether the commit released it, the client does not know:
+			// it releases it again, and then it knows.
+			cl.plan = append([]spec.Op{r.ReleaseSessionExecutionLease{Completion: *rl}}, cl.plan...)
 		}
 	}
 	return op
 }
 
-// expectLease is the lease the client expects a claim at now to grant: the
-// one it holds, extended, or a new one at its guess of the next fence.
-func (cl *runtimeClient) expectLease(rnd *rand.Rand, o r.TryClaimSessionExecutionLease) r.SessionExecutionLeaseFence {
-	if h, ok := cl.leases[o.SessionID]; ok && h.expiresAt > cl.now {
-		h.expiresAt = cl.now + int64(o.TTLMs)
-		cl.leases[o.SessionID] = h
-		return h.fence
+// completingCommit is the commit that completes the claim the client just
+// made on the bound session.
+func (w *runtimeWorkload) completingCommit(rnd *rand.Rand, cl *runtimeClient) spec.Op {
+	l := w.sharedLease(rnd, cl, boundSession)
+	id := fmt.Sprintf("turn-%d-%d", cl.n, len(cl.turns))
+	cm := r.RuntimeCommit{SessionID: boundSession, Lease: &l, Checkpoint: []byte(pick(rnd, checkpoints...)),
+		TurnCommit: &r.TurnCommit{SessionID: boundSession, TurnID: id, TurnCommitHash: "hash-" + id},
+		Graph:      r.GraphDelta{Kind: r.GraphUnchanged}}
+	if cl.claim != nil && cl.claim.SessionID == boundSession {
+		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claim.Completed()}
 	}
-	fence := cl.fences[o.SessionID] + 1
-	if rnd.IntN(4) == 0 {
-		fence++
-	}
-	cl.fences[o.SessionID] = fence
-	f := r.SessionExecutionLeaseFence{SessionID: o.SessionID, OwnerID: o.OwnerID, FencingToken: fence,
-		LeaseToken: model.LeaseToken(o.SessionID, o.OwnerID, cl.now, fence)}
-	cl.leases[o.SessionID] = heldLease{fence: f, expiresAt: cl.now + int64(o.TTLMs)}
-	return f
-}
-
-// leaseFor is the lease the client believes it holds on session, or, now
-// and then, a stale or foreign one.
-func (cl *runtimeClient) leaseFor(rnd *rand.Rand, session string) r.SessionExecutionLeaseFence {
-	h, ok := cl.leases[session]
-	if !ok || rnd.IntN(10) == 0 {
-		f := cl.fences[session]
-		return r.SessionExecutionLeaseFence{SessionID: session, OwnerID: cl.owner, FencingToken: f,
-			LeaseToken: model.LeaseToken(session, cl.owner, cl.now-int64(rnd.IntN(2))*1000, f)}
-	}
-	return h.fence
-}
-
-// seqGuess guesses the store's count of enqueues at one of this client's.
-func (cl *runtimeClient) seqGuess(rnd *rand.Rand) int64 {
-	return int64(max(1, cl.enqueued*3+rnd.IntN(5)-2))
+	return r.CommitRuntimeState{Commit: cm}
 }
 
 func (cl *runtimeClient) nodeID(rnd *rand.Rand) string {
@@ -324,29 +572,38 @@ func (cl *runtimeClient) nodeID(rnd *rand.Rand) string {
 	return fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(cl.nodes))
 }
 
-// claimOrGuess is the claim the client made, or a guess at one.
+// claimOrGuess is the claim the client expects it made, or a guess at one.
 func (cl *runtimeClient) claimOrGuess(rnd *rand.Rand) r.QueuedWorkClaim {
 	if cl.claim != nil && rnd.IntN(8) > 0 {
 		return *cl.claim
 	}
 	s := boundSession
-	b := model.BatchID(s, cl.seqGuess(rnd))
+	b := model.BatchID(s, int64(1+rnd.IntN(1+cl.step/3)))
 	id := model.ClaimID(s, b, 1)
 	return r.QueuedWorkClaim{SessionID: s, ClaimID: id, OwnerID: cl.owner, LeaseToken: model.ClaimToken(id, cl.owner, cl.now),
 		FencingToken: 1, Batches: []r.QueuedWorkBatch{{BatchID: b, SessionID: s}}}
 }
 
-func (w *runtimeWorkload) enqueue(rnd *rand.Rand, cl *runtimeClient) spec.Op {
+// readyWork is a batch ready at once, deliverable at any boundary.
+func readyWork(cl *runtimeClient, s string) r.EnqueueQueuedWork {
+	return r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: s, DeliveryPolicy: r.DeliverInterrupt, SlotPolicy: r.SlotExclusive,
+		AvailableAtMs: cl.now, Payloads: []json.RawMessage{json.RawMessage(`{"ready":true}`)}}}
+}
+
+// enqueue is a draft for session s; on a shared session, it sometimes
+// repeats a source key.
+func (w *runtimeWorkload) enqueue(rnd *rand.Rand, cl *runtimeClient, s string) spec.Op {
+	n := rnd.IntN(100)
 	d := r.QueuedWorkBatchDraft{
-		SessionID:      w.session(rnd),
+		SessionID:      s,
 		DeliveryPolicy: pick(rnd, r.DeliverNextTurn, r.DeliverInterrupt),
 		SlotPolicy:     pick(rnd, r.SlotExclusive, r.SlotMergeable, r.SlotMergeable),
 		MergeKey:       pick(rnd, "", "m", "m"),
 		AvailableAtMs:  cl.now - int64(rnd.IntN(1000)),
-		Payloads:       []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"c":%d,"n":%d}`, cl.n, cl.enqueued))},
+		Payloads:       []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"c":%d,"n":%d}`, cl.n, n))},
 	}
-	if rnd.IntN(4) == 0 {
-		d.AvailableAtMs = cl.now + int64(1+rnd.IntN(3_000))
+	if rnd.IntN(3) == 0 {
+		d.AvailableAtMs = cl.now + int64(1+rnd.IntN(6_000))
 	}
 	if rnd.IntN(3) == 0 {
 		d.SourceKey = fmt.Sprint("src-", rnd.IntN(3))
@@ -354,15 +611,15 @@ func (w *runtimeWorkload) enqueue(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 	if rnd.IntN(3) == 0 {
 		d.Payloads = append(d.Payloads, nil)
 	}
-	if rnd.IntN(30) == 0 {
+	if rnd.IntN(10) == 0 {
 		d.SlotPolicy = "shared"
 	}
 	return r.EnqueueQueuedWork{Draft: d}
 }
 
-// claimWork claims ready work under lease, and remembers the claim it
-// expects: of its guess of the first ready batch, one batch.
-func (w *runtimeWorkload) claimWork(rnd *rand.Rand, cl *runtimeClient, s string, lease r.SessionExecutionLeaseFence) spec.Op {
+// claimWork claims ready work under lease (the client remembers the claim
+// it expects when it asks, see asked).
+func (w *runtimeWorkload) claimWork(rnd *rand.Rand, cl *runtimeClient, s string, lease r.SessionExecutionLeaseFence) r.ClaimReadyQueuedWork {
 	op := r.ClaimReadyQueuedWork{SessionID: s, Lease: lease, OwnerID: cl.owner, Boundary: pick(rnd, r.BoundaryTurn, r.BoundaryTurn, r.BoundaryStep),
 		TTLMs: w.ttl(rnd), MaxBatches: pick(rnd, 1, 1, 2, 3)}
 	switch rnd.IntN(30) {
@@ -371,11 +628,6 @@ func (w *runtimeWorkload) claimWork(rnd *rand.Rand, cl *runtimeClient, s string,
 	case 1:
 		op.Boundary = "midway"
 	}
-	b := model.BatchID(s, cl.seqGuess(rnd))
-	fence := uint64(1 + rnd.IntN(2))
-	id := model.ClaimID(s, b, fence)
-	cl.claim = &r.QueuedWorkClaim{SessionID: s, ClaimID: id, OwnerID: cl.owner, LeaseToken: model.ClaimToken(id, cl.owner, cl.now),
-		FencingToken: fence, ClaimedAtMs: cl.now, ExpiresAtMs: cl.now + int64(op.TTLMs), Batches: []r.QueuedWorkBatch{{BatchID: b, SessionID: s}}}
 	return op
 }
 
@@ -404,11 +656,10 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		id := fmt.Sprintf("turn-%d-%d", cl.n, len(cl.turns))
 		cm.TurnCommit = &r.TurnCommit{SessionID: cm.SessionID, TurnID: id, TurnCommitHash: "hash-" + id}
 	}
-	if rnd.IntN(2) == 0 {
-		rev := uint64(max(0, cl.commits*2+rnd.IntN(3)-1))
+	if rnd.IntN(4) == 0 {
+		rev := uint64(rnd.IntN(1 + cl.step/4))
 		cm.ExpectedHeadRevision = &rev
 	}
-	cl.commits++
 	switch p := rnd.IntN(20); {
 	case p < 10:
 		for range 1 + rnd.IntN(2) {
@@ -422,7 +673,14 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 			cm.Graph.Nodes[0].ParentID = cl.nodeID(rnd)
 		}
 	case p < 12:
-		cm.Graph = r.GraphDelta{Kind: r.GraphAppend, Nodes: []r.Node{{NodeID: cl.nodeID(rnd)}}}
+		// A node it committed before, or one twice in the delta.
+		n := r.Node{NodeID: fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(1+cl.nodes/4))}
+		cm.Graph = r.GraphDelta{Kind: r.GraphAppend, Nodes: []r.Node{n}}
+		if rnd.IntN(2) == 0 {
+			n.NodeID = fmt.Sprintf("n-%d-%d", cl.n, cl.nodes)
+			cl.nodes++
+			cm.Graph.Nodes = []r.Node{n, n}
+		}
 	case p < 14:
 		id := fmt.Sprintf("n-%d-%d", cl.n, cl.nodes)
 		cl.nodes++
@@ -444,11 +702,15 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 	if rnd.IntN(4) == 0 {
 		cm.CommittedAttachmentIDs = []string{fmt.Sprint("att-", rnd.IntN(4))}
 	}
-	if cl.claim != nil && rnd.IntN(2) == 0 {
-		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claim.Completed()}
+	if rnd.IntN(8) == 0 {
+		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claimOrGuess(rnd).Completed()}
 	}
-	if lease != nil && rnd.IntN(5) == 0 {
-		cm.ReleaseLease = lease
+	if cl.ownLease != nil && rnd.IntN(5) == 0 {
+		// It lets its own session's lease go with the commit. (Releasing
+		// the bound session's would grant it again unseen, and every
+		// client's guess of its fence would fall behind for good.)
+		f := cl.ownLease.Fence()
+		cm.ReleaseLease = &f
 	}
 	return r.CommitRuntimeState{Commit: cm}
 }
