@@ -200,6 +200,19 @@ func TestRuntimeReferenceIsLinearizable(t *testing.T) {
 			t.Fatalf("workload %+v: %s", w, res.Summary())
 		}
 		t.Logf("workload %+v: %s", w, res.Summary())
+		// A saved history reads back as the same operations and answers,
+		// and checks the same.
+		path := filepath.Join(t.TempDir(), "history.json")
+		if err := h.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadFile(path, []spec.Contract{r.Contract})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := Check(model.Runtime{}, again, 60*time.Second); err != nil || res.Verdict != Linearizable {
+			t.Fatalf("the saved history checks %s, %v", res.Summary(), err)
+		}
 		if w.Partitioned && res.Partitions < 16 {
 			t.Errorf("a partitioned workload split into %d parts only", res.Partitions)
 		}

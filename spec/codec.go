@@ -64,6 +64,11 @@ func DecodeResult(op Op, raw json.RawMessage) (any, error) {
 		}
 		return nil, fmt.Errorf("%s yields nothing, got %s", op.Name(), raw)
 	}
+	// null is the zero result: a nil pointer or slice, and a nil opaque
+	// value too (json.RawMessage would otherwise keep the text "null").
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return zero, nil
+	}
 	v := reflect.New(reflect.TypeOf(zero))
 	if err := json.Unmarshal(raw, v.Interface()); err != nil {
 		return nil, fmt.Errorf("%s result: want %T: %w", op.Name(), zero, err)

@@ -50,6 +50,8 @@ var kits = []kit{
 	},
 	{
 		contract: runtime.Contract,
+		model:    model.Runtime{},
+		workload: linearizability.DefaultRuntimeWorkload.New,
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Runtime == nil {
 				return nil

@@ -81,89 +81,130 @@ type RuntimeState struct {
 	batches     []rtBatch // every session's, in enqueue order
 	meta        string    // "" is none
 	attachments map[string]rtAttachment
-	key         string
+	// parts is the canonical text of each part of the state, sums their
+	// hashes, hash the state's: computed when a part changes.
+	parts [nParts]string
+	sums  [nParts]uint64
+	hash  uint64
 }
+
+// The parts of a runtime state, each sealed on its own.
+const (
+	pHead = iota // head, graph, checkpoints, ledger, turns
+	pLeases
+	pQueue
+	pMeta
+	pAttachments
+	nParts
+)
 
 func (Runtime) Contract() spec.Contract { return r.Contract }
 
-func (Runtime) Init() State { return RuntimeState{}.sealed() }
+func (Runtime) Init() State {
+	return RuntimeState{}.sealed(pHead, pLeases, pQueue, pMeta, pAttachments)
+}
 
 func (s RuntimeState) Equal(o State) bool {
 	t, ok := o.(RuntimeState)
-	return ok && s.key == t.key
+	return ok && s.hash == t.hash && s.parts == t.parts
 }
 
-func (s RuntimeState) Hash() uint64 {
-	f := fnv.New64a()
-	f.Write([]byte(s.key))
-	return f.Sum64()
-}
+func (s RuntimeState) Hash() uint64 { return s.hash }
 
 func (s RuntimeState) String() string {
-	if s.key == "" {
+	out := strings.Join(s.parts[:], "")
+	if out == "" {
 		return "empty"
 	}
-	return s.key
+	return out
 }
 
-// sealed computes the state's canonical text.
-func (s RuntimeState) sealed() RuntimeState {
-	var b strings.Builder
-	if h := s.head; h != nil {
-		fmt.Fprintf(&b, "head %s rev %d checkpoint %s leaf %q frame %q config %q frames %q\n",
-			h.Session, h.Rev, h.Ref, h.Leaf, h.Frame, h.Config, h.Frames)
+// sealed recomputes the canonical text and hash of the parts that changed.
+func (s RuntimeState) sealed(changed ...int) RuntimeState {
+	for _, p := range changed {
+		var b strings.Builder
+		s.write(&b, p)
+		s.parts[p] = b.String()
+		f := fnv.New64a()
+		f.Write([]byte(s.parts[p]))
+		s.sums[p] = f.Sum64()
 	}
-	for _, n := range s.nodes {
-		fmt.Fprintf(&b, "node %q parent %q data %q tombstoned %t\n", n.ID, n.Parent, n.Data, n.Tomb)
+	s.hash = 0
+	for i, h := range s.sums {
+		s.hash = s.hash*1_000_003 ^ h ^ uint64(i)
 	}
-	for _, ref := range slices.Sorted(maps.Keys(s.checkpoints)) {
-		fmt.Fprintf(&b, "checkpoint %s\n", ref)
-	}
-	for _, u := range s.ledger {
-		fmt.Fprintf(&b, "usage %q %q %v\n", u.Source, u.Model, u.Usage)
-	}
-	for _, k := range slices.SortedFunc(maps.Keys(s.turns), func(a, b turnKey) int {
-		return strings.Compare(a.Session+"\x00"+a.Turn, b.Session+"\x00"+b.Turn)
-	}) {
-		t := s.turns[k]
-		fmt.Fprintf(&b, "turn %s/%s hash %q -> %d %s\n", k.Session, k.Turn, t.Hash, t.Res.HeadRevision, t.Res.CheckpointRef)
-	}
-	for _, sess := range slices.Sorted(maps.Keys(s.leases)) {
-		l := s.leases[sess]
-		if l.Held {
-			fmt.Fprintf(&b, "lease %s: %s token %s fence %d claimed %d expires %d\n", sess, l.Owner, l.Token, l.Fence, l.ClaimedAt, l.ExpiresAt)
-		} else {
-			fmt.Fprintf(&b, "lease %s: free, fence %d\n", sess, l.Fence)
-		}
-	}
-	if s.seq > 0 {
-		b.WriteString("enqueued " + strconv.FormatInt(s.seq, 10) + "\n")
-	}
-	for _, q := range s.batches {
-		fmt.Fprintf(&b, "batch %s source %q %s %s merge %q available %d enqueued %d fence %d items %d",
-			q.B.BatchID, q.B.SourceKey, q.B.DeliveryPolicy, q.B.SlotPolicy, q.B.MergeKey, q.B.AvailableAtMs, q.B.EnqueuedAtMs,
-			q.B.ClaimFencingToken, len(q.B.Items))
-		for _, it := range q.B.Items {
-			fmt.Fprintf(&b, " %q", it.Payload)
-		}
-		if q.Claimed {
-			fmt.Fprintf(&b, " claim %s by %s token %s at %d expires %d", q.ClaimID, q.ClaimOwner, q.ClaimTok, q.ClaimedAt, q.ClaimExpires)
-		}
-		b.WriteString("\n")
-	}
-	if s.meta != "" {
-		fmt.Fprintf(&b, "meta %q\n", s.meta)
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
-		a := s.attachments[id]
-		fmt.Fprintf(&b, "attachment %s session %s data %q", id, a.Session, a.Data)
-		if a.Committed {
-			fmt.Fprintf(&b, " committed at %d", a.CommittedAt)
-		}
-		b.WriteString("\n")
-	}
-	s.key = b.String()
 	return s
+}
+
+// write writes the canonical text of part p.
+func (s RuntimeState) write(b *strings.Builder, p int) {
+	switch p {
+	case pHead:
+		if h := s.head; h != nil {
+			fmt.Fprintf(b, "head %s rev %d checkpoint %s leaf %q frame %q config %q frames %q\n",
+				h.Session, h.Rev, h.Ref, h.Leaf, h.Frame, h.Config, h.Frames)
+		}
+		for _, n := range s.nodes {
+			b.WriteString("node " + strconv.Quote(n.ID) + " parent " + strconv.Quote(n.Parent) + " data " + strconv.Quote(n.Data))
+			if n.Tomb {
+				b.WriteString(" tombstoned")
+			}
+			b.WriteString("\n")
+		}
+		for _, ref := range slices.Sorted(maps.Keys(s.checkpoints)) {
+			b.WriteString("checkpoint " + ref + "\n")
+		}
+		for _, u := range s.ledger {
+			fmt.Fprintf(b, "usage %q %q %v\n", u.Source, u.Model, u.Usage)
+		}
+		for _, k := range slices.SortedFunc(maps.Keys(s.turns), func(a, b turnKey) int {
+			if c := strings.Compare(a.Session, b.Session); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Turn, b.Turn)
+		}) {
+			t := s.turns[k]
+			fmt.Fprintf(b, "turn %s/%s hash %q -> %d %s\n", k.Session, k.Turn, t.Hash, t.Res.HeadRevision, t.Res.CheckpointRef)
+		}
+	case pLeases:
+		for _, sess := range slices.Sorted(maps.Keys(s.leases)) {
+			l := s.leases[sess]
+			if l.Held {
+				fmt.Fprintf(b, "lease %s: %s token %s fence %d claimed %d expires %d\n", sess, l.Owner, l.Token, l.Fence, l.ClaimedAt, l.ExpiresAt)
+			} else {
+				fmt.Fprintf(b, "lease %s: free, fence %d\n", sess, l.Fence)
+			}
+		}
+	case pQueue:
+		if s.seq > 0 {
+			b.WriteString("enqueued " + strconv.FormatInt(s.seq, 10) + "\n")
+		}
+		for _, q := range s.batches {
+			fmt.Fprintf(b, "batch %s source %q %s %s merge %q available %d enqueued %d fence %d items %d",
+				q.B.BatchID, q.B.SourceKey, q.B.DeliveryPolicy, q.B.SlotPolicy, q.B.MergeKey, q.B.AvailableAtMs, q.B.EnqueuedAtMs,
+				q.B.ClaimFencingToken, len(q.B.Items))
+			for _, it := range q.B.Items {
+				b.WriteString(" " + strconv.Quote(string(it.Payload)))
+			}
+			if q.Claimed {
+				fmt.Fprintf(b, " claim %s by %s token %s at %d expires %d", q.ClaimID, q.ClaimOwner, q.ClaimTok, q.ClaimedAt, q.ClaimExpires)
+			}
+			b.WriteString("\n")
+		}
+	case pMeta:
+		if s.meta != "" {
+			b.WriteString("meta " + strconv.Quote(s.meta) + "\n")
+		}
+	case pAttachments:
+		for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
+			a := s.attachments[id]
+			fmt.Fprintf(b, "attachment %s session %s data %q", id, a.Session, a.Data)
+			if a.Committed {
+				fmt.Fprintf(b, " committed at %d", a.CommittedAt)
+			}
+			b.WriteString("\n")
+		}
+	}
 }
 
 // Keys partitions a runtime history by what an operation can read or write:
@@ -412,13 +453,13 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 				return s, OK((*r.SessionExecutionLease)(nil))
 			}
 			cur.ExpiresAt = expires
-			return s.withLease(o.SessionID, cur).sealed(), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
+			return s.withLease(o.SessionID, cur).sealed(pLeases), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
 				LeaseToken: cur.Token, FencingToken: cur.Fence, ClaimedAtMs: cur.ClaimedAt, ExpiresAtMs: expires})
 		}
 		fence := cur.Fence + 1
 		l := rtLease{Held: true, Owner: o.OwnerID, Token: LeaseToken(o.SessionID, o.OwnerID, now, fence), Fence: fence,
 			ClaimedAt: now, ExpiresAt: expires}
-		return s.withLease(o.SessionID, l).sealed(), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
+		return s.withLease(o.SessionID, l).sealed(pLeases), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
 			LeaseToken: l.Token, FencingToken: fence, ClaimedAtMs: now, ExpiresAtMs: expires})
 
 	case r.RenewSessionExecutionLease:
@@ -428,12 +469,12 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			return s, Fail(r.ErrSessionExecutionLeaseExpired)
 		}
 		cur.ExpiresAt = expiry(now, o.TTLMs)
-		return s.withLease(f.SessionID, cur).sealed(), OK(r.SessionExecutionLease{SessionID: f.SessionID, OwnerID: f.OwnerID,
+		return s.withLease(f.SessionID, cur).sealed(pLeases), OK(r.SessionExecutionLease{SessionID: f.SessionID, OwnerID: f.OwnerID,
 			LeaseToken: f.LeaseToken, FencingToken: f.FencingToken, ClaimedAtMs: cur.ClaimedAt, ExpiresAtMs: cur.ExpiresAt})
 
 	case r.ReleaseSessionExecutionLease:
 		if next, ok := s.released(o.Completion); ok {
-			return next.sealed(), OK(nil)
+			return next.sealed(pLeases), OK(nil)
 		}
 		return s, OK(nil)
 
@@ -459,7 +500,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			b.Items[i] = r.QueuedWorkItem{ItemID: fmt.Sprintf("%s:item:%d", id, i), Payload: rawOut(string(p))}
 		}
 		s.batches = append(slices.Clip(s.batches), rtBatch{B: b})
-		return s.sealed(), OK(b)
+		return s.sealed(pQueue), OK(b)
 
 	case r.ClaimReadyQueuedWork:
 		if o.MaxBatches <= 0 {
@@ -488,7 +529,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			q.ClaimedAt, q.ClaimExpires = now, claim.ExpiresAtMs
 			claim.Batches = append(claim.Batches, q.B)
 		}
-		return s.sealed(), OK(&claim)
+		return s.sealed(pQueue), OK(&claim)
 
 	case r.RenewQueuedWorkClaim:
 		c := o.Claim
@@ -508,7 +549,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 				q.ClaimExpires = c.ExpiresAtMs
 			}
 		}
-		return s.sealed(), OK(c)
+		return s.sealed(pQueue), OK(c)
 
 	case r.AbandonQueuedWorkClaim:
 		c := o.Claim
@@ -525,7 +566,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			return s, OK(nil)
 		}
 		s.batches = batches
-		return s.sealed(), OK(nil)
+		return s.sealed(pQueue), OK(nil)
 
 	case r.CancelQueuedWorkBatch:
 		i, ok := s.batch(o.SessionID, o.BatchID)
@@ -534,7 +575,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 		}
 		b := s.batches[i].B
 		s.batches = slices.Delete(slices.Clone(s.batches), i, i+1)
-		return s.sealed(), OK(&b)
+		return s.sealed(pQueue), OK(&b)
 
 	case r.ListQueuedWork:
 		return s, OK(s.sessionBatches(o.SessionID, nil))
@@ -547,7 +588,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			return s, OK(nil)
 		}
 		s.meta = string(o.Meta)
-		return s.sealed(), OK(nil)
+		return s.sealed(pMeta), OK(nil)
 
 	case r.LoadSessionMeta:
 		return s, OK(rawOut(s.meta))
@@ -564,7 +605,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			return s, OK(nil)
 		}
 		s.nodes = nodes
-		return s.sealed(), OK(nil)
+		return s.sealed(pHead), OK(nil)
 
 	case r.Vacuum:
 		kept := slices.DeleteFunc(slices.Clone(s.nodes), func(n rtNode) bool { return n.Tomb })
@@ -573,7 +614,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			return s, OK(r.VacuumReport{})
 		}
 		s.nodes = kept
-		return s.sealed(), OK(r.VacuumReport{RemovedNodeCount: removed})
+		return s.sealed(pHead), OK(r.VacuumReport{RemovedNodeCount: removed})
 
 	case r.GcUnreachable:
 		keep := ""
@@ -593,7 +634,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			return s, OK(r.GcReport{})
 		}
 		s.checkpoints = next
-		return s.sealed(), OK(r.GcReport{RemovedCheckpointCount: removed})
+		return s.sealed(pHead), OK(r.GcReport{RemovedCheckpointCount: removed})
 
 	case r.StageAttachment:
 		if _, ok := s.attachments[o.AttachmentID]; ok {
@@ -604,7 +645,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			s.attachments = map[string]rtAttachment{}
 		}
 		s.attachments[o.AttachmentID] = rtAttachment{Session: o.SessionID, Data: string(o.Data)}
-		return s.sealed(), OK(nil)
+		return s.sealed(pAttachments), OK(nil)
 
 	case r.LoadAttachment:
 		a, ok := s.attachments[o.AttachmentID]
@@ -654,7 +695,7 @@ func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) (State, Outcome) {
 			}
 			if cm.ReleaseLease != nil {
 				if next, ok := s.released(*cm.ReleaseLease); ok {
-					return next.sealed(), OK(t.Res)
+					return next.sealed(pLeases), OK(t.Res)
 				}
 			}
 			return s, OK(t.Res)
@@ -742,7 +783,17 @@ func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) (State, Outcome) {
 	if cm.ReleaseLease != nil {
 		next, _ = next.released(*cm.ReleaseLease)
 	}
-	return next.sealed(), OK(res)
+	changed := []int{pHead}
+	if cm.ReleaseLease != nil {
+		changed = append(changed, pLeases)
+	}
+	if len(cm.CompletedQueueClaims) > 0 {
+		changed = append(changed, pQueue)
+	}
+	if cloned {
+		changed = append(changed, pAttachments)
+	}
+	return next.sealed(changed...), OK(res)
 }
 
 // LeaseToken is the token of a session lease granted at now.
