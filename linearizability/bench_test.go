@@ -14,6 +14,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // modelTarget is a store made of the model itself, stepped under a lock: it
@@ -50,23 +51,29 @@ func modelOpener(m model.Model) Opener {
 func BenchmarkCheck(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		w    ContinuityWorkload
+		m    model.Model
+		w    interface{ New() Workload }
 		ops  int
 	}{
-		{"continuity/shared/1k", DefaultContinuityWorkload, 1_000},
-		{"continuity/shared/10k", DefaultContinuityWorkload, 10_000},
-		{"continuity/partitioned/1k", ContinuityWorkload{Identities: 10, Sessions: 3, Partitioned: true}, 1_000},
-		{"continuity/partitioned/10k", ContinuityWorkload{Identities: 100, Sessions: 3, Partitioned: true}, 10_000},
-		{"continuity/partitioned/100k", ContinuityWorkload{Identities: 1000, Sessions: 3, Partitioned: true}, 100_000},
+		{"continuity/shared/1k", model.Continuity{}, DefaultContinuityWorkload, 1_000},
+		{"continuity/shared/10k", model.Continuity{}, DefaultContinuityWorkload, 10_000},
+		{"continuity/partitioned/1k", model.Continuity{}, ContinuityWorkload{Identities: 10, Sessions: 3, Partitioned: true}, 1_000},
+		{"continuity/partitioned/10k", model.Continuity{}, ContinuityWorkload{Identities: 100, Sessions: 3, Partitioned: true}, 10_000},
+		{"continuity/partitioned/100k", model.Continuity{}, ContinuityWorkload{Identities: 1000, Sessions: 3, Partitioned: true}, 100_000},
+		{"runtime/shared/1k", model.Runtime{}, DefaultRuntimeWorkload, 1_000},
+		{"runtime/shared/10k", model.Runtime{}, DefaultRuntimeWorkload, 10_000},
+		{"runtime/partitioned/1k", model.Runtime{}, RuntimeWorkload{Sessions: 10, Partitioned: true}, 1_000},
+		{"runtime/partitioned/10k", model.Runtime{}, RuntimeWorkload{Sessions: 100, Partitioned: true}, 10_000},
+		{"runtime/partitioned/100k", model.Runtime{}, RuntimeWorkload{Sessions: 1000, Partitioned: true}, 100_000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h, err := Run(context.Background(), c.Contract, modelOpener(model.Continuity{}), tc.w.New(), Config{Seed: 1, Ops: tc.ops})
+			h, err := Run(context.Background(), tc.m.Contract(), modelOpener(tc.m), tc.w.New(), Config{Seed: 1, Ops: tc.ops})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := Check(model.Continuity{}, h, time.Minute)
+				res, err := Check(tc.m, h, time.Minute)
 				if err != nil || res.Verdict != Linearizable {
 					b.Fatalf("%v %v", res.Verdict, err)
 				}
@@ -84,6 +91,21 @@ func BenchmarkDefaultRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		if res, err := Check(model.Continuity{}, h, time.Minute); err != nil || res.Verdict != Linearizable {
+			b.Fatal(fmt.Sprint(res.Verdict, err))
+		}
+	}
+}
+
+// BenchmarkRuntimeDefaultRun is storecheck's default run of the runtime
+// store: 8 clients, 2,000 operations on two handles of one reference file,
+// recorded and checked.
+func BenchmarkRuntimeDefaultRun(b *testing.B) {
+	for b.Loop() {
+		h, err := Run(context.Background(), r.Contract, runtimeOpener(b, bugs.Bug{}), DefaultRuntimeWorkload.New(), Config{Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := Check(model.Runtime{}, h, time.Minute); err != nil || res.Verdict != Linearizable {
 			b.Fatal(fmt.Sprint(res.Verdict, err))
 		}
 	}

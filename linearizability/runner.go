@@ -126,7 +126,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 				defer wg.Done()
 				target := targets[cl%len(targets)]
 				for step := done; step < done+n; step++ {
-					op := w.Next(rngs[cl], cl, step)
+					op := NextOp(w, rngs[cl], cl, step, now)
 					opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 					call := tick.Add(1)
 					res, err := target.Apply(opCtx, op)

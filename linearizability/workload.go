@@ -18,6 +18,24 @@ type Workload interface {
 	Next(r *rand.Rand, client, step int) spec.Op
 }
 
+// ClockedWorkload is a workload whose clients read the clock before they
+// act, as a real client can: the runner and the simulator call NextAt, with
+// the time the operation will run at, instead of Next. A client that knows
+// when it asked can rebuild what a store answers from the time (a lease
+// token, an expiry) without seeing the answer.
+type ClockedWorkload interface {
+	Workload
+	NextAt(r *rand.Rand, client, step int, nowMS int64) spec.Op
+}
+
+// NextOp is w's next operation of client at nowMS.
+func NextOp(w Workload, r *rand.Rand, client, step int, nowMS int64) spec.Op {
+	if cw, ok := w.(ClockedWorkload); ok {
+		return cw.NextAt(r, client, step, nowMS)
+	}
+	return w.Next(r, client, step)
+}
+
 // ContinuityWorkload configures the continuity store's workload.
 type ContinuityWorkload struct {
 	// Identities and Sessions are how many of each the clients share.

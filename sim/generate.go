@@ -102,7 +102,7 @@ func Generate(subj Subject, seed int64, p Params) Schedule {
 			s.Steps = append(s.Steps, Step{Kind: StepKill, Process: r.IntN(p.Processes)})
 		default:
 			c := r.IntN(p.Clients)
-			op := workload.Next(clients[c], c, counts[c])
+			op := linearizability.NextOp(workload, clients[c], c, counts[c], Epoch.UnixMilli()+now)
 			counts[c]++
 			st := Step{Kind: StepOp, Client: c, Op: op}
 			if points := pointsOf(subj.CrashPoints, op.Name()); len(points) > 0 && r.Float64() < swarm.CrashRate {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -31,5 +32,23 @@ func TestErrorfKeepsItsCause(t *testing.T) {
 	err := Errorf("io", "begin: %w", context.DeadlineExceeded)
 	if !errors.Is(err, context.DeadlineExceeded) || KindOf(err) != "io" {
 		t.Fatalf("%v lost its cause or kind", err)
+	}
+}
+
+type opaqueOp struct{}
+
+func (opaqueOp) Name() string { return "opaque" }
+func (opaqueOp) Result() any  { return json.RawMessage(nil) }
+
+// A null result is the zero result: an opaque value that is none reads back
+// as nil, not as the text "null".
+func TestDecodeResultNullIsTheZeroResult(t *testing.T) {
+	v, err := DecodeResult(opaqueOp{}, json.RawMessage(" null"))
+	if got, ok := v.(json.RawMessage); err != nil || !ok || got != nil {
+		t.Fatalf("got %#v %v, want a nil json.RawMessage", v, err)
+	}
+	v, err = DecodeResult(opaqueOp{}, json.RawMessage(`{"a":1}`))
+	if got, _ := v.(json.RawMessage); err != nil || string(got) != `{"a":1}` {
+		t.Fatalf("got %#v %v", v, err)
 	}
 }

@@ -71,6 +71,8 @@ var kits = []kit{
 	{
 		contract:    runtime.Contract,
 		crashPoints: refruntime.CrashPoints,
+		model:       model.Runtime{},
+		workload:    linearizability.DefaultRuntimeWorkload.New,
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Runtime == nil {
 				return nil

@@ -40,10 +40,14 @@ var (
 	// RuntimeAppendOverwritesNode lets an append replace a stored node
 	// (INSERT OR REPLACE) instead of failing.
 	RuntimeAppendOverwritesNode = Bug{"runtime_append_overwrites_node"}
+	// RuntimeLeaseClaimOutsideTx reads the session lease in one
+	// transaction and writes the grant in another: two owners that both read
+	// a free lease both win it. Only concurrency exposes it.
+	RuntimeLeaseClaimOutsideTx = Bug{"runtime_lease_claim_outside_tx"}
 )
 
 // Runtime lists the runtime store's bugs.
 var Runtime = register(RuntimeLeaseLiveAtExpiry, RuntimeFenceNotBumped, RuntimeRenewAfterExpiry,
 	RuntimeCommitWithoutLease, RuntimeTurnReplayAnyHash, RuntimeHeadRevisionUnchecked, RuntimePartialCommit,
 	RuntimeHalfOwnedClaim, RuntimeClaimIgnoresAvailableAt, RuntimeCancelLiveClaim,
-	RuntimeAttachmentCommitTimeMoves, RuntimeAppendOverwritesNode)
+	RuntimeAttachmentCommitTimeMoves, RuntimeAppendOverwritesNode, RuntimeLeaseClaimOutsideTx)

@@ -628,10 +628,25 @@ func releaseLease(ctx context.Context, tx *sql.Tx, c r.SessionExecutionLeaseComp
 func (s *Store) TryClaimSessionExecutionLease(ctx context.Context, session, owner string, ttl uint64) (*r.SessionExecutionLease, error) {
 	now := s.now()
 	var out *r.SessionExecutionLease
+	// RuntimeLeaseClaimOutsideTx decides on the lease as an earlier
+	// transaction read it.
+	var read *lease
+	raced := s.bug == bugs.RuntimeLeaseClaimOutsideTx
+	if raced {
+		if err := s.db.Read(ctx, "try_claim_session_execution_lease", func(tx *sql.Tx) (err error) {
+			read, err = loadLease(ctx, tx, session)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
 	err := s.db.Write(ctx, "try_claim_session_execution_lease", func(tx *sql.Tx) error {
 		cur, err := loadLease(ctx, tx, session)
 		if err != nil {
 			return err
+		}
+		if raced {
+			cur = read
 		}
 		expires := expiry(now, ttl)
 		if cur != nil && cur.token.Valid && s.live(cur.expiresAt, now) {
