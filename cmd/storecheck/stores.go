@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"path/filepath"
 
 	"github.com/jonboulle/clockwork"
@@ -73,6 +74,7 @@ var kits = []kit{
 		crashPoints: refruntime.CrashPoints,
 		model:       model.Runtime{},
 		workload:    linearizability.DefaultRuntimeWorkload.New,
+		rareEvents:  append(slices.Clone(model.RuntimeEvents), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill),
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Runtime == nil {
 				return nil

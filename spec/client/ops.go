@@ -514,3 +514,12 @@ func (c Proxy) Close() error {
 
 // Contract describes the client store to the generic parts of the kit.
 var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}
+
+// Crash ends the target as a killed process would (see adapters.Crasher),
+// when it can; otherwise it closes it.
+func (c Proxy) Crash() error {
+	if cr, ok := c.Target.(interface{ Crash() error }); ok {
+		return cr.Crash()
+	}
+	return c.Close()
+}
