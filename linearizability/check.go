@@ -204,3 +204,46 @@ func (h History) Text() string {
 	}
 	return b.String()
 }
+
+// ShortestPrefix is the shortest prefix of h (every operation called by some
+// point, those still running then made indefinite) that is still not
+// linearizable, found by bisection: the operation that ends it is where the
+// history went wrong. Adding operations to a history never makes an illegal
+// history legal, so the search is sound. It is nil when h itself passes.
+func ShortestPrefix(m model.Model, h History, timeout time.Duration) *History {
+	calls := make([]int64, len(h.Entries))
+	for i, e := range h.Entries {
+		calls[i] = e.Call
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i] < calls[j] })
+	illegal := func(n int) (*History, bool) {
+		cut := calls[n-1]
+		p := History{Store: h.Store, Seed: h.Seed, Command: h.Command}
+		for _, e := range h.Entries {
+			if e.Call > cut {
+				continue
+			}
+			if e.Indefinite || e.Return > cut {
+				e.Indefinite, e.Return, e.Outcome = true, 0, model.Outcome{}
+			}
+			p.Entries = append(p.Entries, e)
+		}
+		sort.SliceStable(p.Entries, func(i, j int) bool { return p.Entries[i].Call < p.Entries[j].Call })
+		res, err := Check(m, p, timeout)
+		return &p, err == nil && res.Verdict == Illegal
+	}
+	lo, hi := 1, len(calls)
+	best, ok := illegal(hi)
+	if !ok {
+		return nil
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if p, bad := illegal(mid); bad {
+			hi, best = mid, p
+		} else {
+			lo = mid + 1
+		}
+	}
+	return best
+}

@@ -41,10 +41,10 @@ section.failure { border-left: 4px solid #b00020; padding-left: 1em; margin: 1.5
 <h2 class="{{lower .Outcome}}">{{.Outcome}}: {{.Store}}/{{.Layer}}: {{.Name}}</h2>
 <pre>{{.Message}}</pre>
 {{if .Reproduce}}<p>Reproduce: <code>{{.Reproduce}}</code></p>{{end}}
-{{if .Details}}<h3>Minimal history / schedule</h3><pre>{{.Details}}</pre>{{end}}
 {{range .Artifacts}}<p><a href="{{.Path}}">{{.Name}}</a></p>
 {{if eq .Name "visualization"}}<iframe src="{{.Path}}" title="porcupine visualization"></iframe>{{end}}
-{{end}}</section>
+{{end}}{{if .Details}}<details open><summary>Minimal history / shrunk schedule</summary><pre>{{.Details}}</pre></details>{{end}}
+</section>
 {{end}}
 {{with .Skips}}<h2>Skipped</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body>

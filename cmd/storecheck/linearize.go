@@ -80,10 +80,7 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	}
 	check.Reproduce = hist.Command
 	if res.Verdict == linearizability.Illegal {
-		if small := linearizability.Smallest(k.model, hist, cfg.timeout); small != nil {
-			check.Details = fmt.Sprintf("the smallest independent part that fails, %d of %d operations:\n%s",
-				len(small.Entries), len(hist.Entries), small.Text())
-		}
+		check.Details = minimalHistory(k, hist, cfg.timeout)
 	}
 	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res)
 	if err != nil {
@@ -268,4 +265,26 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitInconclusive
+}
+
+// minimalHistory is what a person reads of a failing history: the smallest
+// independent part that fails, cut to its shortest failing prefix, whose
+// last operations are where it went wrong.
+func minimalHistory(k kit, hist linearizability.History, timeout time.Duration) string {
+	part := &hist
+	if small := linearizability.Smallest(k.model, hist, timeout); small != nil {
+		part = small
+	}
+	prefix := linearizability.ShortestPrefix(k.model, *part, timeout)
+	if prefix == nil {
+		return ""
+	}
+	const tail = 40
+	entries := prefix.Entries
+	text := fmt.Sprintf("%d of %d operations are one independent part that fails; its shortest failing prefix has %d operations", len(part.Entries), len(hist.Entries), len(entries))
+	if len(entries) > tail {
+		text += fmt.Sprintf("; the last %d of them, where it went wrong", tail)
+		entries = entries[len(entries)-tail:]
+	}
+	return text + ":\n" + linearizability.History{Entries: entries}.Text()
 }
