@@ -515,3 +515,78 @@ func (c Proxy) Close() error {
 
 // Contract describes the client store to the generic parts of the kit.
 var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}
+
+// The operations that carry a JSON value (an envelope, a receipt, event
+// data) are encoded with that value as it is, when it is JSON. When it is
+// not (an operation the store must refuse), it cannot be a JSON value, and
+// is written as text in a field of its own ("envelope_text", "receipt_text",
+// "data_text"), so that every operation, refused ones included, can be
+// saved in a history and read back.
+
+// encodeWithJSON encodes fields (name: value) plus the JSON-valued field
+// name, as a value or as name_text.
+func encodeWithJSON(fields map[string]any, name string, v json.RawMessage) ([]byte, error) {
+	if json.Valid(v) {
+		fields[name] = v
+	} else {
+		fields[name+"_text"] = string(v)
+	}
+	return json.Marshal(fields)
+}
+
+// decodeWithJSON decodes b strictly into the fields named, and the
+// JSON-valued field name from name or name_text.
+func decodeWithJSON(b []byte, fields map[string]any, name string, v *json.RawMessage) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for k, r := range raw {
+		switch {
+		case k == name:
+			*v = append(json.RawMessage(nil), r...)
+		case k == name+"_text":
+			var text string
+			if err := json.Unmarshal(r, &text); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			*v = json.RawMessage(text)
+		case fields[k] != nil:
+			if err := json.Unmarshal(r, fields[k]); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		default:
+			return fmt.Errorf("json: unknown field %q", k)
+		}
+	}
+	if _, ok := raw[name]; ok {
+		if _, ok := raw[name+"_text"]; ok {
+			return fmt.Errorf("json: both %q and %q", name, name+"_text")
+		}
+	}
+	return nil
+}
+
+func (o EnqueueIntent) MarshalJSON() ([]byte, error) {
+	return encodeWithJSON(map[string]any{"op_id": o.OpID}, "envelope", o.Envelope)
+}
+
+func (o *EnqueueIntent) UnmarshalJSON(b []byte) error {
+	return decodeWithJSON(b, map[string]any{"op_id": &o.OpID}, "envelope", &o.Envelope)
+}
+
+func (o AcceptIntent) MarshalJSON() ([]byte, error) {
+	return encodeWithJSON(map[string]any{"op_id": o.OpID}, "receipt", o.Receipt)
+}
+
+func (o *AcceptIntent) UnmarshalJSON(b []byte) error {
+	return decodeWithJSON(b, map[string]any{"op_id": &o.OpID}, "receipt", &o.Receipt)
+}
+
+func (o AppendEvent) MarshalJSON() ([]byte, error) {
+	return encodeWithJSON(map[string]any{"type": o.Type}, "data", o.Data)
+}
+
+func (o *AppendEvent) UnmarshalJSON(b []byte) error {
+	return decodeWithJSON(b, map[string]any{"type": &o.Type}, "data", &o.Data)
+}
