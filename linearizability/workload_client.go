@@ -195,18 +195,22 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 			return c.EventHead{}
 
 		// ----- caches (6%) -----
-		case p < 44:
-			return c.PutOutHead{TaskID: task(), Head: pick(r, "short head", longHead, longHead[:len(longHead)-4])}
+		// A cache is last-writer-wins: two racing puts leave one of two
+		// values, which only a later read tells apart. The keys and values
+		// are few and read as often as written, so that no such doubt
+		// outlives a few operations (each one doubles the checker's search).
+		case p < 43:
+			return c.PutOutHead{TaskID: g + pick(r, "task-a", "task-b"), Head: pick(r, "short head", longHead, longHead[:len(longHead)-4])}
 		case p < 45:
-			return c.GetOutHead{TaskID: task()}
+			return c.GetOutHead{TaskID: g + pick(r, "task-a", "task-b")}
 		case p < 46:
-			return c.PutProse{Role: g + pick(r, "planner", "critic"), Prose: fmt.Sprint("prose ", step), SpecHash: pick(r, "h1", "h2")}
+			return c.PutProse{Role: g + "planner", Prose: pick(r, "plan", "replan"), SpecHash: pick(r, "h1", "h2")}
 		case p < 47:
-			return c.GetProse{Role: g + pick(r, "planner", "critic")}
+			return c.GetProse{Role: g + "planner"}
 		case p < 48:
-			return c.PutConfig{Key: g + pick(r, "k0", "k1"), Value: fmt.Sprint(step)}
+			return c.PutConfig{Key: g + "k0", Value: pick(r, "on", "off")}
 		case p < 49:
-			return c.GetConfig{Key: g + pick(r, "k0", "k1")}
+			return c.GetConfig{Key: g + "k0"}
 
 		// ----- sessions and bindings (24%) -----
 		case p < 58:
@@ -246,17 +250,19 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 
 		// ----- tasks (23%) -----
 		case p < 80:
+			// A task's chain (kind, parent, hop) is the task's own; its
+			// redeliveries differ only in their attempt.
 			t := task()
-			kind := pick(r, c.KindRoot, c.KindRelay)
+			m.tasks = remember(m.tasks, t)
+			chain := c.Causality{Task: t, Attempt: uint32(r.IntN(4))}
+			kind := c.KindRoot
+			if n := len(t); t[n-1]%2 == 1 {
+				kind, chain.ParentTask, chain.Hop = c.KindRelay, t[:n-1]+"0", uint32(t[n-1]%3)
+			}
 			if r.IntN(20) == 0 {
 				kind = "orphan"
 			}
-			m.tasks = remember(m.tasks, t)
-			parent := ""
-			if kind == c.KindRelay {
-				parent = task()
-			}
-			return c.OpenTask{Causality: c.Causality{Task: t, ParentTask: parent, Hop: uint32(r.IntN(3)), Attempt: uint32(r.IntN(4))}, Kind: kind}
+			return c.OpenTask{Causality: chain, Kind: kind}
 		case p < 88:
 			verdict := pick(r, c.TerminalTaskStates...)
 			if r.IntN(20) == 0 {

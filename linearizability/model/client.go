@@ -20,7 +20,10 @@ import (
 type Client struct{}
 
 // cintent is one outbox row. Order is the row's place in enqueue order (the
-// reference's rowid: a new row comes after every row present).
+// reference's rowid: a new row comes after every row present). It breaks
+// ties in the due order, which lists live rows only, so a settled row keeps
+// none (0): two orders of concurrent enqueues then lead to one state as soon
+// as the order can no longer be seen, and the checker's search stays small.
 type cintent struct {
 	Env        string
 	Task       string // causality.task of the envelope, when it names one
@@ -59,8 +62,10 @@ type csession struct {
 type bindKey struct{ Session, Task string }
 
 // cbinding is a binding: whether it is open, and its place in the order of
-// openings (the reference's bound_seq). When it was bound or released is
-// never read back, so it is not kept.
+// openings of the task's bindings (the reference's bound_seq is global, but
+// only the order among one task's bindings is ever read: a session has at
+// most one open binding). When it was bound or released is never read
+// back, so it is not kept.
 type cbinding struct {
 	Open bool
 	Seq  int64
@@ -73,7 +78,9 @@ type ctask struct {
 	Opened       int64
 	Settled      int64
 	IsSettled    bool
-	Order        int64 // insertion order (rowid), for open_tasks
+	// Order is the insertion order (rowid) among open records, which
+	// open_tasks reads; a settled record keeps none (0).
+	Order int64
 }
 
 type cfault struct {
@@ -92,9 +99,7 @@ type ClientState struct {
 	config   map[string]string
 	sessions map[string]csession
 	bindings map[bindKey]cbinding
-	bindSeq  int64 // the largest bound_seq given
 	tasks    map[string]ctask
-	taskSeq  int64 // the largest task rowid given
 	faults   []cfault
 	h        uint64
 }
@@ -115,16 +120,14 @@ func (Client) Init() State { return ClientState{} }
 
 func (s ClientState) Equal(o State) bool {
 	t, ok := o.(ClientState)
-	return ok && s.h == t.h && s.bindSeq == t.bindSeq && s.taskSeq == t.taskSeq &&
+	return ok && s.h == t.h &&
 		maps.Equal(s.intents, t.intents) && slices.Equal(s.events, t.events) &&
 		maps.Equal(s.outHeads, t.outHeads) && maps.Equal(s.prose, t.prose) && maps.Equal(s.config, t.config) &&
 		maps.Equal(s.sessions, t.sessions) && maps.Equal(s.bindings, t.bindings) &&
 		maps.Equal(s.tasks, t.tasks) && slices.Equal(s.faults, t.faults)
 }
 
-func (s ClientState) Hash() uint64 {
-	return s.h ^ uint64(s.bindSeq)*0x9e3779b97f4a7c15 ^ uint64(s.taskSeq)*0xc2b2ae3d27d4eb4f
-}
+func (s ClientState) Hash() uint64 { return s.h }
 
 // put returns a copy of m with k set to v (or deleted when v is nil), and
 // the XOR that moves a state's hash accordingly.
@@ -318,8 +321,13 @@ func (s ClientState) openBinding(session, task string) (ClientState, bool) {
 			changes[o] = cbinding{Open: false, Seq: b.Seq}
 		}
 	}
-	s.bindSeq++
-	changes[k] = cbinding{Open: true, Seq: s.bindSeq}
+	var seq int64
+	for o, b := range s.bindings {
+		if o.Task == task {
+			seq = max(seq, b.Seq)
+		}
+	}
+	changes[k] = cbinding{Open: true, Seq: seq + 1}
 	return s.withBindings(changes), true
 }
 
@@ -438,7 +446,9 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		}
 		var order int64
 		for _, in := range s.intents {
-			order = max(order, in.Order)
+			if in.live() {
+				order = max(order, in.Order)
+			}
 		}
 		task, names := envelopeTask(o.Envelope)
 		in := cintent{Env: string(o.Envelope), Task: task, NamesTask: names, State: c.IntentPending,
@@ -483,7 +493,7 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		if !ok || !in.live() {
 			return s, OK(false)
 		}
-		in.State, in.Receipt, in.HasReceipt, in.Updated = c.IntentAccepted, string(o.Receipt), true, nowMS
+		in.State, in.Receipt, in.HasReceipt, in.Updated, in.Order = c.IntentAccepted, string(o.Receipt), true, nowMS, 0
 		return s.withIntent(o.OpID, &in), OK(true)
 
 	case c.ExhaustIntent:
@@ -491,7 +501,7 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		if !ok || !in.live() {
 			return s, OK(false)
 		}
-		in.State, in.LastError, in.Updated = c.IntentExhausted, o.LastError, nowMS
+		in.State, in.LastError, in.Updated, in.Order = c.IntentExhausted, o.LastError, nowMS, 0
 		return s.withIntent(o.OpID, &in), OK(true)
 
 	case c.DeleteIntent:
@@ -645,9 +655,14 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 			t.Kind, t.Parent, t.Hop, t.Attempt = o.Kind, cz.ParentTask, int64(cz.Hop), max(t.Attempt, int64(cz.Attempt))
 			return s.withTask(cz.Task, t), OK(false)
 		}
-		s.taskSeq++
+		var order int64
+		for _, t := range s.tasks {
+			if !t.IsSettled {
+				order = max(order, t.Order)
+			}
+		}
 		return s.withTask(cz.Task, ctask{Kind: o.Kind, Parent: cz.ParentTask, Hop: int64(cz.Hop), Attempt: int64(cz.Attempt),
-			State: c.TaskPending, Opened: nowMS, Order: s.taskSeq}), OK(true)
+			State: c.TaskPending, Opened: nowMS, Order: order + 1}), OK(true)
 
 	case c.SettleTask:
 		if !slices.Contains(c.TerminalTaskStates, o.State) {
@@ -658,10 +673,9 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		case ok && t.IsSettled:
 			return s, OK(false)
 		case !ok:
-			s.taskSeq++
-			t = ctask{Opened: nowMS, Order: s.taskSeq}
+			t = ctask{Opened: nowMS}
 		}
-		t.State, t.Settled, t.IsSettled = o.State, nowMS, true
+		t.State, t.Settled, t.IsSettled, t.Order = o.State, nowMS, true, 0
 		return s.withTask(o.TaskID, t), OK(true)
 
 	case c.GetTask:
