@@ -113,6 +113,7 @@ var expectedFailures = map[bugs.Bug][]string{}
 // linearizability check of storecheck run must catch them instead.
 var concurrencyOnly = map[bugs.Bug]string{
 	bugs.ContinuityUpsertCheckOutsideTx: "continuity",
+	bugs.ClientSettleCheckOutsideTx:     "client",
 }
 
 // Each deliberate bug must make the specs that state its rule fail: the suite

@@ -65,6 +65,8 @@ var kits = []kit{
 	},
 	{
 		contract: client.Contract,
+		model:    model.Client{},
+		workload: linearizability.DefaultClientWorkload.New,
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Client == nil {
 				return nil
