@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -156,66 +157,40 @@ func TestClientWorkloadReachesEveryOutcome(t *testing.T) {
 	}
 }
 
-// Grouped, the history splits into many parts; and never are two operations
-// that can affect each other put in different parts (the check of the
-// reference's history, which is linearizable, would then still pass, so
-// this checks Keys against the model directly): every part, checked alone,
-// must give the answers the whole history gives in its order.
+// A history splits into many parts, and never are two operations that can
+// affect each other put in different parts (the check of a linearizable
+// history would then still pass, so this checks Keys against the model
+// directly): every part, stepped alone, must give the answers the whole
+// history gives in its order.
 func TestClientKeysNeverSplitWhatInteracts(t *testing.T) {
 	m := model.Client{}
-	for seed := range uint64(5) {
-		var ops []spec.Op
-		var nows []int64
-		clientSequence(seed, ClientWorkload{Intents: 4, Tasks: 3, Sessions: 2, Groups: 3}.New(), 3000, clockwork.NewFakeClockAt(Epoch), func(op spec.Op, now int64) {
-			ops, nows = append(ops, op), append(nows, now)
-		})
-		ops2, nows2 := ops, nows
-		clientSequence(seed+100, DefaultClientWorkload.New(), 1000, clockwork.NewFakeClockAt(Epoch), func(op spec.Op, now int64) {
-			if m.Keys(op) != nil {
-				ops2, nows2 = append(ops2, op), append(nows2, now)
-			}
+	for seed := range uint64(6) {
+		w, minParts := DefaultClientWorkload, 6
+		if seed%2 == 1 {
+			w, minParts = ClientWorkload{Intents: 4, Tasks: 3, Sessions: 2, Groups: 3}, 30
+		}
+		var ops []porcupine.Operation
+		clientSequence(seed, w.New(), 3000, clockwork.NewFakeClockAt(Epoch), func(op spec.Op, now int64) {
+			ops = append(ops, porcupine.Operation{Input: &Entry{Op: op, NowMS: now}})
 		})
 		whole := m.Init()
-		outs := make([]model.Outcome, len(ops2))
-		for i, op := range ops2 {
-			whole, outs[i] = m.Step(whole, op, nows2[i])
+		outs := map[*Entry]model.Outcome{}
+		for _, op := range ops {
+			e := op.Input.(*Entry)
+			whole, outs[e] = m.Step(whole, e.Op, e.NowMS)
 		}
-		// Union by keys, as the checker does.
-		parent := make([]int, len(ops2))
-		for i := range parent {
-			parent[i] = i
-		}
-		var find func(int) int
-		find = func(i int) int {
-			for parent[i] != i {
-				i = parent[i]
-			}
-			return i
-		}
-		owner := map[string]int{}
-		for i, op := range ops2 {
-			for _, k := range m.Keys(op) {
-				if j, ok := owner[k]; ok {
-					parent[find(i)] = find(j)
-				} else {
-					owner[k] = i
-				}
-			}
-		}
-		parts := map[int][]int{}
-		for i := range ops2 {
-			parts[find(i)] = append(parts[find(i)], i)
-		}
-		if len(parts) < 10 {
+		parts := partition(m, ops)
+		if len(parts) < minParts {
 			t.Errorf("seed %d: %d parts only", seed, len(parts))
 		}
-		for _, idx := range parts {
+		for _, part := range parts {
 			st := m.Init()
-			for _, i := range idx {
+			for _, op := range part {
+				e := op.Input.(*Entry)
 				var out model.Outcome
-				st, out = m.Step(st, ops2[i], nows2[i])
-				if !out.Same(outs[i]) {
-					t.Fatalf("seed %d: %s %+v answers %s in its part, %s in the whole history", seed, ops2[i].Name(), ops2[i], out, outs[i])
+				st, out = m.Step(st, e.Op, e.NowMS)
+				if !out.Same(outs[e]) {
+					t.Fatalf("seed %d: %s %+v answers %s in its part, %s in the whole history", seed, e.Op.Name(), e.Op, out, outs[e])
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -114,18 +115,30 @@ func own(r *rand.Rand, mine []string, fresh func() string) string {
 	return fresh()
 }
 
-// nextAttempt is a time near the run's clock, often on the same millisecond
-// as another client's (so due scans must break ties), sometimes with a
-// sub-millisecond part the store must drop.
-func nextAttempt(r *rand.Rand, step int) time.Time {
-	t := estimate(step).Add(time.Duration(pick(r, -500, 0, 0, 250, 1000, 3000)) * time.Millisecond)
+// epochSteps is how many operations a client of a default run issues
+// between two jumps of the clock.
+const epochSteps = 6
+
+// retry is the next attempt time and error a bump or a defer of intent id
+// hands in at step: a time near the run's clock, often on the same
+// millisecond as another intent's (so due scans must break ties), sometimes
+// with a sub-millisecond part the store must drop. It is drawn from the
+// intent and the epoch alone, as a server's retry policy would give it, so
+// two clients retrying one intent at once hand in the same: their writes
+// commute, and no doubt about their order outlives them (each such doubt
+// doubles the checker's search).
+func retry(id string, step int) (time.Time, string) {
+	h := fnv.New64a()
+	fmt.Fprint(h, id, "/", step/epochSteps)
+	r := rand.New(rand.NewPCG(h.Sum64(), 0))
+	t := estimate(step / epochSteps * epochSteps).Add(time.Duration(pick(r, -500, 0, 0, 250, 1000, 3000)) * time.Millisecond)
 	if r.IntN(4) == 0 {
 		t = t.Add(time.Duration(r.IntN(1000)) * time.Millisecond)
 	}
 	if r.IntN(8) == 0 {
 		t = t.Add(time.Duration(r.IntN(1_000_000)))
 	}
-	return t
+	return t, pick(r, "refused", "offline", "rate limited")
 }
 
 var (
@@ -161,9 +174,13 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 		case p < 10:
 			return c.GetIntent{OpID: own(r, m.intents, intent)}
 		case p < 15:
-			return c.BumpIntent{OpID: own(r, m.intents, intent), NextAttemptAt: nextAttempt(r, step), LastError: pick(r, "refused", "rate limited")}
+			id := own(r, m.intents, intent)
+			next, lastError := retry(id, step)
+			return c.BumpIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
 		case p < 20:
-			return c.DeferIntent{OpID: own(r, m.intents, intent), NextAttemptAt: nextAttempt(r, step), LastError: pick(r, "offline", "timeout")}
+			id := own(r, m.intents, intent)
+			next, lastError := retry(id, step)
+			return c.DeferIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
 		case p < 24:
 			receipt := fmt.Sprintf(`{"ack":%d}`, step)
 			if r.IntN(10) == 0 {
@@ -195,20 +212,20 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 			return c.EventHead{}
 
 		// ----- caches (6%) -----
-		// A cache is last-writer-wins: two racing puts leave one of two
-		// values, which only a later read tells apart. The keys and values
-		// are few and read as often as written, so that no such doubt
-		// outlives a few operations (each one doubles the checker's search).
+		// A cache is last-writer-wins: two racing puts of two values leave
+		// a doubt that only a later read resolves. The keys are few and read
+		// as often as written, and the value is the epoch's, so racing puts
+		// commute.
 		case p < 43:
-			return c.PutOutHead{TaskID: g + pick(r, "task-a", "task-b"), Head: pick(r, "short head", longHead, longHead[:len(longHead)-4])}
+			return c.PutOutHead{TaskID: g + pick(r, "task-a", "task-b"), Head: []string{"short head", longHead, longHead[:len(longHead)-4]}[step/epochSteps%3]}
 		case p < 45:
 			return c.GetOutHead{TaskID: g + pick(r, "task-a", "task-b")}
 		case p < 46:
-			return c.PutProse{Role: g + "planner", Prose: pick(r, "plan", "replan"), SpecHash: pick(r, "h1", "h2")}
+			return c.PutProse{Role: g + "planner", Prose: []string{"plan", "replan"}[step/epochSteps%2], SpecHash: []string{"h1", "h2", "h3"}[step/epochSteps%3]}
 		case p < 47:
 			return c.GetProse{Role: g + "planner"}
 		case p < 48:
-			return c.PutConfig{Key: g + "k0", Value: pick(r, "on", "off")}
+			return c.PutConfig{Key: g + "k0", Value: []string{"on", "off"}[step/epochSteps%2]}
 		case p < 49:
 			return c.GetConfig{Key: g + "k0"}
 

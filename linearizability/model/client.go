@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -121,10 +122,21 @@ func (Client) Init() State { return ClientState{} }
 func (s ClientState) Equal(o State) bool {
 	t, ok := o.(ClientState)
 	return ok && s.h == t.h &&
-		maps.Equal(s.intents, t.intents) && slices.Equal(s.events, t.events) &&
-		maps.Equal(s.outHeads, t.outHeads) && maps.Equal(s.prose, t.prose) && maps.Equal(s.config, t.config) &&
-		maps.Equal(s.sessions, t.sessions) && maps.Equal(s.bindings, t.bindings) &&
-		maps.Equal(s.tasks, t.tasks) && slices.Equal(s.faults, t.faults)
+		sameMap(s.intents, t.intents) && sameSlice(s.events, t.events) &&
+		sameMap(s.outHeads, t.outHeads) && sameMap(s.prose, t.prose) && sameMap(s.config, t.config) &&
+		sameMap(s.sessions, t.sessions) && sameMap(s.bindings, t.bindings) &&
+		sameMap(s.tasks, t.tasks) && sameSlice(s.faults, t.faults)
+}
+
+// sameMap and sameSlice compare two parts of states; a part a step did not
+// change is shared between the states (copy on write), and is then the same
+// without a look at its entries.
+func sameMap[K, V comparable](a, b map[K]V) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() || maps.Equal(a, b))
+}
+
+func sameSlice[V comparable](a, b []V) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b))
 }
 
 func (s ClientState) Hash() uint64 { return s.h }
@@ -351,9 +363,9 @@ func invalid() Outcome { return Fail(c.ErrInvalidArgument) }
 // Keys partitions a client history. The store is many small stores side by
 // side, and each key below names one of them:
 //
-//   - intent:<op_id>: the operations on one outbox row. A row's enqueue
-//     order is global, but only the due scans read it, and they (like
-//     pending_intent_count) read every row, so they return nil.
+//   - intent:<op_id>: the operations on one outbox row. The due scans and
+//     pending_intent_count read every row: intent:*. A row's enqueue order
+//     is global, but only those scans read it.
 //   - names:<task>: the intents whose envelope names the task, which
 //     task_is_known and task_attempt read. enqueue_intent carries the key of
 //     the task its envelope names; the later operations on that row (a bump
@@ -369,8 +381,13 @@ func invalid() Outcome { return Fail(c.ErrInvalidArgument) }
 //     an earlier operation of the history that named both, so they join
 //     that session through it; closing a session's other binding (of
 //     another task) is joined through that binding's opening, which named
-//     the session. active_sessions reads every session: nil.
-//   - task:<id>: a task's record. open_tasks reads every record: nil.
+//     the session. active_sessions reads every session and its open
+//     binding: session:* (every binding's opening named its session).
+//   - task:<id>: a task's record. open_tasks reads every record: task:*.
+//
+// So a history splits at least into the outbox, the sessions, the tasks,
+// the event log, the faults and each cache; and, without the scans, per
+// row, per task and per group of sessions and tasks bound together.
 func (Client) Keys(op spec.Op) []string {
 	switch o := op.(type) {
 	case c.EnqueueIntent:
@@ -427,9 +444,13 @@ func (Client) Keys(op spec.Op) []string {
 		return []string{"task:" + o.TaskID}
 	case c.GetTask:
 		return []string{"task:" + o.TaskID}
+	case c.DueIntents, c.FlushOrder, c.PendingIntentCount:
+		return []string{"intent:*"}
+	case c.ActiveSessions:
+		return []string{"session:*"}
+	case c.OpenTasks:
+		return []string{"task:*"}
 	}
-	// due_intents, flush_order, pending_intent_count, active_sessions and
-	// open_tasks read a whole table.
 	return nil
 }
 
