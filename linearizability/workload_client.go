@@ -348,6 +348,11 @@ func (w *clientWorkload) upsertSession(r *rand.Rand, m *clientMemory, g, task st
 	}}
 }
 
+// clientWorkload is a sim.Deadliner (which this package cannot name).
+var _ interface {
+	Deadlines(op spec.Op, nowMS int64) []int64
+} = (*clientWorkload)(nil)
+
 // Deadlines are the instants a bump or a defer makes an intent due: the
 // simulator lands clock jumps on them, just before and just after.
 func (w *clientWorkload) Deadlines(op spec.Op, _ int64) []int64 {
