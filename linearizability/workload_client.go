@@ -99,7 +99,7 @@ func (w *clientWorkload) intentID(r *rand.Rand, g string, step int) string {
 }
 
 func (w *clientWorkload) taskID(r *rand.Rand, g string, step int) string {
-	return fmt.Sprintf("%stask-%d", g, step/10+r.IntN(max(w.Tasks, 1)))
+	return fmt.Sprintf("%stask-%d", g, step/epochSteps+r.IntN(max(w.Tasks, 1)))
 }
 
 func (w *clientWorkload) sessionID(r *rand.Rand, g string) string {
@@ -266,7 +266,7 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 			return c.ActiveSessions{}
 
 		// ----- tasks (23%) -----
-		case p < 80:
+		case p < 78:
 			// A task's chain (kind, parent, hop) is the task's own; its
 			// redeliveries differ only in their attempt.
 			t := task()
@@ -285,7 +285,7 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 			if r.IntN(20) == 0 {
 				verdict = pick(r, c.TaskPending, "bogus")
 			}
-			return c.SettleTask{TaskID: own(r, m.tasks, task), State: verdict}
+			return c.SettleTask{TaskID: task(), State: verdict}
 		case p < 91:
 			return c.GetTask{TaskID: own(r, m.tasks, task)}
 		case p < 93 && !grouped:
