@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -250,17 +251,41 @@ func msString(v int64) string { return at(v).Format(time.RFC3339Nano) }
 func at(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 // envelopeTask is the envelope's causality.task when it is a JSON string.
+// A member named twice counts at its first occurrence, as SQLite's
+// json_extract (the reference's) reads it; the contract does not say.
 func envelopeTask(env []byte) (string, bool) {
-	var e struct {
-		Causality *struct {
-			Task any `json:"task"`
-		} `json:"causality"`
-	}
-	if json.Unmarshal(env, &e) != nil || e.Causality == nil {
+	dec := json.NewDecoder(bytes.NewReader(env))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return "", false
 	}
-	t, ok := e.Causality.Task.(string)
-	return t, ok
+	causality, ok := member(dec, "causality")
+	if !ok || causality != json.Delim('{') {
+		return "", false
+	}
+	task, ok := member(dec, "task")
+	t, isString := task.(string)
+	return t, ok && isString
+}
+
+// member reads the rest of an object (its "{" read already) from dec up to
+// its first member called name, and returns the first token of its value
+// (false when it has no such member).
+func member(dec *json.Decoder, name string) (json.Token, bool) {
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		if key == name {
+			tok, err := dec.Token()
+			return tok, err == nil
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 func (in cintent) value(id string) c.Intent {
