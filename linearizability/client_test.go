@@ -249,3 +249,28 @@ func TestRacyClientSettleIsIllegal(t *testing.T) {
 	}
 	t.Fatal("20 runs against a racy settle_task were all judged linearizable")
 }
+
+// A default client history (refused operations with values that are not
+// JSON included) is saved, read back and checked again offline.
+func TestClientHistorySavesAndChecksAgain(t *testing.T) {
+	h, err := Run(context.Background(), c.Contract, clientOpener(t, bugs.Bug{}), DefaultClientWorkload.New(), Config{Seed: 1, Ops: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "history.json")
+	if err := h.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadFile(path, []spec.Contract{c.Contract})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range h.Entries {
+		if !again.Entries[i].Outcome.Same(h.Entries[i].Outcome) || again.Entries[i].NowMS != h.Entries[i].NowMS {
+			t.Fatalf("entry %d (%s) changed in a round trip", i, h.Entries[i].Op.Name())
+		}
+	}
+	if res, err := Check(model.Client{}, again, 30*time.Second); err != nil || res.Verdict != Linearizable {
+		t.Fatalf("the saved history checks as %s (%v)", res.Verdict, err)
+	}
+}
