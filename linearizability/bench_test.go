@@ -13,6 +13,7 @@ import (
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
@@ -52,22 +53,27 @@ func BenchmarkCheck(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		m    model.Model
-		w    interface{ New() Workload }
+		w    func() Workload
 		ops  int
 	}{
-		{"continuity/shared/1k", model.Continuity{}, DefaultContinuityWorkload, 1_000},
-		{"continuity/shared/10k", model.Continuity{}, DefaultContinuityWorkload, 10_000},
-		{"continuity/partitioned/1k", model.Continuity{}, ContinuityWorkload{Identities: 10, Sessions: 3, Partitioned: true}, 1_000},
-		{"continuity/partitioned/10k", model.Continuity{}, ContinuityWorkload{Identities: 100, Sessions: 3, Partitioned: true}, 10_000},
-		{"continuity/partitioned/100k", model.Continuity{}, ContinuityWorkload{Identities: 1000, Sessions: 3, Partitioned: true}, 100_000},
-		{"runtime/shared/1k", model.Runtime{}, DefaultRuntimeWorkload, 1_000},
-		{"runtime/shared/10k", model.Runtime{}, DefaultRuntimeWorkload, 10_000},
-		{"runtime/partitioned/1k", model.Runtime{}, RuntimeWorkload{Sessions: 10, Partitioned: true}, 1_000},
-		{"runtime/partitioned/10k", model.Runtime{}, RuntimeWorkload{Sessions: 100, Partitioned: true}, 10_000},
-		{"runtime/partitioned/100k", model.Runtime{}, RuntimeWorkload{Sessions: 1000, Partitioned: true}, 100_000},
+		{"continuity/shared/1k", model.Continuity{}, DefaultContinuityWorkload.New, 1_000},
+		{"continuity/shared/10k", model.Continuity{}, DefaultContinuityWorkload.New, 10_000},
+		{"continuity/partitioned/1k", model.Continuity{}, ContinuityWorkload{Identities: 10, Sessions: 3, Partitioned: true}.New, 1_000},
+		{"continuity/partitioned/10k", model.Continuity{}, ContinuityWorkload{Identities: 100, Sessions: 3, Partitioned: true}.New, 10_000},
+		{"continuity/partitioned/100k", model.Continuity{}, ContinuityWorkload{Identities: 1000, Sessions: 3, Partitioned: true}.New, 100_000},
+		{"runtime/shared/1k", model.Runtime{}, DefaultRuntimeWorkload.New, 1_000},
+		{"runtime/shared/10k", model.Runtime{}, DefaultRuntimeWorkload.New, 10_000},
+		{"runtime/partitioned/1k", model.Runtime{}, RuntimeWorkload{Sessions: 10, Partitioned: true}.New, 1_000},
+		{"runtime/partitioned/10k", model.Runtime{}, RuntimeWorkload{Sessions: 100, Partitioned: true}.New, 10_000},
+		{"runtime/partitioned/100k", model.Runtime{}, RuntimeWorkload{Sessions: 1000, Partitioned: true}.New, 100_000},
+		{"client/default/1k", model.Client{}, DefaultClientWorkload.New, 1_000},
+		{"client/default/10k", model.Client{}, DefaultClientWorkload.New, 10_000},
+		{"client/grouped/1k", model.Client{}, ClientWorkload{Intents: 4, Tasks: 3, Sessions: 2, Groups: 10}.New, 1_000},
+		{"client/grouped/10k", model.Client{}, ClientWorkload{Intents: 4, Tasks: 3, Sessions: 2, Groups: 100}.New, 10_000},
+		{"client/grouped/100k", model.Client{}, ClientWorkload{Intents: 4, Tasks: 3, Sessions: 2, Groups: 1000}.New, 100_000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h, err := Run(context.Background(), tc.m.Contract(), modelOpener(tc.m), tc.w.New(), Config{Seed: 1, Ops: tc.ops})
+			h, err := Run(context.Background(), tc.m.Contract(), modelOpener(tc.m), tc.w(), Config{Seed: 1, Ops: tc.ops})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -106,6 +112,21 @@ func BenchmarkRuntimeDefaultRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		if res, err := Check(model.Runtime{}, h, time.Minute); err != nil || res.Verdict != Linearizable {
+			b.Fatal(fmt.Sprint(res.Verdict, err))
+		}
+	}
+}
+
+// BenchmarkClientDefaultRun is storecheck's default run of the client store:
+// 8 clients, 2,000 operations on two handles of one reference file,
+// recorded and checked.
+func BenchmarkClientDefaultRun(b *testing.B) {
+	for b.Loop() {
+		h, err := Run(context.Background(), client.Contract, clientOpener(b, bugs.Bug{}), DefaultClientWorkload.New(), Config{Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := Check(model.Client{}, h, time.Minute); err != nil || res.Verdict != Linearizable {
 			b.Fatal(fmt.Sprint(res.Verdict, err))
 		}
 	}

@@ -118,7 +118,8 @@ func describeArgs(e *Entry) string {
 
 // partition splits a history into parts no operation of which can affect
 // another part: operations are joined when they share a key (model.Keys),
-// and an operation with no keys joins everything.
+// a key "<prefix>*" joins every operation with a key of that prefix, and an
+// operation with no keys joins everything.
 func partition(m model.Model, ops []porcupine.Operation) [][]porcupine.Operation {
 	parent := make([]int, len(ops))
 	for i := range parent {
@@ -133,16 +134,33 @@ func partition(m model.Model, ops []porcupine.Operation) [][]porcupine.Operation
 		return i
 	}
 	owner := map[string]int{}
+	keys := make([][]string, len(ops))
+	var prefixes []string
 	for i, op := range ops {
-		keys := m.Keys(op.Input.(*Entry).Op)
-		if keys == nil {
+		keys[i] = m.Keys(op.Input.(*Entry).Op)
+		if keys[i] == nil {
 			return [][]porcupine.Operation{ops}
 		}
-		for _, k := range keys {
+		for _, k := range keys[i] {
 			if j, ok := owner[k]; ok {
 				parent[find(i)] = find(j)
 			} else {
 				owner[k] = i
+				if p, ok := strings.CutSuffix(k, "*"); ok {
+					prefixes = append(prefixes, p)
+				}
+			}
+		}
+	}
+	for _, p := range prefixes {
+		scan := find(owner[p+"*"])
+		for i := range ops {
+			for _, k := range keys[i] {
+				if strings.HasPrefix(k, p) {
+					parent[find(i)] = scan
+					scan = find(scan)
+					break
+				}
 			}
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Models by store, for the golden histories.
-var goldenModels = map[string]model.Model{"continuity": model.Continuity{}, "runtime": model.Runtime{}}
+var goldenModels = map[string]model.Model{"continuity": model.Continuity{}, "runtime": model.Runtime{}, "client": model.Client{}}
 
 // Each store's testdata holds histories known to be linearizable (ok/) and
 // known not to be (illegal/), each one a bug class; the checker must agree.

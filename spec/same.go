@@ -1,10 +1,18 @@
 package spec
 
-import "reflect"
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"time"
+)
 
 // SameResult reports whether two results are equal as the contract sees them:
 // deeply equal, where a nil and an empty slice or map are the same (a backend
-// over the wire cannot tell them apart).
+// over the wire cannot tell them apart), two times are the same instant
+// (whatever their location), and two JSON texts (json.RawMessage, RawJSON)
+// are the same JSON value (whatever their spacing and key order; text that
+// is not JSON is compared byte for byte).
 func SameResult(a, b any) bool {
 	return same(reflect.ValueOf(a), reflect.ValueOf(b))
 }
@@ -15,6 +23,14 @@ func same(a, b reflect.Value) bool {
 	}
 	if a.Type() != b.Type() {
 		return false
+	}
+	switch a.Type() {
+	case timeType:
+		if a.CanInterface() && b.CanInterface() {
+			return a.Interface().(time.Time).Equal(b.Interface().(time.Time))
+		}
+	case rawJSONType, rawTextType:
+		return sameJSON(a.Bytes(), b.Bytes())
 	}
 	switch a.Kind() {
 	case reflect.Slice, reflect.Map:
@@ -63,4 +79,23 @@ func isEmpty(v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+var (
+	timeType    = reflect.TypeFor[time.Time]()
+	rawJSONType = reflect.TypeFor[json.RawMessage]()
+	rawTextType = reflect.TypeFor[RawJSON]()
+)
+
+// sameJSON compares two JSON texts as values; a text that is not JSON is
+// compared byte for byte.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 func TestSameResult(t *testing.T) {
@@ -25,6 +26,12 @@ func TestSameResult(t *testing.T) {
 		{map[string]rec{"a": {}}, map[string]rec{"b": {}}, false},
 		{true, false, false},
 		{uint64(1), int64(1), false},
+		{time.UnixMilli(5).UTC(), time.UnixMilli(5).In(time.FixedZone("x", 3600)), true},
+		{struct{ T time.Time }{time.UnixMilli(5)}, struct{ T time.Time }{time.UnixMilli(6)}, false},
+		{json.RawMessage(`{"a": 1, "b": [2]}`), json.RawMessage(`{"b":[2],"a":1}`), true},
+		{json.RawMessage(`{"a":1}`), json.RawMessage(`{"a":2}`), false},
+		{json.RawMessage(nil), json.RawMessage{}, true},
+		{json.RawMessage(`x`), json.RawMessage(`y`), false},
 	} {
 		if got := SameResult(tc.a, tc.b); got != tc.want {
 			t.Errorf("SameResult(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.want)

@@ -133,6 +133,7 @@ var expectedFailures = map[bugs.Bug][]string{}
 var concurrencyOnly = map[bugs.Bug]string{
 	bugs.ContinuityUpsertCheckOutsideTx: "continuity",
 	bugs.RuntimeLeaseClaimOutsideTx:     "runtime",
+	bugs.ClientSettleCheckOutsideTx:     "client",
 }
 
 // Each deliberate bug must make the specs that state its rule fail: the suite

@@ -91,6 +91,9 @@ var kits = []kit{
 	{
 		contract:    client.Contract,
 		crashPoints: refclient.CrashPoints,
+		model:       model.Client{},
+		workload:    linearizability.DefaultClientWorkload.New,
+		rareEvents:  append(slices.Clone(model.ClientEvents), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill),
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Client == nil {
 				return nil

@@ -41,10 +41,15 @@ var (
 	// ClientSchemaIgnoresVersion opens a file of the right marker and
 	// another version.
 	ClientSchemaIgnoresVersion = Bug{"client_schema_ignores_version"}
+	// ClientSettleCheckOutsideTx reads whether a task is settled in one
+	// transaction and writes its verdict in another: two racing settles both
+	// find it open, both answer true, and the second overwrites the first
+	// verdict. Only concurrency exposes it.
+	ClientSettleCheckOutsideTx = Bug{"client_settle_check_outside_tx"}
 )
 
 // Client lists the client store's bugs.
 var Client = register(ClientEnqueueOverwrites, ClientSettledIntentRevives, ClientDeferConsumesAttempt,
 	ClientDueOrderWholeSeconds, ClientDueLimitUncapped, ClientLastVerdictWins, ClientReopenLowersAttempt,
 	ClientSessionGateAcceptsEqual, ClientSessionGateSeqOnly, ClientRebindKeepsOldBinding,
-	ClientActiveDropsSuspended, ClientSchemaIgnoresVersion)
+	ClientActiveDropsSuspended, ClientSchemaIgnoresVersion, ClientSettleCheckOutsideTx)

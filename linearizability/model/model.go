@@ -57,7 +57,8 @@ type Model interface {
 	// clock), to s. It never changes s. A refused operation returns s itself.
 	Step(s State, op spec.Op, nowMS int64) (State, Outcome)
 	// Keys names what op reads or writes, so that a history splits into
-	// independent parts; nil means the operation may touch anything.
+	// independent parts; a key "<prefix>*" names every key of that prefix
+	// (a scan of a table); nil means the operation may touch anything.
 	Keys(op spec.Op) []string
 }
 

@@ -825,6 +825,9 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState
 		return false, spec.Errorf(c.ErrInvalidArgument, "task %s: %q is not a terminal verdict (accepted: %v)", taskID, state, c.TerminalTaskStates)
 	}
 	now := ms(s.clock.Now())
+	if s.bug == bugs.ClientSettleCheckOutsideTx {
+		return s.racySettle(ctx, taskID, state, now)
+	}
 	firstWins := ` WHERE task.settled_at IS NULL`
 	if s.bug == bugs.ClientLastVerdictWins {
 		firstWins = ``
@@ -837,6 +840,29 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState
 		return err
 	})
 	return settled, err
+}
+
+// racySettle is bugs.ClientSettleCheckOutsideTx: whether the task is
+// settled is read in one transaction, and the verdict written,
+// unconditionally, in another, so a racing settle can come between.
+func (s *Store) racySettle(ctx context.Context, taskID string, state c.TaskState, now int64) (bool, error) {
+	var settled bool
+	if err := s.db.Read(ctx, "settle_task", func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT settled_at IS NOT NULL FROM task WHERE task_id = ?`, taskID).Scan(&settled)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	}); err != nil || settled {
+		return false, err
+	}
+	err := s.db.Write(ctx, "settle_task", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO task (`+taskColumns+`) VALUES (?, '', '', 0, 0, ?, ?, ?)
+			ON CONFLICT(task_id) DO UPDATE SET task_state = excluded.task_state, settled_at = excluded.settled_at`,
+			taskID, string(state), now, now)
+		return err
+	})
+	return err == nil, err
 }
 
 func (s *Store) Task(ctx context.Context, taskID string) (*c.Task, error) {

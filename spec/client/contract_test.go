@@ -1,8 +1,13 @@
 package client
 
 import (
+	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/storecheck/storecheck/spec"
 )
 
 func TestHeadPreview(t *testing.T) {
@@ -51,5 +56,40 @@ func TestEveryOperationHasADistinctName(t *testing.T) {
 			t.Errorf("operation %T has an empty or repeated name %q", op, op.Name())
 		}
 		seen[op.Name()] = true
+	}
+}
+
+// An operation whose JSON value is not JSON (one the store must refuse)
+// still encodes, and reads back byte for byte.
+func TestOperationsWithJSONValuesRoundTrip(t *testing.T) {
+	for _, op := range []spec.Op{
+		EnqueueIntent{OpID: "a", Envelope: spec.RawJSON(`{"causality":{"task":"t"}}`)},
+		EnqueueIntent{OpID: "a", Envelope: spec.RawJSON(`{"causality":`)},
+		EnqueueIntent{OpID: "a", Envelope: spec.RawJSON(`null`)},
+		EnqueueIntent{OpID: "a", Envelope: spec.RawJSON(``)},
+		AcceptIntent{OpID: "b", Receipt: spec.RawJSON(`{"ack":1}`)},
+		AcceptIntent{OpID: "b", Receipt: spec.RawJSON(`not json`)},
+		AppendEvent{Type: "tick", Data: spec.RawJSON(`[1,2]`)},
+		AppendEvent{Type: "tick", Data: spec.RawJSON(`{"n":`)},
+	} {
+		b, err := json.Marshal(op)
+		if err != nil {
+			t.Fatalf("%+v: %v", op, err)
+		}
+		back, err := Contract.DecodeOp(op.Name(), b)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if !reflect.DeepEqual(back, op) && !spec.SameResult(back, op) {
+			t.Errorf("%s read back as %+v, want %+v", b, back, op)
+		}
+		if fmt.Sprint(back) != fmt.Sprint(op) {
+			t.Errorf("%s read back as %q, want %q", b, fmt.Sprint(back), fmt.Sprint(op))
+		}
+	}
+	for _, bad := range []string{`{"op_id":"a","envelope":{},"envelope_text":"x"}`, `{"op_id":"a","extra":1}`} {
+		if _, err := Contract.DecodeOp("enqueue_intent", []byte(bad)); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 }

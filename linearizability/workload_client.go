@@ -1,0 +1,364 @@
+package linearizability
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/client"
+)
+
+// ClientWorkload configures the client store's workload. Intents and tasks
+// are drawn from small windows that move on as the run goes on, so that
+// every id is fought over while it is young (two clients settling one task,
+// bumping one intent) and fresh ids keep coming.
+type ClientWorkload struct {
+	// Intents, Tasks and Sessions are how many op ids, task ids and session
+	// ids the clients share at any one time.
+	Intents, Tasks, Sessions int
+	// Groups, when above 0, splits the ids into that many independent groups
+	// and leaves out the operations that read a whole table (the due scans,
+	// pending_intent_count, active_sessions, open_tasks) and the two global
+	// sequences (events, faults), so the history splits into many parts.
+	Groups int
+}
+
+// DefaultClientWorkload is the default run's: four intents, three tasks and
+// two sessions fought over by every client.
+var DefaultClientWorkload = ClientWorkload{Intents: 4, Tasks: 3, Sessions: 2}
+
+// New is a fresh workload of this configuration.
+func (w ClientWorkload) New() Workload {
+	return &clientWorkload{ClientWorkload: w, clients: map[int]*clientMemory{}}
+}
+
+// clientWorkload remembers, for each client, what it asked for (never what
+// it was answered: a schedule is drawn before it runs): the intents it
+// enqueued, the tasks it opened, the (generation, seq) it last wrote to each
+// session, the bindings it opened. A client then plays the seed's
+// sequences: it bumps, defers and settles its own intents, settles the tasks
+// it opened, writes the next version of its sessions (or, as a zombie, an
+// old one), and releases what it bound (sometimes twice).
+type clientWorkload struct {
+	ClientWorkload
+	mu      sync.Mutex
+	clients map[int]*clientMemory
+}
+
+type clientMemory struct {
+	intents  []string
+	tasks    []string
+	versions map[string][2]uint64
+	bindings [][2]string
+}
+
+func (w *clientWorkload) memory(n int) *clientMemory {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.clients[n]
+	if m == nil {
+		m = &clientMemory{versions: map[string][2]uint64{}}
+		w.clients[n] = m
+	}
+	return m
+}
+
+// remember keeps the last few of what a client did.
+func remember[T any](list []T, v T) []T {
+	list = append(list, v)
+	if len(list) > 6 {
+		list = list[1:]
+	}
+	return list
+}
+
+// StepMS is about how far the clock of a default run has moved by a client's
+// step-th operation (an epoch of 6 operations a client, a jump of 1.5 s on
+// average): the workload aims the times it hands in (next attempts, due
+// scans) around it.
+const StepMS = 250
+
+func estimate(step int) time.Time { return Epoch.Add(time.Duration(step) * StepMS * time.Millisecond) }
+
+// group prefixes an id with the group r draws (nothing when not grouped).
+func (w *clientWorkload) group(r *rand.Rand) string {
+	if w.Groups <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("g%d/", r.IntN(w.Groups))
+}
+
+func (w *clientWorkload) intentID(r *rand.Rand, g string, step int) string {
+	return fmt.Sprintf("%sop-%d", g, step/12+r.IntN(max(w.Intents, 1)))
+}
+
+func (w *clientWorkload) taskID(r *rand.Rand, g string, step int) string {
+	return fmt.Sprintf("%stask-%d", g, step/epochSteps+r.IntN(max(w.Tasks, 1)))
+}
+
+func (w *clientWorkload) sessionID(r *rand.Rand, g string) string {
+	return fmt.Sprintf("%ssess-%d", g, r.IntN(max(w.Sessions, 1)))
+}
+
+// own picks one of the client's remembered ids most of the time, else a
+// fresh draw.
+func own(r *rand.Rand, mine []string, fresh func() string) string {
+	if len(mine) > 0 && r.IntN(10) < 7 {
+		return mine[r.IntN(len(mine))]
+	}
+	return fresh()
+}
+
+// epochSteps is how many operations a client of a default run issues
+// between two jumps of the clock.
+const epochSteps = 6
+
+// retry is the next attempt time and error a bump or a defer of intent id
+// hands in at step: a time near the run's clock, often on the same
+// millisecond as another intent's (so due scans must break ties), sometimes
+// with a sub-millisecond part the store must drop. It is drawn from the
+// intent and the epoch alone, as a server's retry policy would give it, so
+// two clients retrying one intent at once hand in the same: their writes
+// commute, and no doubt about their order outlives them (each such doubt
+// doubles the checker's search).
+func retry(id string, step int) (time.Time, string) {
+	h := fnv.New64a()
+	fmt.Fprint(h, id, "/", step/epochSteps)
+	r := rand.New(rand.NewPCG(h.Sum64(), 0))
+	t := estimate(step / epochSteps * epochSteps).Add(time.Duration(pick(r, -500, 0, 0, 250, 1000, 3000)) * time.Millisecond)
+	if r.IntN(4) == 0 {
+		t = t.Add(time.Duration(r.IntN(1000)) * time.Millisecond)
+	}
+	if r.IntN(8) == 0 {
+		t = t.Add(time.Duration(r.IntN(1_000_000)))
+	}
+	return t, pick(r, "refused", "offline", "rate limited")
+}
+
+var (
+	// badJSON are values the contract refuses where it wants JSON.
+	badJSON = []string{`{"broken"`, `not json`, ``}
+	// longHead is cut by put_out_head; longHead less its tail is not.
+	longHead = strings.Repeat("é", c.HeadPreviewRunes) + "tail"
+)
+
+func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
+	m := w.memory(client)
+	g := w.group(r)
+	grouped := w.Groups > 0
+	task := func() string { return w.taskID(r, g, step) }
+	intent := func() string { return w.intentID(r, g, step) }
+	for {
+		switch p := r.IntN(100); {
+		// ----- the outbox (36%) -----
+		case p < 8:
+			id := own(r, m.intents, intent)
+			if r.IntN(3) > 0 {
+				id = intent()
+			}
+			env := fmt.Sprintf(`{"causality":{"task":%q,"attempt":%d},"body":%d}`, task(), r.IntN(3), step)
+			switch r.IntN(20) {
+			case 0:
+				env = pick(r, badJSON...)
+			case 1:
+				env = `{"causality":{"task":7}}`
+			}
+			m.intents = remember(m.intents, id)
+			return c.EnqueueIntent{OpID: id, Envelope: []byte(env)}
+		case p < 10:
+			return c.GetIntent{OpID: own(r, m.intents, intent)}
+		case p < 15:
+			id := own(r, m.intents, intent)
+			next, lastError := retry(id, step)
+			return c.BumpIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
+		case p < 20:
+			id := own(r, m.intents, intent)
+			next, lastError := retry(id, step)
+			return c.DeferIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
+		case p < 24:
+			receipt := fmt.Sprintf(`{"ack":%d}`, step)
+			if r.IntN(10) == 0 {
+				receipt = pick(r, badJSON...)
+			}
+			return c.AcceptIntent{OpID: own(r, m.intents, intent), Receipt: []byte(receipt)}
+		case p < 26:
+			return c.ExhaustIntent{OpID: own(r, m.intents, intent), LastError: "gave up"}
+		case p < 28:
+			return c.DeleteIntent{OpID: own(r, m.intents, intent)}
+		case p < 31 && !grouped:
+			at := estimate(step).Add(time.Duration(r.IntN(6000)-2000) * time.Millisecond)
+			return c.DueIntents{Now: at, Limit: uint32(pick(r, 0, 1, 2, 3))}
+		case p < 34 && !grouped:
+			return c.FlushOrder{}
+		case p < 36 && !grouped:
+			return c.PendingIntentCount{}
+
+		// ----- the event log (6%) -----
+		case p < 39 && !grouped:
+			data := fmt.Sprintf(`{"n":%d}`, step)
+			if r.IntN(10) == 0 {
+				data = pick(r, badJSON...)
+			}
+			return c.AppendEvent{Type: pick(r, "tick", "note"), Data: []byte(data)}
+		case p < 41 && !grouped:
+			return c.EventsSince{Seq: int64(r.IntN(step/2 + 2)), Limit: uint32(pick(r, 0, 1, 3))}
+		case p < 42 && !grouped:
+			return c.EventHead{}
+
+		// ----- caches (6%) -----
+		// A cache is last-writer-wins: two racing puts of two values leave
+		// a doubt that only a later read resolves. The keys are few and read
+		// as often as written, and the value is the epoch's, so racing puts
+		// commute.
+		case p < 43:
+			return c.PutOutHead{TaskID: g + pick(r, "task-a", "task-b"), Head: []string{"short head", longHead, longHead[:len(longHead)-4]}[step/epochSteps%3]}
+		case p < 45:
+			return c.GetOutHead{TaskID: g + pick(r, "task-a", "task-b")}
+		case p < 46:
+			return c.PutProse{Role: g + "planner", Prose: []string{"plan", "replan"}[step/epochSteps%2], SpecHash: []string{"h1", "h2", "h3"}[step/epochSteps%3]}
+		case p < 47:
+			return c.GetProse{Role: g + "planner"}
+		case p < 48:
+			return c.PutConfig{Key: g + "k0", Value: []string{"on", "off"}[step/epochSteps%2]}
+		case p < 49:
+			return c.GetConfig{Key: g + "k0"}
+
+		// ----- sessions and bindings (24%) -----
+		case p < 58:
+			return w.upsertSession(r, m, g, task(), step)
+		case p < 62:
+			t := task()
+			if len(m.bindings) > 0 && r.IntN(2) == 0 {
+				t = m.bindings[r.IntN(len(m.bindings))][1]
+			}
+			v := m.versions[w.sessionID(r, g)]
+			gen, seq := v[0], v[1]+1
+			switch r.IntN(4) {
+			case 0:
+				gen, seq = gen+1, uint64(r.IntN(2))
+			case 1:
+				seq--
+			}
+			return c.BumpSessionVersion{TaskID: t, Generation: gen, Seq: seq}
+		case p < 65:
+			t := task()
+			if len(m.bindings) > 0 && r.IntN(2) == 0 {
+				t = m.bindings[r.IntN(len(m.bindings))][1]
+			}
+			return c.GetSession{TaskID: t}
+		case p < 68:
+			b := [2]string{w.sessionID(r, g), task()}
+			m.bindings = remember(m.bindings, b)
+			return c.BindTask{SessionID: b[0], TaskID: b[1]}
+		case p < 71:
+			b := [2]string{w.sessionID(r, g), task()}
+			if len(m.bindings) > 0 && r.IntN(10) < 7 {
+				b = m.bindings[r.IntN(len(m.bindings))]
+			}
+			return c.ReleaseBinding{SessionID: b[0], TaskID: b[1]}
+		case p < 73 && !grouped:
+			return c.ActiveSessions{}
+
+		// ----- tasks (23%) -----
+		case p < 78:
+			// A task's chain (kind, parent, hop) is the task's own; its
+			// redeliveries differ only in their attempt.
+			t := task()
+			m.tasks = remember(m.tasks, t)
+			chain := c.Causality{Task: t, Attempt: uint32(r.IntN(4))}
+			kind := c.KindRoot
+			if n := len(t); t[n-1]%2 == 1 {
+				kind, chain.ParentTask, chain.Hop = c.KindRelay, t[:n-1]+"0", uint32(t[n-1]%3)
+			}
+			if r.IntN(20) == 0 {
+				kind = "orphan"
+			}
+			return c.OpenTask{Causality: chain, Kind: kind}
+		case p < 88:
+			verdict := pick(r, c.TerminalTaskStates...)
+			if r.IntN(20) == 0 {
+				verdict = pick(r, c.TaskPending, "bogus")
+			}
+			return c.SettleTask{TaskID: task(), State: verdict}
+		case p < 91:
+			return c.GetTask{TaskID: own(r, m.tasks, task)}
+		case p < 93 && !grouped:
+			return c.OpenTasks{Limit: uint32(pick(r, 0, 2))}
+		case p < 95:
+			return c.TaskIsKnown{TaskID: task()}
+		case p < 96:
+			return c.TaskAttempt{TaskID: task()}
+
+		// ----- faults (4%) -----
+		case p < 98 && !grouped:
+			return c.InsertFault{Fault: c.Fault{TaskID: task(), SessionID: w.sessionID(r, g), Generation: int64(r.IntN(3)),
+				Seq: int64(step), Intent: "resume", Attempt: int64(r.IntN(3)), Kind: pick(r, "mismatch", "crash"),
+				Reason: "observed", State: "open", CreatedAt: estimate(step)}}
+		case p < 100 && !grouped:
+			return c.ListFaults{TaskID: task()}
+		}
+	}
+}
+
+// upsertSession writes the next version of a session the client holds; as
+// often, a version another client may have passed (the same pair, an older
+// one: a zombie), or a new generation that starts its seq again.
+func (w *clientWorkload) upsertSession(r *rand.Rand, m *clientMemory, g, task string, step int) spec.Op {
+	sess := w.sessionID(r, g)
+	ref := fmt.Sprintf(`{"task_id":%q}`, sess)
+	switch r.IntN(7) {
+	case 0:
+		ref = `{"task_id":""}`
+	case 1:
+		ref = ""
+	}
+	id := c.SessionIDFor(task, ref)
+	v, ok := m.versions[id]
+	gen, seq := uint64(1), uint64(r.IntN(3))
+	if ok {
+		switch x := r.IntN(20); {
+		case x < 11:
+			gen, seq = v[0], v[1]+1
+		case x < 14:
+			gen, seq = v[0]+1, uint64(r.IntN(2))
+		case x < 17:
+			gen, seq = v[0], v[1]
+		default:
+			gen, seq = v[0], v[1]-min(v[1], 1)
+			if seq == v[1] && gen > 0 {
+				gen--
+			}
+		}
+	}
+	m.versions[id] = [2]uint64{gen, seq}
+	return c.UpsertSession{TaskID: task, Version: c.VersionedSession{
+		Generation: gen, Seq: seq,
+		AgentState:    pick(r, c.AgentBooting, c.AgentReady, c.AgentIdle, c.AgentWorking, c.AgentGone),
+		DeliveryState: pick(r, "delivering", "delivered"),
+		ResourceState: pick(r, c.ResourceOpen, c.ResourceOpen, c.ResourceClosed),
+		DesiredJSON:   fmt.Sprintf(`{"step":%d}`, step), ObservedJSON: "{}",
+		BackendRef: ref, MismatchCount: int64(r.IntN(2)),
+		UpdatedAt: estimate(step).Add(time.Duration(r.IntN(1000)) * time.Millisecond),
+	}}
+}
+
+// clientWorkload is a sim.Deadliner (which this package cannot name).
+var _ interface {
+	Deadlines(op spec.Op, nowMS int64) []int64
+} = (*clientWorkload)(nil)
+
+// Deadlines are the instants a bump or a defer makes an intent due: the
+// simulator lands clock jumps on them, just before and just after.
+func (w *clientWorkload) Deadlines(op spec.Op, _ int64) []int64 {
+	switch o := op.(type) {
+	case c.BumpIntent:
+		return []int64{o.NextAttemptAt.UnixMilli()}
+	case c.DeferIntent:
+		return []int64{o.NextAttemptAt.UnixMilli()}
+	}
+	return nil
+}
