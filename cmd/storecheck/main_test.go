@@ -131,6 +131,7 @@ var expectedFailures = map[bugs.Bug][]string{}
 // concurrencyOnly are the bugs no single-threaded spec can show: the
 // linearizability check of storecheck run must catch them instead.
 var concurrencyOnly = map[bugs.Bug]string{
+	bugs.ContinuityProcessLock:          "continuity",
 	bugs.ContinuityUpsertCheckOutsideTx: "continuity",
 	bugs.RuntimeLeaseClaimOutsideTx:     "runtime",
 	bugs.ClientSettleCheckOutsideTx:     "client",

@@ -131,3 +131,31 @@ func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
 		})
 	}
 }
+
+// Over the default sweep the simulator reaches every rare event each store
+// names, and never flags the reference.
+func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
+	for _, k := range kits {
+		t.Run(k.contract.Name, func(t *testing.T) {
+			t.Parallel()
+			cov := sim.Coverage{}
+			backend := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
+			err := sim.Sweep(context.Background(), k.subject(nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
+				func(r sim.Result) {
+					if r.Failure != nil {
+						t.Errorf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure)
+					}
+					cov.Add(r)
+				}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(k.rareEvents) == 0 {
+				t.Fatal("the store names no rare events")
+			}
+			if missing := cov.Missing(k.rareEvents); len(missing) > 0 {
+				t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
+			}
+		})
+	}
+}

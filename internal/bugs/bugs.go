@@ -63,9 +63,14 @@ var (
 	// Close): a crash loses upserts it already acknowledged. Only a crash
 	// exposes it to one process.
 	ContinuityWriteBehind = Bug{"continuity_write_behind"}
+	// ContinuityProcessLock guards the upsert's check and write with a lock
+	// of this process instead of one database transaction: safe while one
+	// process writes, broken by a second process on the same file (the
+	// seed's "second handle writing around the lock").
+	ContinuityProcessLock = Bug{"continuity_process_lock"}
 )
 
 // Continuity lists the continuity store's bugs.
 var Continuity = register(ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
 	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
-	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly, ContinuityUpsertCheckOutsideTx, ContinuityWriteBehind)
+	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly, ContinuityUpsertCheckOutsideTx, ContinuityWriteBehind, ContinuityProcessLock)

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/storecheck/storecheck/internal/bugs"
@@ -66,6 +67,8 @@ type Options struct {
 type Store struct {
 	db  *sqlitedb.DB
 	bug bugs.Bug
+	// processLock is bugs.ContinuityProcessLock's lock.
+	processLock sync.Mutex
 }
 
 var _ c.Store = (*Store)(nil)
@@ -269,7 +272,13 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 }
 
 func (s *Store) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
-	if s.bug == bugs.ContinuityUpsertCheckOutsideTx {
+	switch s.bug {
+	case bugs.ContinuityUpsertCheckOutsideTx:
+		return s.racyUpsert(ctx, r, fence)
+	case bugs.ContinuityProcessLock:
+		// The lock orders this handle's upserts, and no other handle's.
+		s.processLock.Lock()
+		defer s.processLock.Unlock()
 		return s.racyUpsert(ctx, r, fence)
 	}
 	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
