@@ -349,15 +349,7 @@ var _ Store = Proxy{}
 
 // result asserts that a backend answered op with a value of type T.
 func result[T any](op spec.Op, v any, err error) (T, error) {
-	var zero T
-	if err != nil {
-		return zero, err
-	}
-	t, ok := v.(T)
-	if !ok {
-		return zero, fmt.Errorf("client: backend answered %s with %T, want %T", op.Name(), v, zero)
-	}
-	return t, nil
+	return spec.Answer[T](StoreName, op, v, err)
 }
 
 // call applies op and checks its result's type.
@@ -517,9 +509,4 @@ var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}
 
 // Crash ends the target as a killed process would (see adapters.Crasher),
 // when it can; otherwise it closes it.
-func (c Proxy) Crash() error {
-	if cr, ok := c.Target.(interface{ Crash() error }); ok {
-		return cr.Crash()
-	}
-	return c.Close()
-}
+func (c Proxy) Crash() error { return spec.CrashTarget(c.Target) }
