@@ -496,7 +496,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			SlotPolicy: d.SlotPolicy, MergeKey: d.MergeKey, AvailableAtMs: d.AvailableAtMs, EnqueuedAtMs: now,
 			Items: make([]r.QueuedWorkItem, len(d.Payloads))}
 		for i, p := range d.Payloads {
-			b.Items[i] = r.QueuedWorkItem{ItemID: fmt.Sprintf("%s:item:%d", id, i), Payload: rawOut(string(p))}
+			b.Items[i] = r.QueuedWorkItem{ItemID: r.ItemID(id, i), Payload: rawOut(string(p))}
 		}
 		s.batches = append(slices.Clip(s.batches), rtBatch{B: b})
 		return s.sealed(pQueue), OK(b)
@@ -795,24 +795,13 @@ func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) (State, Outcome) {
 	return next.sealed(changed...), OK(res)
 }
 
-// LeaseToken is the token of a session lease granted at now.
-func LeaseToken(session, owner string, now int64, fence uint64) string {
-	return fmt.Sprintf("%s:%s:%d:%d", session, owner, now, fence)
-}
-
-// BatchID is the id of the store's n-th enqueued batch.
-func BatchID(session string, n int64) string { return fmt.Sprintf("%s:batch:%d", session, n) }
-
-// ClaimID is the id of a claim whose first batch is batchID, at that batch's
-// claim fencing token fence.
-func ClaimID(session, batchID string, fence uint64) string {
-	return fmt.Sprintf("%s:claim:%s:%d", session, batchID, fence)
-}
-
-// ClaimToken is the token of a claim made at now.
-func ClaimToken(claimID, owner string, now int64) string {
-	return fmt.Sprintf("%s:%s:%d", claimID, owner, now)
-}
+// The ids the store mints are the contract's (spec/runtime/ids.go).
+var (
+	LeaseToken = r.LeaseToken
+	BatchID    = r.BatchID
+	ClaimID    = r.ClaimID
+	ClaimToken = r.ClaimToken
+)
 
 // The rare runtime events the simulator must reach.
 const (

@@ -668,7 +668,7 @@ func (s *Store) TryClaimSessionExecutionLease(ctx context.Context, session, owne
 				fence = cur.fence
 			}
 		}
-		token := fmt.Sprintf("%s:%s:%d:%d", session, owner, now, fence)
+		token := r.LeaseToken(session, owner, now, fence)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO session_execution_leases (session_id, owner_id, lease_token,
 			fencing_token, claimed_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT(session_id) DO UPDATE SET owner_id = excluded.owner_id, lease_token = excluded.lease_token,
@@ -832,13 +832,13 @@ func (s *Store) EnqueueQueuedWork(ctx context.Context, d r.QueuedWorkBatchDraft)
 		}
 		// The enqueue sequence is never reused (AUTOINCREMENT), so neither
 		// is the batch id.
-		batchID := fmt.Sprintf("%s:batch:%d", d.SessionID, seq)
+		batchID := r.BatchID(d.SessionID, seq)
 		if _, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET batch_id = ? WHERE enqueue_seq = ?`, batchID, seq); err != nil {
 			return err
 		}
 		for i, p := range d.Payloads {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO queued_work_items (batch_id, item_index, item_id, payload) VALUES (?, ?, ?, ?)`,
-				batchID, i, fmt.Sprintf("%s:item:%d", batchID, i), raw(p)); err != nil {
+				batchID, i, r.ItemID(batchID, i), raw(p)); err != nil {
 				return err
 			}
 		}
@@ -887,8 +887,8 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		selected := candidates[:n]
 		fence := selected[0].ClaimFencingToken + 1
 		claim := r.QueuedWorkClaim{SessionID: session, OwnerID: owner, FencingToken: fence, ClaimedAtMs: now,
-			ExpiresAtMs: expiry(now, ttl), ClaimID: fmt.Sprintf("%s:claim:%s:%d", session, selected[0].BatchID, fence)}
-		claim.LeaseToken = fmt.Sprintf("%s:%s:%d", claim.ClaimID, owner, now)
+			ExpiresAtMs: expiry(now, ttl), ClaimID: r.ClaimID(session, selected[0].BatchID, fence)}
+		claim.LeaseToken = r.ClaimToken(claim.ClaimID, owner, now)
 		for _, b := range selected {
 			// The guard repeats the candidate filter: a row another claimer
 			// holds is never taken, and losing one loses the whole claim.

@@ -427,7 +427,7 @@ type Store interface {
 	CommitRuntimeState(ctx context.Context, commit RuntimeCommit) (CommitResult, error)
 
 	// TryClaimSessionExecutionLease grants the session's lease to owner:
-	//   - no live lease: a new one, with a new token, fencing token the
+	//   - no live lease: a new one, with the token LeaseToken (ids.go), fencing token the
 	//     previous one's + 1 (1 for the first; a release or an expiry does
 	//     not reset the count), claimed at now, expiring at now + ttl;
 	//   - a live lease of owner: extended to now + ttl, keeping its token,
@@ -446,7 +446,7 @@ type Store interface {
 	ReleaseSessionExecutionLease(ctx context.Context, completion SessionExecutionLeaseCompletion) error
 
 	// EnqueueQueuedWork adds a batch at the end of the session's queue,
-	// enqueued at now, claim fencing token 0, with a new batch id (never
+	// enqueued at now, claim fencing token 0, with the batch id BatchID and item ids ItemID (ids.go) (never
 	// reused by the store) and its payloads as items in order. A draft
 	// whose (session, source key) is already queued answers the queued
 	// batch and adds nothing.
@@ -459,7 +459,8 @@ type Store interface {
 	// expired, in enqueue order; SelectClaimPrefix says how many the claim
 	// takes; none: nil. All or nothing: the claim owns every batch it
 	// returns, and each one's claim fencing token goes up by one. The
-	// claim expires at now + ttl.
+	// claim expires at now + ttl; its id and token are ClaimID and
+	// ClaimToken (ids.go).
 	ClaimReadyQueuedWork(ctx context.Context, sessionID string, lease SessionExecutionLeaseFence, ownerID string,
 		boundary QueuedWorkClaimBoundary, ttlMs uint64, maxBatches int) (*QueuedWorkClaim, error)
 

@@ -1080,6 +1080,38 @@ func runtimeSpecs(h Harness) {
 		})
 	})
 
+	// The ids the store mints are the contract's (spec/runtime/ids.go): a
+	// caller presents them back, and the checkers compare answers exactly.
+	Describe("minted ids", func() {
+		It("gives a granted lease the token <session>:<owner>:<now>:<fencing token>", func() {
+			advance(7)
+			l := lease(worker)
+			Expect(l.LeaseToken).To(Equal(r.LeaseToken(session, worker, now(), l.FencingToken)))
+		})
+		It("numbers batches by the store's enqueues, across sessions, never reusing a number, and items by their index", func() {
+			a := enqueue(draft(r.SlotMergeable, "k"))
+			d := draft(r.SlotMergeable, "k")
+			d.SessionID = other
+			b := enqueue(d)
+			c, err := s.CancelQueuedWorkBatch(f.ctx, session, a.BatchID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c).NotTo(BeNil())
+			third := enqueue(draft(r.SlotMergeable, "k"))
+			Expect([]string{a.BatchID, b.BatchID, third.BatchID}).To(Equal([]string{
+				r.BatchID(session, 1), r.BatchID(other, 2), r.BatchID(session, 3)}))
+			Expect(third.Items[0].ItemID).To(Equal(r.ItemID(third.BatchID, 0)))
+		})
+		It("gives a claim the id and token of its first batch, its claim count, its owner and now", func() {
+			l := lease(worker)
+			b := enqueue(draft(r.SlotMergeable, "k"))
+			advance(5)
+			c := claimWork(l, worker, 1)
+			Expect(c).NotTo(BeNil())
+			Expect(c.ClaimID).To(Equal(r.ClaimID(session, b.BatchID, 1)))
+			Expect(c.LeaseToken).To(Equal(r.ClaimToken(c.ClaimID, worker, now())))
+		})
+	})
+
 	Describe("two handles on one database", func() {
 		It("a second handle cannot win the session lease or a queued work claim the first holds", func() {
 			need(h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
