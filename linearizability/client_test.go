@@ -1,7 +1,6 @@
 package linearizability
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -228,26 +227,7 @@ func TestClientReferenceIsLinearizable(t *testing.T) {
 // its verdict in another lets a second verdict overwrite the first, a race
 // no single-threaded spec can show; the concurrent check must catch it.
 func TestRacyClientSettleIsIllegal(t *testing.T) {
-	ctx := context.Background()
-	for seed := range int64(20) {
-		h, err := Run(ctx, c.Contract, clientOpener(t, bugs.ClientSettleCheckOutsideTx), DefaultClientWorkload.New(), Config{Seed: seed, Ops: 800})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Check(model.Client{}, h, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Verdict == Illegal {
-			var html bytes.Buffer
-			if err := res.Visualize(&html); err != nil || html.Len() == 0 {
-				t.Fatalf("visualization: %v", err)
-			}
-			t.Logf("caught at seed %d: %s", seed, res.Summary())
-			return
-		}
-	}
-	t.Fatal("20 runs against a racy settle_task were all judged linearizable")
+	catchRace(t, model.Client{}, clientOpener(t, bugs.ClientSettleCheckOutsideTx), DefaultClientWorkload.New)
 }
 
 // A default client history (refused operations with values that are not

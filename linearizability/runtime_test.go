@@ -1,7 +1,6 @@
 package linearizability
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -223,24 +222,5 @@ func TestRuntimeReferenceIsLinearizable(t *testing.T) {
 // both win a lease: no single-threaded spec can show it, the concurrent
 // check must.
 func TestRuntimeRacyLeaseClaimIsIllegal(t *testing.T) {
-	ctx := context.Background()
-	for seed := range int64(20) {
-		h, err := Run(ctx, r.Contract, runtimeOpener(t, bugs.RuntimeLeaseClaimOutsideTx), DefaultRuntimeWorkload.New(), Config{Seed: seed, Ops: 800})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Check(model.Runtime{}, h, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Verdict == Illegal {
-			var html bytes.Buffer
-			if err := res.Visualize(&html); err != nil || html.Len() == 0 {
-				t.Fatalf("visualization: %v", err)
-			}
-			t.Logf("caught at seed %d: %s", seed, res.Summary())
-			return
-		}
-	}
-	t.Fatal("20 runs against a racy lease claim were all judged linearizable")
+	catchRace(t, model.Runtime{}, runtimeOpener(t, bugs.RuntimeLeaseClaimOutsideTx), DefaultRuntimeWorkload.New)
 }
