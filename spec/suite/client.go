@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
@@ -1073,25 +1072,9 @@ func clientSpecs(h Harness) {
 			Expect(seq).To(BeNumerically(">", before.EventHead))
 		})
 		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", func() {
-			need(h.Capabilities.SQLiteLocking, "sqlite-locking", "opening a locked database")
-			path := filepath.Join(GinkgoT().TempDir(), "locked.db")
-			release := lockSQLite(path)
-			ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			st, err := h.Client(ctx, Options{Path: path, Clock: f.clock})
-			took := time.Since(start)
-			if err == nil {
-				st.Close()
-			}
-			Expect(err).To(HaveOccurred(), "the open cannot finish while the lock is held")
-			Expect(took).To(BeNumerically(">=", 250*time.Millisecond), "the open waited for the lock rather than failing at once")
-			Expect(took).To(BeNumerically("<", 3*time.Second), "the open gave up at the caller's deadline")
-			release()
-			st, err = h.Client(f.ctx, Options{Path: path, Clock: f.clock})
-			Expect(err).NotTo(HaveOccurred(), "the open succeeds once the lock is released")
-			Expect(acted(st.EnqueueIntent(f.ctx, opA, env(taskA)))).To(BeTrue())
-			Expect(st.Close()).To(Succeed())
+			waitsForALockedDatabase(h, f, h.Client, func(st c.Store) {
+				Expect(acted(st.EnqueueIntent(f.ctx, opA, env(taskA)))).To(BeTrue())
+			})
 		})
 	})
 }

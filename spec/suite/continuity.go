@@ -460,25 +460,9 @@ func continuitySpecs(h Harness) {
 
 	Describe("open", func() {
 		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", func() {
-			need(h.Capabilities.SQLiteLocking, "sqlite-locking", "opening a locked database")
-			path := filepath.Join(GinkgoT().TempDir(), "locked.db")
-			release := lockSQLite(path)
-			ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			st, err := h.Continuity(ctx, Options{Path: path, Clock: f.clock})
-			took := time.Since(start)
-			if err == nil {
-				st.Close()
-			}
-			Expect(err).To(HaveOccurred(), "the open cannot finish while the lock is held")
-			Expect(took).To(BeNumerically(">=", 250*time.Millisecond), "the open waited for the lock rather than failing at once")
-			Expect(took).To(BeNumerically("<", 3*time.Second), "the open gave up at the caller's deadline")
-			release()
-			st, err = h.Continuity(f.ctx, Options{Path: path, Clock: f.clock})
-			Expect(err).NotTo(HaveOccurred(), "the open succeeds once the lock is released")
-			Expect(st.UpsertContinuityRecord(f.ctx, rec(id, session, 0, 0), 1)).To(Succeed())
-			Expect(st.Close()).To(Succeed())
+			waitsForALockedDatabase(h, f, h.Continuity, func(st c.Store) {
+				Expect(st.UpsertContinuityRecord(f.ctx, rec(id, session, 0, 0), 1)).To(Succeed())
+			})
 		})
 	})
 }
@@ -496,6 +480,34 @@ func (s *closeOnce) Close() error {
 	}
 	*s.closed = true
 	return s.Store.Close()
+}
+
+// waitsForALockedDatabase is the rule for opening a SQLite database another
+// connection holds write-locked, the same for every store: the open waits
+// for the lock (it does not fail at once), gives up by the caller's
+// deadline, and succeeds once the lock is released; use then works the
+// store.
+func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, open func(context.Context, Options) (S, error), use func(S)) {
+	GinkgoHelper()
+	need(h.Capabilities.SQLiteLocking, "sqlite-locking", "opening a locked database")
+	path := filepath.Join(GinkgoT().TempDir(), "locked.db")
+	release := lockSQLite(path)
+	ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	st, err := open(ctx, Options{Path: path, Clock: f.clock})
+	took := time.Since(start)
+	if err == nil {
+		st.Close()
+	}
+	Expect(err).To(HaveOccurred(), "the open cannot finish while the lock is held")
+	Expect(took).To(BeNumerically(">=", 250*time.Millisecond), "the open waited for the lock rather than failing at once")
+	Expect(took).To(BeNumerically("<", 3*time.Second), "the open gave up at the caller's deadline")
+	release()
+	st, err = open(f.ctx, Options{Path: path, Clock: f.clock})
+	Expect(err).NotTo(HaveOccurred(), "the open succeeds once the lock is released")
+	use(st)
+	Expect(st.Close()).To(Succeed())
 }
 
 // lockSQLite creates a SQLite database in WAL mode at path and holds its
