@@ -347,22 +347,13 @@ type Proxy struct {
 
 var _ Store = Proxy{}
 
-// result asserts that a backend answered op with a value of type T.
-func result[T any](op spec.Op, v any, err error) (T, error) {
-	return spec.Answer[T](StoreName, op, v, err)
-}
-
-// call applies op and checks its result's type.
+// call applies op and answers its result as T; do applies an op that yields
+// nothing.
 func call[T any](ctx context.Context, c Proxy, op spec.Op) (T, error) {
-	v, err := c.Target.Apply(ctx, op)
-	return result[T](op, v, err)
+	return spec.Call[T](ctx, c.Target, StoreName, op)
 }
 
-// do applies an op that yields nothing.
-func (c Proxy) do(ctx context.Context, op spec.Op) error {
-	_, err := c.Target.Apply(ctx, op)
-	return err
-}
+func (c Proxy) do(ctx context.Context, op spec.Op) error { return spec.Do(ctx, c.Target, op) }
 
 func (c Proxy) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON) (bool, error) {
 	return call[bool](ctx, c, EnqueueIntent{OpID: opID, Envelope: env})
@@ -497,12 +488,7 @@ func (c Proxy) ListFaults(ctx context.Context, taskID string) ([]Fault, error) {
 }
 
 // Close closes the target when it can be closed.
-func (c Proxy) Close() error {
-	if cl, ok := c.Target.(interface{ Close() error }); ok {
-		return cl.Close()
-	}
-	return nil
-}
+func (c Proxy) Close() error { return spec.CloseTarget(c.Target) }
 
 // Contract describes the client store to the generic parts of the kit.
 var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}

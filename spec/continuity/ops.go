@@ -122,70 +122,52 @@ type Proxy struct {
 
 var _ Store = Proxy{}
 
-// result asserts that a backend answered op with a value of type T.
-func result[T any](op spec.Op, v any, err error) (T, error) {
-	return spec.Answer[T](StoreName, op, v, err)
+// call applies op and answers its result as T; do applies an op that yields
+// nothing.
+func call[T any](ctx context.Context, c Proxy, op spec.Op) (T, error) {
+	return spec.Call[T](ctx, c.Target, StoreName, op)
 }
 
-func (c Proxy) do(ctx context.Context, op spec.Op) (any, error) { return c.Target.Apply(ctx, op) }
+func (c Proxy) do(ctx context.Context, op spec.Op) error { return spec.Do(ctx, c.Target, op) }
 
 func (c Proxy) ResolveMany(ctx context.Context, ids []Identity) (map[Identity]Resolution, error) {
-	op := ResolveMany{Identities: ids}
-	v, err := c.do(ctx, op)
-	return result[map[Identity]Resolution](op, v, err)
+	return call[map[Identity]Resolution](ctx, c, ResolveMany{Identities: ids})
 }
 
 func (c Proxy) LoadSessionSnapshot(ctx context.Context, session SessionID) (*Snapshot, error) {
-	op := LoadSessionSnapshot{SessionID: session}
-	v, err := c.do(ctx, op)
-	return result[*Snapshot](op, v, err)
+	return call[*Snapshot](ctx, c, LoadSessionSnapshot{SessionID: session})
 }
 
 func (c Proxy) SessionSnapshotMatchesCurrent(ctx context.Context, cand MatchCandidate) (bool, error) {
-	op := SessionSnapshotMatchesCurrent{Candidate: cand}
-	v, err := c.do(ctx, op)
-	return result[bool](op, v, err)
+	return call[bool](ctx, c, SessionSnapshotMatchesCurrent{Candidate: cand})
 }
 
 func (c Proxy) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session SessionID, rev string) (bool, error) {
-	op := DeleteSessionSnapshotIfCurrentRevision{SessionID: session, ExpectedRevision: rev}
-	v, err := c.do(ctx, op)
-	return result[bool](op, v, err)
+	return call[bool](ctx, c, DeleteSessionSnapshotIfCurrentRevision{SessionID: session, ExpectedRevision: rev})
 }
 
 func (c Proxy) SaveSessionSnapshot(ctx context.Context, w SnapshotWrite) error {
-	_, err := c.do(ctx, SaveSessionSnapshot{Write: w})
-	return err
+	return c.do(ctx, SaveSessionSnapshot{Write: w})
 }
 
 func (c Proxy) UpsertContinuityRecord(ctx context.Context, r Record, fence FencingToken) error {
-	_, err := c.do(ctx, UpsertContinuityRecord{Record: r, Fence: fence})
-	return err
+	return c.do(ctx, UpsertContinuityRecord{Record: r, Fence: fence})
 }
 
 func (c Proxy) RollbackContinuityRecord(ctx context.Context, attempt Record, previous *Record, fence FencingToken) error {
-	_, err := c.do(ctx, RollbackContinuityRecord{Attempt: attempt, Previous: previous, Fence: fence})
-	return err
+	return c.do(ctx, RollbackContinuityRecord{Attempt: attempt, Previous: previous, Fence: fence})
 }
 
 func (c Proxy) DeleteContinuityRecord(ctx context.Context, id Identity, fence FencingToken) error {
-	_, err := c.do(ctx, DeleteContinuityRecord{Identity: id, Fence: fence})
-	return err
+	return c.do(ctx, DeleteContinuityRecord{Identity: id, Fence: fence})
 }
 
 func (c Proxy) MaxFencingToken(ctx context.Context) (FencingToken, error) {
-	op := MaxFencingToken{}
-	v, err := c.do(ctx, op)
-	return result[FencingToken](op, v, err)
+	return call[FencingToken](ctx, c, MaxFencingToken{})
 }
 
 // Close closes the target when it can be closed.
-func (c Proxy) Close() error {
-	if cl, ok := c.Target.(interface{ Close() error }); ok {
-		return cl.Close()
-	}
-	return nil
-}
+func (c Proxy) Close() error { return spec.CloseTarget(c.Target) }
 
 // Contract describes the continuity store to the generic parts of the kit.
 var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}

@@ -232,142 +232,101 @@ type Proxy struct {
 
 var _ Store = Proxy{}
 
-// result asserts that a backend answered op with a value of type T.
-func result[T any](op spec.Op, v any, err error) (T, error) {
-	return spec.Answer[T](StoreName, op, v, err)
+// call applies op and answers its result as T; do applies an op that yields
+// nothing.
+func call[T any](ctx context.Context, c Proxy, op spec.Op) (T, error) {
+	return spec.Call[T](ctx, c.Target, StoreName, op)
 }
 
-func (c Proxy) do(ctx context.Context, op spec.Op) (any, error) { return c.Target.Apply(ctx, op) }
+func (c Proxy) do(ctx context.Context, op spec.Op) error { return spec.Do(ctx, c.Target, op) }
 
 func (c Proxy) DurabilityTier(ctx context.Context) (DurabilityTier, error) {
-	op := DurabilityTierOp{}
-	v, err := c.do(ctx, op)
-	return result[DurabilityTier](op, v, err)
+	return call[DurabilityTier](ctx, c, DurabilityTierOp{})
 }
 
 func (c Proxy) LoadSession(ctx context.Context, scope ReadScope) (*SessionRead, error) {
-	op := LoadSession{Scope: scope}
-	v, err := c.do(ctx, op)
-	return result[*SessionRead](op, v, err)
+	return call[*SessionRead](ctx, c, LoadSession{Scope: scope})
 }
 
 func (c Proxy) LoadNode(ctx context.Context, nodeID string) (*Node, error) {
-	op := LoadNode{NodeID: nodeID}
-	v, err := c.do(ctx, op)
-	return result[*Node](op, v, err)
+	return call[*Node](ctx, c, LoadNode{NodeID: nodeID})
 }
 
 func (c Proxy) CommitRuntimeState(ctx context.Context, commit RuntimeCommit) (CommitResult, error) {
-	op := CommitRuntimeState{Commit: commit}
-	v, err := c.do(ctx, op)
-	return result[CommitResult](op, v, err)
+	return call[CommitResult](ctx, c, CommitRuntimeState{Commit: commit})
 }
 
 func (c Proxy) TryClaimSessionExecutionLease(ctx context.Context, sessionID, ownerID string, ttlMs uint64) (*SessionExecutionLease, error) {
-	op := TryClaimSessionExecutionLease{SessionID: sessionID, OwnerID: ownerID, TTLMs: ttlMs}
-	v, err := c.do(ctx, op)
-	return result[*SessionExecutionLease](op, v, err)
+	return call[*SessionExecutionLease](ctx, c, TryClaimSessionExecutionLease{SessionID: sessionID, OwnerID: ownerID, TTLMs: ttlMs})
 }
 
 func (c Proxy) RenewSessionExecutionLease(ctx context.Context, fence SessionExecutionLeaseFence, ttlMs uint64) (SessionExecutionLease, error) {
-	op := RenewSessionExecutionLease{Fence: fence, TTLMs: ttlMs}
-	v, err := c.do(ctx, op)
-	return result[SessionExecutionLease](op, v, err)
+	return call[SessionExecutionLease](ctx, c, RenewSessionExecutionLease{Fence: fence, TTLMs: ttlMs})
 }
 
 func (c Proxy) ReleaseSessionExecutionLease(ctx context.Context, completion SessionExecutionLeaseCompletion) error {
-	_, err := c.do(ctx, ReleaseSessionExecutionLease{Completion: completion})
-	return err
+	return c.do(ctx, ReleaseSessionExecutionLease{Completion: completion})
 }
 
 func (c Proxy) EnqueueQueuedWork(ctx context.Context, draft QueuedWorkBatchDraft) (QueuedWorkBatch, error) {
-	op := EnqueueQueuedWork{Draft: draft}
-	v, err := c.do(ctx, op)
-	return result[QueuedWorkBatch](op, v, err)
+	return call[QueuedWorkBatch](ctx, c, EnqueueQueuedWork{Draft: draft})
 }
 
 func (c Proxy) ClaimReadyQueuedWork(ctx context.Context, sessionID string, lease SessionExecutionLeaseFence, ownerID string,
 	boundary QueuedWorkClaimBoundary, ttlMs uint64, maxBatches int) (*QueuedWorkClaim, error) {
-	op := ClaimReadyQueuedWork{SessionID: sessionID, Lease: lease, OwnerID: ownerID, Boundary: boundary, TTLMs: ttlMs, MaxBatches: maxBatches}
-	v, err := c.do(ctx, op)
-	return result[*QueuedWorkClaim](op, v, err)
+	return call[*QueuedWorkClaim](ctx, c, ClaimReadyQueuedWork{SessionID: sessionID, Lease: lease, OwnerID: ownerID, Boundary: boundary, TTLMs: ttlMs, MaxBatches: maxBatches})
 }
 
 func (c Proxy) RenewQueuedWorkClaim(ctx context.Context, claim QueuedWorkClaim, ttlMs uint64) (QueuedWorkClaim, error) {
-	op := RenewQueuedWorkClaim{Claim: claim, TTLMs: ttlMs}
-	v, err := c.do(ctx, op)
-	return result[QueuedWorkClaim](op, v, err)
+	return call[QueuedWorkClaim](ctx, c, RenewQueuedWorkClaim{Claim: claim, TTLMs: ttlMs})
 }
 
 func (c Proxy) AbandonQueuedWorkClaim(ctx context.Context, claim QueuedWorkClaim) error {
-	_, err := c.do(ctx, AbandonQueuedWorkClaim{Claim: claim})
-	return err
+	return c.do(ctx, AbandonQueuedWorkClaim{Claim: claim})
 }
 
 func (c Proxy) CancelQueuedWorkBatch(ctx context.Context, sessionID, batchID string) (*QueuedWorkBatch, error) {
-	op := CancelQueuedWorkBatch{SessionID: sessionID, BatchID: batchID}
-	v, err := c.do(ctx, op)
-	return result[*QueuedWorkBatch](op, v, err)
+	return call[*QueuedWorkBatch](ctx, c, CancelQueuedWorkBatch{SessionID: sessionID, BatchID: batchID})
 }
 
 func (c Proxy) ListQueuedWork(ctx context.Context, sessionID string) ([]QueuedWorkBatch, error) {
-	op := ListQueuedWork{SessionID: sessionID}
-	v, err := c.do(ctx, op)
-	return result[[]QueuedWorkBatch](op, v, err)
+	return call[[]QueuedWorkBatch](ctx, c, ListQueuedWork{SessionID: sessionID})
 }
 
 func (c Proxy) ListPendingQueuedWork(ctx context.Context, sessionID string) ([]QueuedWorkBatch, error) {
-	op := ListPendingQueuedWork{SessionID: sessionID}
-	v, err := c.do(ctx, op)
-	return result[[]QueuedWorkBatch](op, v, err)
+	return call[[]QueuedWorkBatch](ctx, c, ListPendingQueuedWork{SessionID: sessionID})
 }
 
 func (c Proxy) SaveSessionMeta(ctx context.Context, meta spec.RawJSON) error {
-	_, err := c.do(ctx, SaveSessionMeta{Meta: meta})
-	return err
+	return c.do(ctx, SaveSessionMeta{Meta: meta})
 }
 
 func (c Proxy) LoadSessionMeta(ctx context.Context) (spec.RawJSON, error) {
-	op := LoadSessionMeta{}
-	v, err := c.do(ctx, op)
-	return result[spec.RawJSON](op, v, err)
+	return call[spec.RawJSON](ctx, c, LoadSessionMeta{})
 }
 
 func (c Proxy) TombstoneNodes(ctx context.Context, ids []string) error {
-	_, err := c.do(ctx, TombstoneNodes{IDs: ids})
-	return err
+	return c.do(ctx, TombstoneNodes{IDs: ids})
 }
 
 func (c Proxy) Vacuum(ctx context.Context) (VacuumReport, error) {
-	op := Vacuum{}
-	v, err := c.do(ctx, op)
-	return result[VacuumReport](op, v, err)
+	return call[VacuumReport](ctx, c, Vacuum{})
 }
 
 func (c Proxy) GcUnreachable(ctx context.Context) (GcReport, error) {
-	op := GcUnreachable{}
-	v, err := c.do(ctx, op)
-	return result[GcReport](op, v, err)
+	return call[GcReport](ctx, c, GcUnreachable{})
 }
 
 func (c Proxy) StageAttachment(ctx context.Context, sessionID, attachmentID string, data []byte) error {
-	_, err := c.do(ctx, StageAttachment{SessionID: sessionID, AttachmentID: attachmentID, Data: data})
-	return err
+	return c.do(ctx, StageAttachment{SessionID: sessionID, AttachmentID: attachmentID, Data: data})
 }
 
 func (c Proxy) LoadAttachment(ctx context.Context, attachmentID string) (*Attachment, error) {
-	op := LoadAttachment{AttachmentID: attachmentID}
-	v, err := c.do(ctx, op)
-	return result[*Attachment](op, v, err)
+	return call[*Attachment](ctx, c, LoadAttachment{AttachmentID: attachmentID})
 }
 
 // Close closes the target when it can be closed.
-func (c Proxy) Close() error {
-	if cl, ok := c.Target.(interface{ Close() error }); ok {
-		return cl.Close()
-	}
-	return nil
-}
+func (c Proxy) Close() error { return spec.CloseTarget(c.Target) }
 
 // Contract describes the runtime store to the generic parts of the kit.
 var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds}
