@@ -43,7 +43,8 @@ type Config struct {
 	OpTimeout time.Duration
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults is c with every unset field at its default.
+func (c Config) WithDefaults() Config {
 	if c.Clients <= 0 {
 		c.Clients = 8
 	}
@@ -77,7 +78,7 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // records the history. Operations a client issues after one of its own came
 // back indefinite are issued as a new client, as porcupine requires.
 func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, cfg Config) (History, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	clock := clockwork.NewFakeClockAt(Epoch)
 	var targets []adapters.Target
 	defer func() {

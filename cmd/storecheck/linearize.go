@@ -14,7 +14,6 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/reports"
-	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -52,7 +51,7 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	if rc.Handles == 0 || rc.Handles > handles {
 		rc.Handles = handles
 	}
-	rc = withRunDefaults(rc)
+	rc = rc.WithDefaults()
 	check.Name = fmt.Sprintf("%d clients, %d operations, %d handles, seed %d", rc.Clients, rc.Ops, rc.Handles, rc.Seed)
 	start := time.Now()
 	hist, err := linearizability.Run(ctx, k.contract, open, k.workload(), rc)
@@ -95,19 +94,6 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 		}
 	}
 	return check
-}
-
-func withRunDefaults(c linearizability.Config) linearizability.Config {
-	if c.Clients <= 0 {
-		c.Clients = 8
-	}
-	if c.Ops <= 0 {
-		c.Ops = 2000
-	}
-	if c.Handles <= 0 {
-		c.Handles = 1
-	}
-	return c
 }
 
 const linearizeFlags = "accepted flags: --store, --clients, --ops, --handles, --seed, --seeds, --shard, --check-timeout, --timeout, --duration, --report-dir, --fail-fast, --quiet"
@@ -160,20 +146,7 @@ func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 			return exitUsage
 		}
 	}
-	rangeText, err := seedRange(args, *seed, *seeds)
-	if err != nil {
-		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
-		return exitUsage
-	}
-	if rangeText == "" {
-		rangeText = fmt.Sprint(time.Now().Unix())
-	}
-	sr, err := sim.ParseSeeds(rangeText)
-	if err != nil {
-		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
-		return exitUsage
-	}
-	sh, err := sim.ParseShard(*shard)
+	sr, sh, err := sweep(args, *seed, *seeds, *shard, fmt.Sprint(time.Now().Unix()))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
 		return exitUsage

@@ -65,20 +65,7 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	if !ok {
 		return exitUsage
 	}
-	rangeText, err := seedRange(args, *seed, *seeds)
-	if err != nil {
-		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
-		return exitUsage
-	}
-	if rangeText == "" {
-		rangeText = sim.DefaultSeeds.String()
-	}
-	sr, err := sim.ParseSeeds(rangeText)
-	if err != nil {
-		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
-		return exitUsage
-	}
-	sh, err := sim.ParseShard(*shard)
+	sr, sh, err := sweep(args, *seed, *seeds, *shard, sim.DefaultSeeds.String())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
 		return exitUsage
@@ -290,19 +277,28 @@ func progressMode(quiet bool) reports.ProgressMode {
 	return reports.ProgressAuto
 }
 
-// seedRange is the seeds a command runs: --seed N or --seeds A..B from the
-// command line (not both), else the config's seeds ("" when none).
-func seedRange(args []string, seed, seeds string) (string, error) {
+// sweep is the seeds a command runs, and its shard: --seed N or --seeds
+// A..B from the command line (not both), else the config's seeds, else
+// fallback.
+func sweep(args []string, seed, seeds, shard, fallback string) (sim.SeedRange, sim.Shard, error) {
 	given := func(name string) bool {
 		return slices.ContainsFunc(args, func(a string) bool {
 			return a == "--"+name || a == "-"+name || strings.HasPrefix(a, "--"+name+"=") || strings.HasPrefix(a, "-"+name+"=")
 		})
 	}
+	text := seeds
 	switch {
 	case given("seed") && given("seeds"):
-		return "", fmt.Errorf("--seed and --seeds name the same thing; give one")
+		return sim.SeedRange{}, sim.Shard{}, fmt.Errorf("--seed and --seeds name the same thing; give one")
 	case given("seed"):
-		return seed, nil
+		text = seed
+	case text == "":
+		text = fallback
 	}
-	return seeds, nil
+	sr, err := sim.ParseSeeds(text)
+	if err != nil {
+		return sim.SeedRange{}, sim.Shard{}, err
+	}
+	sh, err := sim.ParseShard(shard)
+	return sr, sh, err
 }
