@@ -12,7 +12,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
 	refclient "github.com/storecheck/storecheck/reference/client"
@@ -20,16 +19,7 @@ import (
 	c "github.com/storecheck/storecheck/spec/client"
 )
 
-func clientOpener(t testing.TB, bug bugs.Bug) Opener {
-	path := filepath.Join(t.TempDir(), "client.db")
-	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-		s, err := refclient.Open(ctx, refclient.Options{Path: path, Clock: clock, Bug: bug})
-		if err != nil {
-			return nil, err
-		}
-		return adapters.Client(s), nil
-	}
-}
+func clientOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t, "client", bug) }
 
 // clientSequence drives the workload's 8 clients in one random interleaving
 // on a clock that moves as a run's does (now still, now by a sub-second

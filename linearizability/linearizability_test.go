@@ -13,18 +13,23 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/reference"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	c "github.com/storecheck/storecheck/spec/continuity"
+	"github.com/storecheck/storecheck/spec/suite"
 )
 
 func continuityOpener(t testing.TB, bug bugs.Bug) Opener {
-	path := filepath.Join(t.TempDir(), "continuity.db")
-	return func(ctx context.Context, _ clockwork.Clock) (adapters.Target, error) {
-		s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: path, Bug: bug})
-		if err != nil {
-			return nil, err
-		}
-		return adapters.Continuity(s), nil
+	return referenceOpener(t, "continuity", bug)
+}
+
+// referenceOpener opens handles of the reference store (with bug) on one
+// file of the test's, through the reference's Backend.
+func referenceOpener(t testing.TB, store string, bug bugs.Bug) Opener {
+	path := filepath.Join(t.TempDir(), store+".db")
+	b := reference.Backend(reference.Options{Bug: bug})
+	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
+		return b.Open(ctx, store, suite.Options{Path: path, Clock: clock})
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
@@ -21,16 +20,7 @@ import (
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
-func runtimeOpener(t testing.TB, bug bugs.Bug) Opener {
-	path := filepath.Join(t.TempDir(), "runtime.db")
-	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-		s, err := refruntime.Open(ctx, refruntime.Options{Path: path, Clock: clock, Bug: bug})
-		if err != nil {
-			return nil, err
-		}
-		return adapters.Runtime(s), nil
-	}
-}
+func runtimeOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t, "runtime", bug) }
 
 // sequential runs the workload's clients as the concurrent runner does, one
 // operation at a time: epochs in which each client issues a few operations
