@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,13 +18,7 @@ var continuitySubject = Subject{
 	Model:       model.Continuity{},
 	NewWorkload: linearizability.DefaultContinuityWorkload.New,
 	CrashPoints: refcontinuity.CrashPoints,
-	RareEvents: []string{
-		"stale fence refused", "generation regression refused despite a newer fence",
-		"session rebind kept the checkpoint head", "snapshot owned by another identity or generation",
-		"rollback restored the previous record", "rollback deleted a first attempt",
-		"rollback refused to clobber a newer attempt", "snapshot deleted at its revision",
-		EventCrashInside, EventAnswerLost, EventKill,
-	},
+	RareEvents:  append(slices.Clone(model.ContinuityEvents), EventCrashInside, EventAnswerLost, EventKill),
 }
 
 func referenceBackend(b bugs.Bug) Backend {

@@ -45,17 +45,7 @@ var kits = []kit{
 		model:       model.Continuity{},
 		workload:    linearizability.DefaultContinuityWorkload.New,
 		crashPoints: refcontinuity.CrashPoints,
-		rareEvents: []string{
-			"stale fence refused",
-			"generation regression refused despite a newer fence",
-			"session rebind kept the checkpoint head",
-			"snapshot owned by another identity or generation",
-			"rollback restored the previous record",
-			"rollback deleted a first attempt",
-			"rollback refused to clobber a newer attempt",
-			"snapshot deleted at its revision",
-			sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill,
-		},
+		rareEvents:  append(slices.Clone(model.ContinuityEvents), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill),
 		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
 			if h.Continuity == nil {
 				return nil

@@ -263,6 +263,21 @@ func maxOf(a, b c.FencingToken) c.FencingToken {
 	return b
 }
 
+// The continuity store's rare events.
+const (
+	EventStaleFenceRefused           = "stale fence refused"
+	EventGenerationRegressionRefused = "generation regression refused despite a newer fence"
+	EventRebindKeptCheckpoint        = "session rebind kept the checkpoint head"
+	EventSnapshotOwnedElsewhere      = "snapshot owned by another identity or generation"
+	EventRollbackRestored            = "rollback restored the previous record"
+	EventRollbackDeletedFirstAttempt = "rollback deleted a first attempt"
+	EventRollbackRefusedNewer        = "rollback refused to clobber a newer attempt"
+	EventSnapshotDeletedAtRevision   = "snapshot deleted at its revision"
+)
+
+// ContinuityEvents is every event Events names, in a fixed order.
+var ContinuityEvents = []string{EventStaleFenceRefused, EventGenerationRegressionRefused, EventRebindKeptCheckpoint, EventSnapshotOwnedElsewhere, EventRollbackRestored, EventRollbackDeletedFirstAttempt, EventRollbackRefusedNewer, EventSnapshotDeletedAtRevision}
+
 // Events names the rare continuity events op reaches from s: the rules the
 // seed's comments were written about, taken on their interesting branch.
 func (m Continuity) Events(st State, op spec.Op, nowMS int64) []string {
@@ -274,36 +289,36 @@ func (m Continuity) Events(st State, op spec.Op, nowMS int64) []string {
 		cur, ok := s.records[o.Record.Identity]
 		switch {
 		case out.Kind == c.ErrStaleFencingToken:
-			ev = append(ev, "stale fence refused")
+			ev = append(ev, EventStaleFenceRefused)
 		case out.Kind == c.ErrStaleContinuityGeneration:
-			ev = append(ev, "generation regression refused despite a newer fence")
+			ev = append(ev, EventGenerationRegressionRefused)
 		case ok && out.Kind == "" && cur.Generation == o.Record.Generation && cur.SessionID != o.Record.SessionID &&
 			cur.CheckpointVersion > o.Record.CheckpointVersion:
-			ev = append(ev, "session rebind kept the checkpoint head")
+			ev = append(ev, EventRebindKeptCheckpoint)
 		}
 	case c.SaveSessionSnapshot:
 		switch out.Kind {
 		case c.ErrCorruption:
-			ev = append(ev, "snapshot owned by another identity or generation")
+			ev = append(ev, EventSnapshotOwnedElsewhere)
 		case c.ErrStaleFencingToken:
-			ev = append(ev, "stale fence refused")
+			ev = append(ev, EventStaleFenceRefused)
 		}
 	case c.RollbackContinuityRecord:
 		switch {
 		case out.Kind == "" && o.Previous != nil:
-			ev = append(ev, "rollback restored the previous record")
+			ev = append(ev, EventRollbackRestored)
 		case out.Kind == "":
-			ev = append(ev, "rollback deleted a first attempt")
+			ev = append(ev, EventRollbackDeletedFirstAttempt)
 		case out.Kind == c.ErrStaleFencingToken:
-			ev = append(ev, "rollback refused to clobber a newer attempt")
+			ev = append(ev, EventRollbackRefusedNewer)
 		}
 	case c.DeleteContinuityRecord:
 		if out.Kind == c.ErrStaleFencingToken {
-			ev = append(ev, "stale fence refused")
+			ev = append(ev, EventStaleFenceRefused)
 		}
 	case c.DeleteSessionSnapshotIfCurrentRevision:
 		if out.Result == true {
-			ev = append(ev, "snapshot deleted at its revision")
+			ev = append(ev, EventSnapshotDeletedAtRevision)
 		}
 	}
 	return ev
