@@ -30,7 +30,7 @@ type modelTarget struct {
 func (t modelTarget) Apply(_ context.Context, op spec.Op) (any, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	next, out := t.m.Step(*t.state, op, t.clock.Now().UnixMilli())
+	next, out := model.Expect(t.m, *t.state, op, t.clock.Now().UnixMilli())
 	*t.state = next
 	if out.Kind != "" {
 		return nil, &spec.Error{Kind: out.Kind}

@@ -80,23 +80,23 @@ func operations(h History) []porcupine.Operation {
 	return ops
 }
 
-// Porcupine is m as a porcupine model. A definite entry must answer what the
-// model answers; an indefinite one takes the model's effect whatever it
-// answered.
+// Porcupine is m as a porcupine model. A porcupine state is the set of
+// model states the operations so far allow (the power set of porcupine's
+// NondeterministicModel, kept here so that sets hash): a definite entry
+// keeps the states in which it answers what it answered; an indefinite one
+// keeps every state it may have left, including the one where it never
+// happened.
 func Porcupine(m model.Model) porcupine.Model {
 	return porcupine.Model{
 		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation { return partition(m, ops) },
-		Init:      func() any { return m.Init() },
+		Init:      func() any { return stateSet{m.Init()} },
 		Step: func(state, input, output any) (bool, any) {
 			e := input.(*Entry)
-			next, want := m.Step(state.(model.State), e.Op, e.NowMS)
-			if e.Indefinite {
-				return true, next
-			}
-			return want.Same(output.(model.Outcome)), next
+			next := step(m, state.(stateSet), e)
+			return len(next) > 0, next
 		},
-		Equal: func(a, b any) bool { return a.(model.State).Equal(b.(model.State)) },
-		Hash:  func(s any) uint64 { return s.(model.State).Hash() },
+		Equal: func(a, b any) bool { return a.(stateSet).equal(b.(stateSet)) },
+		Hash:  func(s any) uint64 { return s.(stateSet).hash() },
 		DescribeOperation: func(input, output any) string {
 			e := input.(*Entry)
 			if e.Indefinite {
@@ -104,8 +104,67 @@ func Porcupine(m model.Model) porcupine.Model {
 			}
 			return fmt.Sprintf("%s %s -> %s", e.Op.Name(), describeArgs(e), output.(model.Outcome))
 		},
-		DescribeState: func(s any) string { return s.(model.State).String() },
+		DescribeState: func(s any) string { return s.(stateSet).String() },
 	}
+}
+
+// step is every state e may leave one of states in.
+func step(m model.Model, states stateSet, e *Entry) stateSet {
+	var next []model.State
+	for _, s := range states {
+		if e.Indefinite {
+			for _, n := range model.Effects(m, s, e.Op, e.NowMS) {
+				next = model.AppendState(next, n)
+			}
+			continue
+		}
+		ns, _ := model.Judge(m, s, e.Op, e.NowMS, e.Outcome)
+		for _, n := range ns {
+			next = model.AppendState(next, n)
+		}
+	}
+	return stateSet(next)
+}
+
+// stateSet is a set of model states, in no particular order.
+type stateSet []model.State
+
+func (s stateSet) hash() uint64 {
+	var h uint64
+	for _, x := range s {
+		h += x.Hash()*0x9e3779b97f4a7c15 + 1
+	}
+	return h
+}
+
+func (s stateSet) equal(t stateSet) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for _, x := range s {
+		found := false
+		for _, y := range t {
+			if x.Hash() == y.Hash() && x.Equal(y) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func (s stateSet) String() string {
+	if len(s) == 1 {
+		return s[0].String()
+	}
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = fmt.Sprintf("possible state %d of %d:\n%s", i+1, len(s), x.String())
+	}
+	return strings.Join(parts, "\n")
 }
 
 func describeArgs(e *Entry) string {

@@ -472,7 +472,7 @@ func (w *runtimeWorkload) sharedLease(rnd *rand.Rand, cl *runtimeClient, s strin
 
 // mineOf is what the client's private model answers op, without asking it.
 func (cl *runtimeClient) mineOf(op spec.Op) any {
-	_, out := privateModel.Step(cl.mine, op, cl.now)
+	_, out := model.Expect(privateModel, cl.mine, op, cl.now)
 	return out.Result
 }
 
@@ -483,7 +483,7 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 	own := ownSession(cl.n)
 	step := func(op spec.Op) model.Outcome {
 		var out model.Outcome
-		cl.mine, out = privateModel.Step(cl.mine, op, cl.now)
+		cl.mine, out = model.Expect(privateModel, cl.mine, op, cl.now)
 		return out
 	}
 	switch o := op.(type) {

@@ -28,10 +28,11 @@ func TestRuntimeScheduleSweepReachesEveryEvent(t *testing.T) {
 			case StepJump:
 				now += st.JumpMS
 			case StepOp:
-				for _, e := range m.Events(state, st.Op, now) {
+				next, out := model.Expect(m, state, st.Op, now)
+				for _, e := range m.Events(state, st.Op, now, out) {
 					seen[e]++
 				}
-				state, _ = m.Step(state, st.Op, now)
+				state = next
 			}
 		}
 	}

@@ -80,10 +80,13 @@ type Failure struct {
 	// What the step was, what the backend answered, and every answer the
 	// model allowed there (one per state the run may be in after the
 	// indefinite operations before it).
-	What    string
-	Op      string
-	Got     model.Outcome
-	Allowed []model.Outcome
+	What string
+	Op   string
+	Got  model.Outcome
+	// Allowed are the answers the model allowed, each with the rule that
+	// decides it; Rules the rules they name.
+	Allowed []string
+	Rules   []string
 	// Backend is set when the backend itself failed (could not start,
 	// broke the protocol) rather than answering against the contract.
 	Backend error
@@ -93,11 +96,7 @@ func (f *Failure) Error() string {
 	if f.Backend != nil {
 		return fmt.Sprintf("step %d: %s: backend failure: %v", f.Step, f.What, f.Backend)
 	}
-	allowed := make([]string, len(f.Allowed))
-	for i, a := range f.Allowed {
-		allowed[i] = a.String()
-	}
-	return fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, f.Got, strings.Join(allowed, " or "))
+	return fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, f.Got, strings.Join(f.Allowed, " or "))
 }
 
 // Signature is what "fails the same way" means when shrinking: the same
@@ -186,7 +185,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 				}
 			}
 			now := clock.Now().UnixMilli()
-			for _, e := range oracle.events(st.Op, now) {
+			for _, e := range oracle.events(st.Op, now, got, definite) {
 				res.Coverage[e]++
 			}
 			if crashed {
@@ -205,7 +204,8 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 			line += " -> " + got.String()
 			if allowed, ok := oracle.step(st.Op, now, got); !ok {
 				res.Trace = append(res.Trace, line)
-				res.Failure = &Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Op: st.Op.Name(), Got: got, Allowed: allowed}
+				res.Failure = &Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Op: st.Op.Name(), Got: got,
+					Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
 				return res, nil
 			}
 			res.Coverage[st.Op.Name()+":"+outcomeName(got)]++

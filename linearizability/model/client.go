@@ -479,16 +479,16 @@ func (Client) Keys(op spec.Op) []string {
 	return nil
 }
 
-func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
+func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 	s := st.(ClientState)
 	switch o := op.(type) {
 	// ----- the outbox -----
 	case c.EnqueueIntent:
 		if !json.Valid(o.Envelope) {
-			return s, invalid()
+			return One(s, invalid())
 		}
 		if _, ok := s.intents[o.OpID]; ok {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		var order int64
 		for _, in := range s.intents {
@@ -499,62 +499,62 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		task, names := envelopeTask(o.Envelope)
 		in := cintent{Env: string(o.Envelope), Task: task, NamesTask: names, State: c.IntentPending,
 			Next: nowMS, Created: nowMS, Updated: nowMS, Order: order + 1}
-		return s.withIntent(o.OpID, &in), OK(true)
+		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.GetIntent:
 		if in, ok := s.intents[o.OpID]; ok {
 			v := in.value(o.OpID)
-			return s, OK(&v)
+			return One(s, OK(&v))
 		}
-		return s, OK((*c.Intent)(nil))
+		return One(s, OK((*c.Intent)(nil)))
 
 	case c.DueIntents:
-		return s, OK(s.due(o.Now.UnixMilli(), c.EffectiveLimit(o.Limit)))
+		return One(s, OK(s.due(o.Now.UnixMilli(), c.EffectiveLimit(o.Limit))))
 
 	case c.FlushOrder:
-		return s, OK(s.due(nowMS, c.FlushBatchSize))
+		return One(s, OK(s.due(nowMS, c.FlushBatchSize)))
 
 	case c.BumpIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		in.Attempt++
 		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, o.NextAttemptAt.UnixMilli(), o.LastError, nowMS
-		return s.withIntent(o.OpID, &in), OK(true)
+		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.DeferIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, o.NextAttemptAt.UnixMilli(), o.LastError, nowMS
-		return s.withIntent(o.OpID, &in), OK(true)
+		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.AcceptIntent:
 		if !json.Valid(o.Receipt) {
-			return s, invalid()
+			return One(s, invalid())
 		}
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		in.State, in.Receipt, in.HasReceipt, in.Updated, in.Order = c.IntentAccepted, string(o.Receipt), true, nowMS, 0
-		return s.withIntent(o.OpID, &in), OK(true)
+		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.ExhaustIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		in.State, in.LastError, in.Updated, in.Order = c.IntentExhausted, o.LastError, nowMS, 0
-		return s.withIntent(o.OpID, &in), OK(true)
+		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.DeleteIntent:
 		if _, ok := s.intents[o.OpID]; !ok {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
-		return s.withIntent(o.OpID, nil), OK(true)
+		return One(s.withIntent(o.OpID, nil), OK(true))
 
 	case c.PendingIntentCount:
 		var n int64
@@ -563,18 +563,18 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 				n++
 			}
 		}
-		return s, OK(n)
+		return One(s, OK(n))
 
 	// ----- the event log -----
 	case c.AppendEvent:
 		if !json.Valid(o.Data) {
-			return s, invalid()
+			return One(s, invalid())
 		}
 		e := cevent{Type: o.Type, Data: string(o.Data), Created: nowMS}
 		seq := int64(len(s.events)) + 1
 		s.events = append(slices.Clip(s.events), e)
 		s.h ^= entryHash("event", seq, e)
-		return s, OK(seq)
+		return One(s, OK(seq))
 
 	case c.EventsSince:
 		var out []c.Event
@@ -582,10 +582,10 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 			e := s.events[i]
 			out = append(out, c.Event{Seq: i + 1, Type: e.Type, Data: spec.RawJSON(e.Data), CreatedAt: at(e.Created)})
 		}
-		return s, OK(out)
+		return One(s, OK(out))
 
 	case c.EventHead:
-		return s, OK(int64(len(s.events)))
+		return One(s, OK(int64(len(s.events))))
 
 	// ----- caches -----
 	case c.PutOutHead:
@@ -593,84 +593,84 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		var dh uint64
 		s.outHeads, dh = put("out_head", s.outHeads, o.TaskID, &head)
 		s.h ^= dh
-		return s, OK(nil)
+		return One(s, OK(nil))
 
 	case c.GetOutHead:
 		if v, ok := s.outHeads[o.TaskID]; ok {
-			return s, OK(&v)
+			return One(s, OK(&v))
 		}
-		return s, OK((*string)(nil))
+		return One(s, OK((*string)(nil)))
 
 	case c.PutProse:
 		p := cprose{Prose: o.Prose, SpecHash: o.SpecHash, Cached: nowMS}
 		var dh uint64
 		s.prose, dh = put("prose", s.prose, o.Role, &p)
 		s.h ^= dh
-		return s, OK(nil)
+		return One(s, OK(nil))
 
 	case c.GetProse:
 		if p, ok := s.prose[o.Role]; ok {
-			return s, OK(&c.Prose{Prose: p.Prose, SpecHash: p.SpecHash, CachedAt: at(p.Cached)})
+			return One(s, OK(&c.Prose{Prose: p.Prose, SpecHash: p.SpecHash, CachedAt: at(p.Cached)}))
 		}
-		return s, OK((*c.Prose)(nil))
+		return One(s, OK((*c.Prose)(nil)))
 
 	case c.PutConfig:
 		v := o.Value
 		var dh uint64
 		s.config, dh = put("config", s.config, o.Key, &v)
 		s.h ^= dh
-		return s, OK(nil)
+		return One(s, OK(nil))
 
 	case c.GetConfig:
 		if v, ok := s.config[o.Key]; ok {
-			return s, OK(&v)
+			return One(s, OK(&v))
 		}
-		return s, OK((*string)(nil))
+		return One(s, OK((*string)(nil)))
 
 	// ----- sessions and bindings -----
 	case c.UpsertSession:
 		v := o.Version
 		id := c.SessionIDFor(o.TaskID, v.BackendRef)
 		if cur, ok := s.sessions[id]; ok && !newer(v.Generation, v.Seq, cur.Generation, cur.Seq) {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		s = s.withSession(id, csession{Generation: v.Generation, Seq: v.Seq, Agent: v.AgentState, Delivery: v.DeliveryState,
 			Resource: v.ResourceState, Recovery: v.RecoverySubstate, Desired: v.DesiredJSON, Observed: v.ObservedJSON,
 			BackendRef: v.BackendRef, Mismatch: v.MismatchCount, Updated: v.UpdatedAt.UnixMilli()})
 		s, _ = s.openBinding(id, o.TaskID)
-		return s, OK(true)
+		return One(s, OK(true))
 
 	case c.BumpSessionVersion:
 		id := s.sessionFor(o.TaskID)
 		cur, ok := s.sessions[id]
 		if id == "" || !ok || !newer(o.Generation, o.Seq, cur.Generation, cur.Seq) {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
 		cur.Generation, cur.Seq, cur.Updated = o.Generation, o.Seq, nowMS
-		return s.withSession(id, cur), OK(true)
+		return One(s.withSession(id, cur), OK(true))
 
 	case c.GetSession:
 		id := s.sessionFor(o.TaskID)
 		v, ok := s.sessions[id]
 		if id == "" || !ok {
-			return s, OK((*c.SessionRecord)(nil))
+			return One(s, OK((*c.SessionRecord)(nil)))
 		}
-		return s, OK(&c.SessionRecord{SessionID: id, TaskID: o.TaskID, VersionedSession: c.VersionedSession{
+		return One(s, OK(&c.SessionRecord{SessionID: id, TaskID: o.TaskID, VersionedSession: c.VersionedSession{
 			Generation: v.Generation, Seq: v.Seq, AgentState: v.Agent, DeliveryState: v.Delivery, ResourceState: v.Resource,
 			RecoverySubstate: v.Recovery, DesiredJSON: v.Desired, ObservedJSON: v.Observed, BackendRef: v.BackendRef,
-			MismatchCount: v.Mismatch, UpdatedAt: at(v.Updated)}})
+			MismatchCount: v.Mismatch, UpdatedAt: at(v.Updated)}}))
 
 	case c.BindTask:
 		next, opened := s.openBinding(o.SessionID, o.TaskID)
-		return next, OK(opened)
+		return One(next, OK(opened))
 
 	case c.ReleaseBinding:
 		k := bindKey{o.SessionID, o.TaskID}
 		b, ok := s.bindings[k]
 		if !ok || !b.Open {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
-		return s.withBindings(map[bindKey]cbinding{k: {Open: false, Seq: b.Seq}}), OK(true)
+		return One(s.withBindings(map[bindKey]cbinding{k: {Open: false, Seq: b.Seq}}), OK(true))
 
 	case c.ActiveSessions:
 		var out []c.LiveSession
@@ -689,17 +689,17 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 			}
 			out = append(out, l)
 		}
-		return s, OK(out)
+		return One(s, OK(out))
 
 	// ----- tasks -----
 	case c.OpenTask:
 		if o.Kind != c.KindRoot && o.Kind != c.KindRelay {
-			return s, invalid()
+			return One(s, invalid())
 		}
 		cz := o.Causality
 		if t, ok := s.tasks[cz.Task]; ok {
 			t.Kind, t.Parent, t.Hop, t.Attempt = o.Kind, cz.ParentTask, int64(cz.Hop), max(t.Attempt, int64(cz.Attempt))
-			return s.withTask(cz.Task, t), OK(false)
+			return One(s.withTask(cz.Task, t), OK(false))
 		}
 		var order int64
 		for _, t := range s.tasks {
@@ -707,29 +707,29 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 				order = max(order, t.Order)
 			}
 		}
-		return s.withTask(cz.Task, ctask{Kind: o.Kind, Parent: cz.ParentTask, Hop: int64(cz.Hop), Attempt: int64(cz.Attempt),
-			State: c.TaskPending, Opened: nowMS, Order: order + 1}), OK(true)
+		return One(s.withTask(cz.Task, ctask{Kind: o.Kind, Parent: cz.ParentTask, Hop: int64(cz.Hop), Attempt: int64(cz.Attempt),
+			State: c.TaskPending, Opened: nowMS, Order: order + 1}), OK(true))
 
 	case c.SettleTask:
 		if !slices.Contains(c.TerminalTaskStates, o.State) {
-			return s, invalid()
+			return One(s, invalid())
 		}
 		t, ok := s.tasks[o.TaskID]
 		switch {
 		case ok && t.IsSettled:
-			return s, OK(false)
+			return One(s, OK(false))
 		case !ok:
 			t = ctask{Opened: nowMS}
 		}
 		t.State, t.Settled, t.IsSettled, t.Order = o.State, nowMS, true, 0
-		return s.withTask(o.TaskID, t), OK(true)
+		return One(s.withTask(o.TaskID, t), OK(true))
 
 	case c.GetTask:
 		if t, ok := s.tasks[o.TaskID]; ok {
 			v := t.value(o.TaskID)
-			return s, OK(&v)
+			return One(s, OK(&v))
 		}
-		return s, OK((*c.Task)(nil))
+		return One(s, OK((*c.Task)(nil)))
 
 	case c.OpenTasks:
 		var ids []string
@@ -746,20 +746,20 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		for _, id := range ids[:min(len(ids), c.EffectiveLimit(o.Limit))] {
 			out = append(out, s.tasks[id].value(id))
 		}
-		return s, OK(out)
+		return One(s, OK(out))
 
 	case c.TaskIsKnown:
 		for k := range s.bindings {
 			if k.Task == o.TaskID {
-				return s, OK(true)
+				return One(s, OK(true))
 			}
 		}
 		for _, in := range s.intents {
 			if in.NamesTask && in.Task == o.TaskID {
-				return s, OK(true)
+				return One(s, OK(true))
 			}
 		}
-		return s, OK(false)
+		return One(s, OK(false))
 
 	case c.TaskAttempt:
 		var attempt int64
@@ -768,7 +768,7 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 				attempt = max(attempt, in.Attempt)
 			}
 		}
-		return s, OK(attempt)
+		return One(s, OK(attempt))
 
 	// ----- faults -----
 	case c.InsertFault:
@@ -778,7 +778,7 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 		cf.CreatedAt = time.Time{}
 		s.faults = append(slices.Clip(s.faults), cf)
 		s.h ^= entryHash("fault", f.ID, cf)
-		return s, OK(f.ID)
+		return One(s, OK(f.ID))
 
 	case c.ListFaults:
 		var out []c.Fault
@@ -789,9 +789,9 @@ func (Client) Step(st State, op spec.Op, nowMS int64) (State, Outcome) {
 				out = append(out, v)
 			}
 		}
-		return s, OK(out)
+		return One(s, OK(out))
 	}
-	return s, Fail(spec.Kind("unknown_operation"))
+	return One(s, Fail(spec.Kind("unknown_operation")))
 }
 
 // The rare client events the simulator must reach: each one a rule of the
@@ -821,9 +821,8 @@ var ClientEvents = []string{EventVerdictContested, EventSettleBeforeOpen, EventO
 	EventRebindClosedOther, EventReleasedTwice, EventSuspendedClaimed, EventReopenKeptAttempt}
 
 // Events names the rare client events op reaches from s.
-func (m Client) Events(st State, op spec.Op, nowMS int64) []string {
+func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string {
 	s := st.(ClientState)
-	_, out := m.Step(s, op, nowMS)
 	if out.Kind != "" {
 		return nil
 	}

@@ -134,7 +134,7 @@ func (Continuity) Keys(op spec.Op) []string {
 	return nil // max_fencing_token reads everything
 }
 
-func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
+func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 	s := st.(ContinuityState)
 	switch o := op.(type) {
 	case c.UpsertContinuityRecord:
@@ -143,17 +143,17 @@ func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
 		version := r.CheckpointVersion
 		if ok {
 			if o.Fence < cur.Fence {
-				return s, Fail(c.ErrStaleFencingToken)
+				return One(s, Fail(c.ErrStaleFencingToken))
 			}
 			if r.Generation < cur.Generation {
-				return s, Fail(c.ErrStaleContinuityGeneration)
+				return One(s, Fail(c.ErrStaleContinuityGeneration))
 			}
 			if r.Generation == cur.Generation && cur.CheckpointVersion > version {
 				version = cur.CheckpointVersion
 			}
 		}
 		r.CheckpointVersion = version
-		return s.withRecord(r.Identity, &crec{Record: r, Fence: o.Fence}), OK(nil)
+		return One(s.withRecord(r.Identity, &crec{Record: r, Fence: o.Fence}), OK(nil))
 
 	case c.SaveSessionSnapshot:
 		w := o.Write
@@ -161,15 +161,15 @@ func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
 		if hasRecord {
 			switch {
 			case cur.SessionID != w.SessionID || cur.Generation != w.Generation:
-				return s, Fail(c.ErrNotFound)
+				return One(s, Fail(c.ErrNotFound))
 			case w.FencingToken < cur.Fence:
-				return s, Fail(c.ErrStaleFencingToken)
+				return One(s, Fail(c.ErrStaleFencingToken))
 			case w.CheckpointVersion <= cur.CheckpointVersion:
-				return s, Fail(c.ErrStaleCheckpointVersion)
+				return One(s, Fail(c.ErrStaleCheckpointVersion))
 			}
 		}
 		if sn, ok := s.snaps[w.SessionID]; ok && (sn.Identity != w.Identity || sn.Generation != w.Generation) {
-			return s, Fail(c.ErrCorruption)
+			return One(s, Fail(c.ErrCorruption))
 		}
 		next := s.withSnapshots(nil, map[c.SessionID]csnap{w.SessionID: {
 			Identity: w.Identity, Generation: w.Generation, Version: w.CheckpointVersion, Fence: w.FencingToken, Data: string(w.Data)}})
@@ -177,13 +177,13 @@ func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
 			cur.CheckpointVersion, cur.Fence = w.CheckpointVersion, w.FencingToken
 			next = next.withRecord(w.Identity, &cur)
 		}
-		return next, OK(nil)
+		return One(next, OK(nil))
 
 	case c.LoadSessionSnapshot:
 		if sn, ok := s.snaps[o.SessionID]; ok {
-			return s, OK(&c.Snapshot{Data: []byte(sn.Data)})
+			return One(s, OK(&c.Snapshot{Data: []byte(sn.Data)}))
 		}
-		return s, OK((*c.Snapshot)(nil))
+		return One(s, OK((*c.Snapshot)(nil)))
 
 	case c.ResolveMany:
 		out := map[c.Identity]c.Resolution{}
@@ -195,7 +195,7 @@ func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
 				out[id] = c.Resolution{State: c.Uninitialized}
 			}
 		}
-		return s, OK(out)
+		return One(s, OK(out))
 
 	case c.SessionSnapshotMatchesCurrent:
 		m := o.Candidate
@@ -205,43 +205,43 @@ func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
 			sn.Identity == m.Identity && sn.Generation == m.Generation && sn.Version == m.CheckpointVersion && sn.Data == string(m.Data) &&
 			r.SessionID == m.SessionID && r.Generation == m.Generation && r.CheckpointVersion == m.CheckpointVersion &&
 			r.Fence == m.FencingToken && sn.Fence <= m.FencingToken
-		return s, OK(match)
+		return One(s, OK(match))
 
 	case c.DeleteSessionSnapshotIfCurrentRevision:
 		sn, ok := s.snaps[o.SessionID]
 		if !ok || c.SnapshotRevision([]byte(sn.Data)) != o.ExpectedRevision {
-			return s, OK(false)
+			return One(s, OK(false))
 		}
-		return s.withSnapshots(func(k c.SessionID, _ csnap) bool { return k != o.SessionID }, nil), OK(true)
+		return One(s.withSnapshots(func(k c.SessionID, _ csnap) bool { return k != o.SessionID }, nil), OK(true))
 
 	case c.RollbackContinuityRecord:
 		a := o.Attempt
 		if o.Previous != nil && o.Previous.Identity != a.Identity {
-			return s, Fail(c.ErrCorruption)
+			return One(s, Fail(c.ErrCorruption))
 		}
 		cur, ok := s.records[a.Identity]
 		switch {
 		case !ok:
-			return s, Fail(c.ErrNotFound)
+			return One(s, Fail(c.ErrNotFound))
 		case cur.Fence != o.Fence:
-			return s, Fail(c.ErrStaleFencingToken)
+			return One(s, Fail(c.ErrStaleFencingToken))
 		case cur.AgentRuntimeID != a.AgentRuntimeID || cur.SessionID != a.SessionID || cur.Generation != a.Generation:
-			return s, Fail(c.ErrStaleContinuityGeneration)
+			return One(s, Fail(c.ErrStaleContinuityGeneration))
 		}
 		next := s.withSnapshots(func(_ c.SessionID, sn csnap) bool {
 			return sn.Identity != a.Identity || sn.Generation != a.Generation
 		}, nil)
 		if o.Previous == nil {
-			return next.withRecord(a.Identity, nil), OK(nil)
+			return One(next.withRecord(a.Identity, nil), OK(nil))
 		}
-		return next.withRecord(a.Identity, &crec{Record: *o.Previous, Fence: o.Fence}), OK(nil)
+		return One(next.withRecord(a.Identity, &crec{Record: *o.Previous, Fence: o.Fence}), OK(nil))
 
 	case c.DeleteContinuityRecord:
 		if cur, ok := s.records[o.Identity]; ok && o.Fence < cur.Fence {
-			return s, Fail(c.ErrStaleFencingToken)
+			return One(s, Fail(c.ErrStaleFencingToken))
 		}
 		next := s.withSnapshots(func(_ c.SessionID, sn csnap) bool { return sn.Identity != o.Identity }, nil)
-		return next.withRecord(o.Identity, nil), OK(nil)
+		return One(next.withRecord(o.Identity, nil), OK(nil))
 
 	case c.MaxFencingToken:
 		var max c.FencingToken
@@ -251,9 +251,9 @@ func (Continuity) Step(st State, op spec.Op, _ int64) (State, Outcome) {
 		for _, sn := range s.snaps {
 			max = maxOf(max, sn.Fence)
 		}
-		return s, OK(max)
+		return One(s, OK(max))
 	}
-	return s, Fail(spec.Kind("unknown_operation"))
+	return One(s, Fail(spec.Kind("unknown_operation")))
 }
 
 func maxOf(a, b c.FencingToken) c.FencingToken {
@@ -280,9 +280,8 @@ var ContinuityEvents = []string{EventStaleFenceRefused, EventGenerationRegressio
 
 // Events names the rare continuity events op reaches from s: the rules the
 // seed's comments were written about, taken on their interesting branch.
-func (m Continuity) Events(st State, op spec.Op, nowMS int64) []string {
+func (m Continuity) Events(st State, op spec.Op, nowMS int64, out Outcome) []string {
 	s := st.(ContinuityState)
-	_, out := m.Step(s, op, nowMS)
 	var ev []string
 	switch o := op.(type) {
 	case c.UpsertContinuityRecord:

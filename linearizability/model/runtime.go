@@ -411,19 +411,19 @@ func mergeUsage(ledger []r.UsageEntry, deltas []r.UsageEntry) []r.UsageEntry {
 	return out
 }
 
-func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
+func (m Runtime) Step(st State, op spec.Op, now int64) []Branch {
 	s := st.(RuntimeState)
 	switch o := op.(type) {
 	case r.DurabilityTierOp:
 		if m.Tier == "" {
-			return s, OK(r.Durable)
+			return One(s, OK(r.Durable))
 		}
-		return s, OK(m.Tier)
+		return One(s, OK(m.Tier))
 
 	case r.LoadSession:
 		h := s.head
 		if h == nil {
-			return s, OK((*r.SessionRead)(nil))
+			return One(s, OK((*r.SessionRead)(nil)))
 		}
 		read := r.SessionRead{SessionID: h.Session, HeadRevision: h.Rev, Config: rawOut(h.Config), AgentFrames: rawOut(h.Frames),
 			CurrentAgentFrameID: h.Frame, CheckpointRef: h.Ref, Graph: r.Graph{LeafNodeID: h.Leaf},
@@ -436,10 +436,10 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 		} else {
 			read.Graph.Nodes = liveNodes(s.nodes)
 		}
-		return s, OK(&read)
+		return One(s, OK(&read))
 
 	case r.LoadNode:
-		return s, OK(liveNode(s.nodes, o.NodeID))
+		return One(s, OK(liveNode(s.nodes, o.NodeID)))
 
 	case r.CommitRuntimeState:
 		return s.commit(o.Commit, now)
@@ -449,44 +449,44 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 		expires := expiry(now, o.TTLMs)
 		if ok && cur.Held && live(cur.ExpiresAt, now) {
 			if cur.Owner != o.OwnerID {
-				return s, OK((*r.SessionExecutionLease)(nil))
+				return One(s, OK((*r.SessionExecutionLease)(nil)))
 			}
 			cur.ExpiresAt = expires
-			return s.withLease(o.SessionID, cur).sealed(pLeases), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
-				LeaseToken: cur.Token, FencingToken: cur.Fence, ClaimedAtMs: cur.ClaimedAt, ExpiresAtMs: expires})
+			return One(s.withLease(o.SessionID, cur).sealed(pLeases), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
+				LeaseToken: cur.Token, FencingToken: cur.Fence, ClaimedAtMs: cur.ClaimedAt, ExpiresAtMs: expires}))
 		}
 		fence := cur.Fence + 1
 		l := rtLease{Held: true, Owner: o.OwnerID, Token: LeaseToken(o.SessionID, o.OwnerID, now, fence), Fence: fence,
 			ClaimedAt: now, ExpiresAt: expires}
-		return s.withLease(o.SessionID, l).sealed(pLeases), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
-			LeaseToken: l.Token, FencingToken: fence, ClaimedAtMs: now, ExpiresAtMs: expires})
+		return One(s.withLease(o.SessionID, l).sealed(pLeases), OK(&r.SessionExecutionLease{SessionID: o.SessionID, OwnerID: o.OwnerID,
+			LeaseToken: l.Token, FencingToken: fence, ClaimedAtMs: now, ExpiresAtMs: expires}))
 
 	case r.RenewSessionExecutionLease:
 		f := o.Fence
 		cur, ok := s.leaseIs(f.SessionID, f)
 		if !ok || !live(cur.ExpiresAt, now) {
-			return s, Fail(r.ErrSessionExecutionLeaseExpired)
+			return One(s, Fail(r.ErrSessionExecutionLeaseExpired))
 		}
 		cur.ExpiresAt = expiry(now, o.TTLMs)
-		return s.withLease(f.SessionID, cur).sealed(pLeases), OK(r.SessionExecutionLease{SessionID: f.SessionID, OwnerID: f.OwnerID,
-			LeaseToken: f.LeaseToken, FencingToken: f.FencingToken, ClaimedAtMs: cur.ClaimedAt, ExpiresAtMs: cur.ExpiresAt})
+		return One(s.withLease(f.SessionID, cur).sealed(pLeases), OK(r.SessionExecutionLease{SessionID: f.SessionID, OwnerID: f.OwnerID,
+			LeaseToken: f.LeaseToken, FencingToken: f.FencingToken, ClaimedAtMs: cur.ClaimedAt, ExpiresAtMs: cur.ExpiresAt}))
 
 	case r.ReleaseSessionExecutionLease:
 		if next, ok := s.released(o.Completion); ok {
-			return next.sealed(pLeases), OK(nil)
+			return One(next.sealed(pLeases), OK(nil))
 		}
-		return s, OK(nil)
+		return One(s, OK(nil))
 
 	case r.EnqueueQueuedWork:
 		d := o.Draft
 		if d.DeliveryPolicy != r.DeliverNextTurn && d.DeliveryPolicy != r.DeliverInterrupt ||
 			d.SlotPolicy != r.SlotExclusive && d.SlotPolicy != r.SlotMergeable {
-			return s, Fail(r.ErrInvalidArgument)
+			return One(s, Fail(r.ErrInvalidArgument))
 		}
 		if d.SourceKey != "" {
 			for _, q := range s.batches {
 				if q.B.SessionID == d.SessionID && q.B.SourceKey == d.SourceKey {
-					return s, OK(q.B)
+					return One(s, OK(q.B))
 				}
 			}
 		}
@@ -499,22 +499,22 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			b.Items[i] = r.QueuedWorkItem{ItemID: r.ItemID(id, i), Payload: rawOut(string(p))}
 		}
 		s.batches = append(slices.Clip(s.batches), rtBatch{B: b})
-		return s.sealed(pQueue), OK(b)
+		return One(s.sealed(pQueue), OK(b))
 
 	case r.ClaimReadyQueuedWork:
 		if o.MaxBatches <= 0 {
-			return s, OK((*r.QueuedWorkClaim)(nil))
+			return One(s, OK((*r.QueuedWorkClaim)(nil)))
 		}
 		if o.Boundary != r.BoundaryTurn && o.Boundary != r.BoundaryStep {
-			return s, Fail(r.ErrInvalidArgument)
+			return One(s, Fail(r.ErrInvalidArgument))
 		}
 		if !s.liveLease(o.SessionID, o.Lease, now) {
-			return s, Fail(r.ErrSessionExecutionLeaseExpired)
+			return One(s, Fail(r.ErrSessionExecutionLeaseExpired))
 		}
 		candidates, at := s.claimable(o.SessionID, now, o.MaxBatches)
 		n := r.SelectClaimPrefix(candidates, o.Boundary, o.MaxBatches)
 		if n == 0 {
-			return s, OK((*r.QueuedWorkClaim)(nil))
+			return One(s, OK((*r.QueuedWorkClaim)(nil)))
 		}
 		fence := candidates[0].ClaimFencingToken + 1
 		claim := r.QueuedWorkClaim{SessionID: o.SessionID, OwnerID: o.OwnerID, FencingToken: fence, ClaimedAtMs: now,
@@ -528,16 +528,16 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			q.ClaimedAt, q.ClaimExpires = now, claim.ExpiresAtMs
 			claim.Batches = append(claim.Batches, q.B)
 		}
-		return s.sealed(pQueue), OK(&claim)
+		return One(s.sealed(pQueue), OK(&claim))
 
 	case r.RenewQueuedWorkClaim:
 		c := o.Claim
 		if len(c.Batches) == 0 {
-			return s, Fail(r.ErrQueuedWorkClaimExpired)
+			return One(s, Fail(r.ErrQueuedWorkClaimExpired))
 		}
 		for _, b := range c.Batches {
 			if !s.heldBy(c.SessionID, b.BatchID, c.ClaimID, c.LeaseToken, now) {
-				return s, Fail(r.ErrQueuedWorkClaimExpired)
+				return One(s, Fail(r.ErrQueuedWorkClaimExpired))
 			}
 		}
 		c.ExpiresAtMs = expiry(now, o.TTLMs)
@@ -548,7 +548,7 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 				q.ClaimExpires = c.ExpiresAtMs
 			}
 		}
-		return s.sealed(pQueue), OK(c)
+		return One(s.sealed(pQueue), OK(c))
 
 	case r.AbandonQueuedWorkClaim:
 		c := o.Claim
@@ -562,35 +562,35 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			}
 		}
 		if !changed {
-			return s, OK(nil)
+			return One(s, OK(nil))
 		}
 		s.batches = batches
-		return s.sealed(pQueue), OK(nil)
+		return One(s.sealed(pQueue), OK(nil))
 
 	case r.CancelQueuedWorkBatch:
 		i, ok := s.batch(o.SessionID, o.BatchID)
 		if !ok || !s.batches[i].free(now) {
-			return s, OK((*r.QueuedWorkBatch)(nil))
+			return One(s, OK((*r.QueuedWorkBatch)(nil)))
 		}
 		b := s.batches[i].B
 		s.batches = slices.Delete(slices.Clone(s.batches), i, i+1)
-		return s.sealed(pQueue), OK(&b)
+		return One(s.sealed(pQueue), OK(&b))
 
 	case r.ListQueuedWork:
-		return s, OK(s.sessionBatches(o.SessionID, nil))
+		return One(s, OK(s.sessionBatches(o.SessionID, nil)))
 
 	case r.ListPendingQueuedWork:
-		return s, OK(s.sessionBatches(o.SessionID, func(q rtBatch) bool { return q.free(now) }))
+		return One(s, OK(s.sessionBatches(o.SessionID, func(q rtBatch) bool { return q.free(now) })))
 
 	case r.SaveSessionMeta:
 		if s.meta == string(o.Meta) {
-			return s, OK(nil)
+			return One(s, OK(nil))
 		}
 		s.meta = string(o.Meta)
-		return s.sealed(pMeta), OK(nil)
+		return One(s.sealed(pMeta), OK(nil))
 
 	case r.LoadSessionMeta:
-		return s, OK(rawOut(s.meta))
+		return One(s, OK(rawOut(s.meta)))
 
 	case r.TombstoneNodes:
 		nodes := slices.Clone(s.nodes)
@@ -601,19 +601,19 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			}
 		}
 		if !changed {
-			return s, OK(nil)
+			return One(s, OK(nil))
 		}
 		s.nodes = nodes
-		return s.sealed(pHead), OK(nil)
+		return One(s.sealed(pHead), OK(nil))
 
 	case r.Vacuum:
 		kept := slices.DeleteFunc(slices.Clone(s.nodes), func(n rtNode) bool { return n.Tomb })
 		removed := len(s.nodes) - len(kept)
 		if removed == 0 {
-			return s, OK(r.VacuumReport{})
+			return One(s, OK(r.VacuumReport{}))
 		}
 		s.nodes = kept
-		return s.sealed(pHead), OK(r.VacuumReport{RemovedNodeCount: removed})
+		return One(s.sealed(pHead), OK(r.VacuumReport{RemovedNodeCount: removed}))
 
 	case r.GcUnreachable:
 		keep := ""
@@ -630,35 +630,35 @@ func (m Runtime) Step(st State, op spec.Op, now int64) (State, Outcome) {
 			}
 		}
 		if removed == 0 {
-			return s, OK(r.GcReport{})
+			return One(s, OK(r.GcReport{}))
 		}
 		s.checkpoints = next
-		return s.sealed(pHead), OK(r.GcReport{RemovedCheckpointCount: removed})
+		return One(s.sealed(pHead), OK(r.GcReport{RemovedCheckpointCount: removed}))
 
 	case r.StageAttachment:
 		if _, ok := s.attachments[o.AttachmentID]; ok {
-			return s, OK(nil)
+			return One(s, OK(nil))
 		}
 		s.attachments = maps.Clone(s.attachments)
 		if s.attachments == nil {
 			s.attachments = map[string]rtAttachment{}
 		}
 		s.attachments[o.AttachmentID] = rtAttachment{Session: o.SessionID, Data: string(o.Data)}
-		return s.sealed(pAttachments), OK(nil)
+		return One(s.sealed(pAttachments), OK(nil))
 
 	case r.LoadAttachment:
 		a, ok := s.attachments[o.AttachmentID]
 		if !ok {
-			return s, OK((*r.Attachment)(nil))
+			return One(s, OK((*r.Attachment)(nil)))
 		}
 		out := &r.Attachment{AttachmentID: o.AttachmentID, SessionID: a.Session, Data: []byte(a.Data)}
 		if a.Committed {
 			at := a.CommittedAt
 			out.CommittedAtMs = &at
 		}
-		return s, OK(out)
+		return One(s, OK(out))
 	}
-	return s, Fail(spec.Kind("unknown_operation"))
+	return One(s, Fail(spec.Kind("unknown_operation")))
 }
 
 // claimable is the session's claimable batches in enqueue order (available,
@@ -680,43 +680,43 @@ func (s RuntimeState) claimable(session string, now int64, max int) ([]r.QueuedW
 
 // commit is commit_runtime_state: the checks in the contract's order, then
 // every write.
-func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) (State, Outcome) {
+func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) []Branch {
 	if s.head != nil && s.head.Session != cm.SessionID {
-		return s, Fail(r.ErrSessionBindingMismatch)
+		return One(s, Fail(r.ErrSessionBindingMismatch))
 	}
 	if tc := cm.TurnCommit; tc != nil {
 		if tc.SessionID != cm.SessionID {
-			return s, Fail(r.ErrRuntimeTurnCommitConflict)
+			return One(s, Fail(r.ErrRuntimeTurnCommitConflict))
 		}
 		if t, ok := s.turns[turnKey{tc.SessionID, tc.TurnID}]; ok {
 			if t.Hash != tc.TurnCommitHash {
-				return s, Fail(r.ErrRuntimeTurnCommitConflict)
+				return One(s, Fail(r.ErrRuntimeTurnCommitConflict))
 			}
 			if cm.ReleaseLease != nil {
 				if next, ok := s.released(*cm.ReleaseLease); ok {
-					return next.sealed(pLeases), OK(t.Res)
+					return One(next.sealed(pLeases), OK(t.Res))
 				}
 			}
-			return s, OK(t.Res)
+			return One(s, OK(t.Res))
 		}
 	}
 	if cm.Lease == nil || !s.liveLease(cm.SessionID, *cm.Lease, now) {
-		return s, Fail(r.ErrSessionExecutionLeaseExpired)
+		return One(s, Fail(r.ErrSessionExecutionLeaseExpired))
 	}
 	var actual uint64
 	if s.head != nil {
 		actual = s.head.Rev
 	}
 	if e := cm.ExpectedHeadRevision; e != nil && *e != actual {
-		return s, Fail(r.ErrHeadRevisionConflict)
+		return One(s, Fail(r.ErrHeadRevisionConflict))
 	}
 	for _, c := range cm.CompletedQueueClaims {
 		if c.SessionID != cm.SessionID {
-			return s, Fail(r.ErrQueuedWorkClaimExpired)
+			return One(s, Fail(r.ErrQueuedWorkClaimExpired))
 		}
 		for _, id := range c.BatchIDs {
 			if !s.heldBy(c.SessionID, id, c.ClaimID, c.LeaseToken, now) {
-				return s, Fail(r.ErrQueuedWorkClaimExpired)
+				return One(s, Fail(r.ErrQueuedWorkClaimExpired))
 			}
 		}
 	}
@@ -731,12 +731,12 @@ func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) (State, Outcome) {
 		}
 		for _, n := range cm.Graph.Nodes {
 			if slices.ContainsFunc(nodes, func(x rtNode) bool { return x.ID == n.NodeID }) {
-				return s, Fail(r.ErrGraphNodeConflict)
+				return One(s, Fail(r.ErrGraphNodeConflict))
 			}
 			nodes = append(nodes, rtNode{ID: n.NodeID, Parent: n.ParentID, Data: string(n.Data)})
 		}
 	default:
-		return s, Fail(r.ErrInvalidArgument)
+		return One(s, Fail(r.ErrInvalidArgument))
 	}
 	res := r.CommitResult{HeadRevision: actual + 1, CheckpointRef: r.CheckpointRef(cm.Checkpoint)}
 	next := s
@@ -792,7 +792,7 @@ func (s RuntimeState) commit(cm r.RuntimeCommit, now int64) (State, Outcome) {
 	if cloned {
 		changed = append(changed, pAttachments)
 	}
-	return next.sealed(changed...), OK(res)
+	return One(next.sealed(changed...), OK(res))
 }
 
 // The ids the store mints are the contract's (spec/runtime/ids.go).
@@ -830,9 +830,8 @@ var RuntimeEvents = []string{EventLeaseTakenOverAfterExpiry, EventLeaseExtendedB
 
 // Events names the rare runtime events op reaches from s: the rules the
 // seed's comments were written about, taken on their interesting branch.
-func (m Runtime) Events(st State, op spec.Op, now int64) []string {
+func (m Runtime) Events(st State, op spec.Op, now int64, out Outcome) []string {
 	s := st.(RuntimeState)
-	_, out := m.Step(s, op, now)
 	var ev []string
 	switch o := op.(type) {
 	case r.TryClaimSessionExecutionLease:
