@@ -98,6 +98,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 		tick    atomic.Int64
 		mu      sync.Mutex
 		entries []Entry
+		answers = spec.Answers{}
 	)
 	rngs := make([]*rand.Rand, cfg.Clients)
 	ids := make([]int, cfg.Clients) // porcupine client id of each client
@@ -127,7 +128,11 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 				defer wg.Done()
 				target := targets[cl%len(targets)]
 				for step := done; step < done+n; step++ {
+					id := spec.OpID(cl, step)
 					op := NextOp(w, rngs[cl], cl, step, now)
+					mu.Lock()
+					op = answers.Resolve(op)
+					mu.Unlock()
 					opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 					call := tick.Add(1)
 					res, err := target.Apply(opCtx, op)
@@ -138,6 +143,9 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 						definite = false
 					}
 					mu.Lock()
+					if err == nil {
+						answers[id] = res
+					}
 					entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite})
 					if !definite {
 						ids[cl] = nextID

@@ -103,8 +103,8 @@ func Generate(subj Subject, seed int64, p Params) Schedule {
 		default:
 			c := r.IntN(p.Clients)
 			op := linearizability.NextOp(workload, clients[c], c, counts[c], Epoch.UnixMilli()+now)
+			st := Step{Kind: StepOp, ID: spec.OpID(c, counts[c]), Client: c, Op: op}
 			counts[c]++
-			st := Step{Kind: StepOp, Client: c, Op: op}
 			if points := pointsOf(subj.CrashPoints, op.Name()); len(points) > 0 && r.Float64() < swarm.CrashRate {
 				st.CrashAt = points[r.IntN(len(points))]
 			}

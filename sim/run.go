@@ -146,6 +146,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 	}
 
 	oracle := newOracle(subj.Model)
+	answers := spec.Answers{}
 	for i, st := range s.Steps {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -163,6 +164,12 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 			}
 			res.Coverage[EventKill]++
 		case StepOp:
+			// What the backend is sent: the step with its references to
+			// earlier answers resolved.
+			op := answers.Resolve(st.Op)
+			sent := st
+			sent.Op = op
+			line = fmt.Sprintf("%04d %s", i, sent)
 			n := s.ProcessOf(st.Client)
 			p := procs[n]
 			if st.CrashAt != "" {
@@ -171,7 +178,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 					return res, nil
 				}
 			}
-			v, err := p.Apply(ctx, st.Op)
+			v, err := p.Apply(ctx, op)
 			res.Ops++
 			got, definite := linearizability.Outcome(contract, v, err)
 			crashed := spec.KindOf(err) == spec.ErrCrashed
@@ -185,7 +192,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 				}
 			}
 			now := clock.Now().UnixMilli()
-			for _, e := range oracle.events(st.Op, now, got, definite) {
+			for _, e := range oracle.events(op, now, got, definite) {
 				res.Coverage[e]++
 			}
 			if crashed {
@@ -198,17 +205,20 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 			}
 			if !definite {
 				line += " -> ? (" + string(got.Kind) + ")"
-				oracle.fork(st.Op, now)
+				oracle.fork(op, now)
 				break
 			}
 			line += " -> " + got.String()
-			if allowed, ok := oracle.step(st.Op, now, got); !ok {
+			if got.Kind == "" && st.ID != "" {
+				answers[st.ID] = got.Result
+			}
+			if allowed, ok := oracle.step(op, now, got); !ok {
 				res.Trace = append(res.Trace, line)
-				res.Failure = &Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Op: st.Op.Name(), Got: got,
+				res.Failure = &Failure{Step: i, What: fmt.Sprintf("%04d %s", i, sent), Op: op.Name(), Got: got,
 					Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
 				return res, nil
 			}
-			res.Coverage[st.Op.Name()+":"+outcomeName(got)]++
+			res.Coverage[op.Name()+":"+outcomeName(got)]++
 		}
 		res.Trace = append(res.Trace, line)
 	}

@@ -28,7 +28,10 @@ const (
 
 // Step is one move of a schedule.
 type Step struct {
-	Kind    string
+	Kind string
+	// ID names an operation step for the references of later steps to its
+	// answer (spec.Ref): the client's n-th operation, spec.OpID.
+	ID      string
 	Client  int
 	Op      spec.Op
 	CrashAt string
@@ -51,6 +54,7 @@ func (s Schedule) ProcessOf(client int) int { return client % max(s.Processes, 1
 
 type stepJSON struct {
 	Kind    string          `json:"kind"`
+	ID      string          `json:"id,omitempty"`
 	Client  int             `json:"client,omitempty"`
 	Op      string          `json:"op,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
@@ -71,7 +75,7 @@ type scheduleJSON struct {
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Steps: make([]stepJSON, len(s.Steps))}
 	for i, st := range s.Steps {
-		j := stepJSON{Kind: st.Kind, Client: st.Client, CrashAt: st.CrashAt, JumpMS: st.JumpMS, Process: st.Process}
+		j := stepJSON{Kind: st.Kind, ID: st.ID, Client: st.Client, CrashAt: st.CrashAt, JumpMS: st.JumpMS, Process: st.Process}
 		if st.Op != nil {
 			args, err := json.Marshal(st.Op)
 			if err != nil {
@@ -109,7 +113,7 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 	}
 	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Steps: make([]Step, len(raw.Steps))}
 	for i, j := range raw.Steps {
-		st := Step{Kind: j.Kind, Client: j.Client, CrashAt: j.CrashAt, JumpMS: j.JumpMS, Process: j.Process}
+		st := Step{Kind: j.Kind, ID: j.ID, Client: j.Client, CrashAt: j.CrashAt, JumpMS: j.JumpMS, Process: j.Process}
 		switch j.Kind {
 		case StepOp:
 			if st.Op, err = contract.DecodeOp(j.Op, j.Args); err != nil {

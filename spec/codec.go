@@ -14,6 +14,8 @@ type Contract struct {
 	Name  string
 	Ops   []Op
 	Kinds []Kind
+	// Rules is the contract's rule table (see Rule).
+	Rules []Rule
 }
 
 // Op finds an operation of the contract by name.
