@@ -5,9 +5,9 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/storecheck/storecheck/spec/client"
-	"github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/runtime"
+	cli "github.com/storecheck/storecheck/spec/client"
+	cont "github.com/storecheck/storecheck/spec/continuity"
+	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Harness is what a backend author writes to run the suite: functions that
@@ -21,11 +21,11 @@ type Harness struct {
 	// Capabilities are the optional features the backend has.
 	Capabilities Capabilities
 	// Continuity opens a continuity store.
-	Continuity func(ctx context.Context, o Options) (continuity.Store, error)
+	Continuity func(ctx context.Context, o Options) (cont.Store, error)
 	// Client opens a client store.
-	Client func(ctx context.Context, o Options) (client.Store, error)
+	Client func(ctx context.Context, o Options) (cli.Store, error)
 	// Runtime opens a runtime store.
-	Runtime func(ctx context.Context, o Options) (runtime.Store, error)
+	Runtime func(ctx context.Context, o Options) (rt.Store, error)
 }
 
 // Options is what the suite asks of an opener.

@@ -1,0 +1,47 @@
+package suite
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	cli "github.com/storecheck/storecheck/spec/client"
+)
+
+// Faults recorded against a task.
+func clientFaultSpecs(fx *clientFixture) {
+	Describe("insert_fault", func() {
+		It("returns increasing ids, and list_faults returns the task's faults in insertion order", func() {
+			fault := func(t, reason string) cli.Fault {
+				return cli.Fault{TaskID: t, SessionID: sessS, Generation: 1, Seq: 2, DesiredJSON: `{}`, ObservedJSON: `{"x":1}`,
+					Intent: "complete", Attempt: 3, BackendRef: `{"backend":"acp"}`, Kind: "mismatch", Reason: reason,
+					State: "open", CreatedAt: fx.at(1234 * time.Millisecond)}
+			}
+			var last int64
+			var want []cli.Fault
+			for i, fl := range []cli.Fault{fault(taskA, "first"), fault(taskB, "other task"), fault(taskA, "second")} {
+				fl.ID = 999
+				id, err := fx.s.InsertFault(fx.ctx, fl)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(id).To(BeNumerically(">", last), "fault %d", i)
+				last = id
+				fl.ID = id
+				if fl.TaskID == taskA {
+					want = append(want, fl)
+				}
+			}
+			got, err := fx.s.ListFaults(fx.ctx, taskA)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got).To(HaveLen(2))
+			for i := range got {
+				Expect(got[i].CreatedAt).To(BeTemporally("==", want[i].CreatedAt))
+				got[i].CreatedAt = want[i].CreatedAt
+			}
+			Expect(got).To(Equal(want))
+			none, err := fx.s.ListFaults(fx.ctx, "task-z")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(none).To(BeEmpty())
+		})
+	})
+}

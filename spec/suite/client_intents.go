@@ -1,0 +1,283 @@
+package suite
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/storecheck/storecheck/spec"
+	cli "github.com/storecheck/storecheck/spec/client"
+)
+
+// The outbox of intents: enqueued, due, retried, settled and deleted.
+func clientIntentSpecs(fx *clientFixture) {
+	Describe("enqueue_intent", func() {
+		It("adds a pending intent with attempt 0, due now, and answers true", func() {
+			fx.clock.Advance(1500 * time.Millisecond)
+			fx.enqueue(opA, fx.env(taskA))
+			in := fx.intent(opA)
+			Expect(in).NotTo(BeNil())
+			Expect(in.OpID).To(Equal(opA))
+			Expect(in.Envelope).To(MatchJSON(fx.env(taskA)))
+			Expect(in.Attempt).To(BeZero())
+			Expect(in.State).To(Equal(cli.IntentPending))
+			Expect(in.Receipt).To(BeNil())
+			Expect(in.LastError).To(BeEmpty())
+			for _, t := range []time.Time{in.NextAttemptAt, in.CreatedAt, in.UpdatedAt} {
+				Expect(t).To(BeTemporally("==", fx.at(1500*time.Millisecond)))
+			}
+			Expect(fx.pending()).To(Equal(int64(1)))
+		})
+		It("leaves an existing op_id exactly as it was (attempt, state, times) and answers false", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.clock.Advance(time.Second)
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(30*time.Second), "refused"))).To(BeTrue())
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opB, spec.RawJSON(`{"ok":true}`)))).To(BeTrue())
+			fx.clock.Advance(time.Second)
+			before := fx.state()
+			fx.declines(before)(fx.s.EnqueueIntent(fx.ctx, opA, fx.env("another task")))
+			fx.declines(before)(fx.s.EnqueueIntent(fx.ctx, opB, fx.env(taskB)))
+			Expect(fx.intent(opA).Attempt).To(Equal(int64(1)), "the retry budget is not reset")
+		})
+		It("refuses an envelope that is not JSON with invalid_argument", func() {
+			fx.enqueue(opB, fx.env(taskB))
+			before := fx.state()
+			_, err := fx.s.EnqueueIntent(fx.ctx, opA, spec.RawJSON(`{"causality":`))
+			fx.refused(before, err, cli.ErrInvalidArgument)
+		})
+	})
+
+	Describe("intent", func() {
+		It("returns nil for an op_id never enqueued", func() {
+			Expect(fx.intent(opA)).To(BeNil())
+		})
+	})
+
+	Describe("due_intents", func() {
+		It("returns a live intent once its next attempt time has come: not just before, at it and after", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			Expect(fx.due(fx.at(-time.Millisecond), 0)).To(BeEmpty())
+			Expect(fx.due(fx.at(0), 0)).To(Equal([]string{opA}))
+			Expect(fx.due(fx.at(time.Millisecond), 0)).To(Equal([]string{opA}))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(10*time.Second), "later"))).To(BeTrue())
+			Expect(fx.due(fx.at(10*time.Second-time.Millisecond), 0)).To(BeEmpty())
+			Expect(fx.due(fx.at(10*time.Second), 0)).To(Equal([]string{opA}))
+			in, err := fx.s.DueIntents(fx.ctx, fx.at(10*time.Second), 0)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(in[0].State).To(Equal(cli.IntentRetrying))
+		})
+		It("returns no accepted or exhausted intent", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			fx.enqueue(opC, fx.env(taskB))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`1`)))).To(BeTrue())
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "gave up"))).To(BeTrue())
+			Expect(fx.due(fx.at(time.Hour), 0)).To(Equal([]string{opC}))
+		})
+		It("orders by next attempt time, then creation time, then enqueue order", func() {
+			fx.enqueue("first", fx.env(taskA))
+			fx.enqueue("deferred", fx.env(taskA))
+			fx.clock.Advance(time.Second)
+			fx.enqueue("zulu", fx.env(taskA))
+			fx.enqueue("alpha", fx.env(taskA))
+			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, "deferred", fx.at(time.Second), "offline"))).To(BeTrue())
+			Expect(fx.due(fx.at(time.Second), 0)).To(Equal([]string{"first", "deferred", "zulu", "alpha"}))
+		})
+		It("orders times by their sub-second part too", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskA))
+			fx.enqueue(opC, fx.env(taskA))
+			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(1900*time.Millisecond), "x"))).To(BeTrue())
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opB, fx.at(1200*time.Millisecond), "x"))).To(BeTrue())
+			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opC, fx.at(1001*time.Millisecond), "x"))).To(BeTrue())
+			Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{opC, opB, opA}))
+			Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{opC, opB}))
+		})
+		It("takes at most limit rows: 0 means 100, and never more than 500", func() {
+			fx.fillIntents(501)
+			Expect(fx.due(fx.at(0), 3)).To(Equal([]string{"bulk-0000", "bulk-0001", "bulk-0002"}))
+			Expect(fx.due(fx.at(0), 0)).To(HaveLen(100))
+			Expect(fx.due(fx.at(0), 500)).To(HaveLen(500))
+			all := fx.due(fx.at(0), 501)
+			Expect(all).To(HaveLen(500))
+			Expect(all[499]).To(Equal("bulk-0499"))
+			Expect(fx.due(fx.at(0), 10_000)).To(HaveLen(500))
+		})
+	})
+
+	Describe("bump_intent", func() {
+		It("adds one attempt, moves the intent to retrying with the new time and error, and answers true", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.clock.Advance(2 * time.Second)
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(7*time.Second), "server said no"))).To(BeTrue())
+			in := fx.intent(opA)
+			Expect(in.Attempt).To(Equal(int64(1)))
+			Expect(in.State).To(Equal(cli.IntentRetrying))
+			Expect(in.NextAttemptAt).To(BeTemporally("==", fx.at(7*time.Second)))
+			Expect(in.LastError).To(Equal("server said no"))
+			Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(2*time.Second)))
+			Expect(in.CreatedAt).To(BeTemporally("==", fx.at(0)))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(9*time.Second), "again"))).To(BeTrue())
+			Expect(fx.intent(opA).Attempt).To(Equal(int64(2)))
+		})
+		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{"receipt":1}`)))).To(BeTrue())
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "ceiling"))).To(BeTrue())
+			fx.clock.Advance(time.Second)
+			before := fx.state()
+			fx.declines(before)(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "late refusal"))
+			fx.declines(before)(fx.s.BumpIntent(fx.ctx, opB, fx.at(0), "late refusal"))
+			Expect(fx.pending()).To(BeZero())
+		})
+		It("answers false for an op_id never enqueued", func() {
+			fx.declines(fx.state())(fx.s.BumpIntent(fx.ctx, opC, fx.at(0), "x"))
+		})
+	})
+
+	Describe("defer_intent", func() {
+		It("moves the next attempt time and error without consuming an attempt", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.clock.Advance(time.Second)
+			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(5*time.Second), "link down"))).To(BeTrue())
+			in := fx.intent(opA)
+			Expect(in.Attempt).To(BeZero())
+			Expect(in.State).To(Equal(cli.IntentRetrying))
+			Expect(in.NextAttemptAt).To(BeTemporally("==", fx.at(5*time.Second)))
+			Expect(in.LastError).To(Equal("link down"))
+			Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(time.Second)))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(6*time.Second), "refused"))).To(BeTrue())
+			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(8*time.Second), "link down again"))).To(BeTrue())
+			Expect(fx.intent(opA).Attempt).To(Equal(int64(1)), "only the refusal counted")
+		})
+		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{"receipt":1}`)))).To(BeTrue())
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "ceiling"))).To(BeTrue())
+			before := fx.state()
+			fx.declines(before)(fx.s.DeferIntent(fx.ctx, opA, fx.at(0), "link down"))
+			fx.declines(before)(fx.s.DeferIntent(fx.ctx, opB, fx.at(0), "link down"))
+			fx.declines(before)(fx.s.DeferIntent(fx.ctx, opC, fx.at(0), "never enqueued"))
+		})
+	})
+
+	Describe("accept_intent", func() {
+		It("settles a pending or retrying intent as accepted with its receipt, and answers true", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opB, fx.at(0), "refused"))).To(BeTrue())
+			fx.clock.Advance(time.Second)
+			for _, op := range []string{opA, opB} {
+				Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, op, spec.RawJSON(`{"seq": 42}`)))).To(BeTrue())
+				in := fx.intent(op)
+				Expect(in.State).To(Equal(cli.IntentAccepted))
+				Expect(in.Receipt).To(MatchJSON(`{"seq":42}`))
+				Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(time.Second)))
+			}
+			Expect(fx.intent(opB).Attempt).To(Equal(int64(1)))
+			Expect(fx.pending()).To(BeZero())
+			Expect(fx.due(fx.at(time.Hour), 0)).To(BeEmpty())
+		})
+		It("acts only on a live intent: a second accept or an accept after exhaust answers false", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`"first"`)))).To(BeTrue())
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "ceiling"))).To(BeTrue())
+			before := fx.state()
+			fx.declines(before)(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`"second"`)))
+			fx.declines(before)(fx.s.AcceptIntent(fx.ctx, opB, spec.RawJSON(`"late"`)))
+			fx.declines(before)(fx.s.AcceptIntent(fx.ctx, opC, spec.RawJSON(`"none"`)))
+		})
+		It("refuses a receipt that is not JSON with invalid_argument", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			_, err := fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`not json`))
+			fx.refused(fx.state(), err, cli.ErrInvalidArgument)
+		})
+	})
+
+	Describe("exhaust_intent", func() {
+		It("settles a live intent as exhausted, keeping its attempt and recording the error", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "one"))).To(BeTrue())
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "two"))).To(BeTrue())
+			fx.clock.Advance(time.Second)
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opA, "attempt ceiling reached"))).To(BeTrue())
+			in := fx.intent(opA)
+			Expect(in.State).To(Equal(cli.IntentExhausted))
+			Expect(in.Attempt).To(Equal(int64(2)))
+			Expect(in.LastError).To(Equal("attempt ceiling reached"))
+			Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(time.Second)))
+			Expect(fx.pending()).To(BeZero())
+		})
+		It("acts on no settled intent", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{}`)))).To(BeTrue())
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "first"))).To(BeTrue())
+			before := fx.state()
+			fx.declines(before)(fx.s.ExhaustIntent(fx.ctx, opA, "late"))
+			fx.declines(before)(fx.s.ExhaustIntent(fx.ctx, opB, "second"))
+			fx.declines(before)(fx.s.ExhaustIntent(fx.ctx, opC, "never enqueued"))
+		})
+	})
+
+	Describe("delete_intent", func() {
+		It("removes an intent in any state and answers true; a second delete answers false", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "x"))).To(BeTrue())
+			for _, op := range []string{opA, opB} {
+				Expect(fx.acted(fx.s.DeleteIntent(fx.ctx, op))).To(BeTrue())
+				Expect(fx.intent(op)).To(BeNil())
+			}
+			Expect(fx.pending()).To(BeZero())
+			fx.declines(fx.state())(fx.s.DeleteIntent(fx.ctx, opA))
+		})
+		It("lets a deleted op_id be enqueued again, as new", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(time.Hour), "x"))).To(BeTrue())
+			Expect(fx.acted(fx.s.DeleteIntent(fx.ctx, opA))).To(BeTrue())
+			fx.enqueue(opA, fx.env(taskA))
+			Expect(fx.intent(opA).Attempt).To(BeZero())
+		})
+	})
+
+	Describe("pending_intent_count", func() {
+		It("counts pending and retrying intents, due or not, and no settled one", func() {
+			Expect(fx.pending()).To(BeZero())
+			fx.enqueue(opA, fx.env(taskA))
+			fx.enqueue(opB, fx.env(taskB))
+			fx.enqueue(opC, fx.env(taskB))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opB, fx.at(time.Hour), "not due for an hour"))).To(BeTrue())
+			Expect(fx.pending()).To(Equal(int64(3)))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{}`)))).To(BeTrue())
+			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opC, "x"))).To(BeTrue())
+			Expect(fx.pending()).To(Equal(int64(1)))
+		})
+	})
+
+	Describe("flush_order", func() {
+		It("returns what is due at the store's own clock, in due order", func() {
+			fx.enqueue(opA, fx.env(taskA))
+			fx.clock.Advance(time.Second)
+			fx.enqueue(opB, fx.env(taskB))
+			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(5*time.Second), "offline"))).To(BeTrue())
+			Expect(fx.flush()).To(Equal([]string{opB}))
+			fx.clock.Advance(4*time.Second - time.Millisecond)
+			Expect(fx.flush()).To(Equal([]string{opB}))
+			fx.clock.Advance(time.Millisecond)
+			Expect(fx.flush()).To(Equal([]string{opB, opA}))
+		})
+		It("takes at most 100 rows, oldest first", func() {
+			fx.fillIntents(101)
+			got := fx.flush()
+			Expect(got).To(HaveLen(100))
+			Expect(got[0]).To(Equal("bulk-0000"))
+			Expect(got[99]).To(Equal("bulk-0099"))
+		})
+	})
+}

@@ -1,0 +1,187 @@
+package suite
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	cont "github.com/storecheck/storecheck/spec/continuity"
+)
+
+// Continuity records and their fences.
+func continuityRecordSpecs(fx *continuityFixture) {
+	Describe("upsert_continuity_record", func() {
+		It("creates the record that resolve_many then answers", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
+			Expect(fx.resolved(contID)).To(Equal(&cont.Record{Identity: contID, AgentRuntimeID: "rt-1", SessionID: contSession, CheckpointVersion: 3}))
+		})
+		It("accepts the stored fence again and a newer one", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
+			fx.upsert(fx.rec(contID, contSecond, 0, 0), 4)
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
+			Expect(fx.resolved(contID).SessionID).To(Equal(contSession))
+		})
+		It("rejects a fence lower than the stored one with stale_fencing_token", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
+			before := fx.state()
+			fx.refused(before, fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSecond, 0, 0), 4), cont.ErrStaleFencingToken)
+		})
+		It("makes the presented fence the stored one", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 3)
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 9)
+			Expect(fx.maxFence()).To(Equal(cont.FencingToken(9)))
+			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 8), cont.ErrStaleFencingToken)
+		})
+		It("rejects a lower generation with stale_continuity_generation, even with a newer fence", func() {
+			fx.upsert(fx.rec(contID, contSession, 1, 0), 2)
+			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 3), cont.ErrStaleContinuityGeneration)
+		})
+		It("checks the fence before the generation", func() {
+			fx.upsert(fx.rec(contID, contSession, 1, 0), 5)
+			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 4), cont.ErrStaleFencingToken)
+		})
+		It("accepts a higher generation", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.upsert(fx.rec(contID, contSecond, 2, 0), 2)
+			Expect(fx.resolved(contID).Generation).To(Equal(cont.Generation(2)))
+		})
+		It("keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 10), 1)
+			fx.save(fx.write(contID, contSession, 0, 11, 2, "eleven"))
+			fx.upsert(fx.rec(contID, contSecond, 0, 10), 3)
+			r := fx.resolved(contID)
+			Expect(r.SessionID).To(Equal(contSecond))
+			Expect(r.CheckpointVersion).To(Equal(cont.CheckpointVersion(11)))
+		})
+		It("takes a higher checkpoint version within one generation", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 2), 1)
+			fx.upsert(fx.rec(contID, contSession, 0, 7), 1)
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(7)))
+		})
+		It("takes the presented checkpoint version in a new generation, even a lower one", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 9), 1)
+			fx.upsert(fx.rec(contID, contSession, 1, 2), 2)
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(2)))
+		})
+	})
+
+	Describe("resolve_many", func() {
+		It("answers ready with the record or uninitialized, once per distinct identity asked", func() {
+			fx.upsert(fx.rec(contID, contSession, 2, 5), 1)
+			m, err := fx.s.ResolveMany(fx.ctx, []cont.Identity{contID, contOther, contID})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(m).To(Equal(map[cont.Identity]cont.Resolution{
+				contID:    {State: cont.Ready, Record: &cont.Record{Identity: contID, AgentRuntimeID: "rt-1", SessionID: contSession, Generation: 2, CheckpointVersion: 5}},
+				contOther: {State: cont.Uninitialized},
+			}))
+		})
+		It("answers nothing when asked nothing", func() {
+			m, err := fx.s.ResolveMany(fx.ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(m).To(BeEmpty())
+		})
+	})
+
+	Describe("rollback_continuity_record", func() {
+		var previous, attempt cont.Record
+		BeforeEach(func() {
+			previous = fx.rec(contID, contSession, 0, 0)
+			fx.upsert(previous, 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "previous"))
+			previous.CheckpointVersion = 1
+			attempt = cont.Record{Identity: contID, AgentRuntimeID: "rt-attempt", SessionID: contSecond, Generation: 1}
+			fx.upsert(attempt, 2)
+			fx.save(fx.write(contID, contSecond, 1, 1, 2, "attempt"))
+		})
+		It("restores the previous record and removes only the attempt generation's snapshots", func() {
+			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2)).To(Succeed())
+			Expect(fx.resolved(contID)).To(Equal(&previous))
+			Expect(fx.loaded(contSession)).To(Equal([]byte("previous")))
+			Expect(fx.loaded(contSecond)).To(BeNil())
+		})
+		It("deletes the record and the attempt's snapshots when there was no previous record", func() {
+			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, nil, 2)).To(Succeed())
+			Expect(fx.resolved(contID)).To(BeNil())
+			Expect(fx.loaded(contSecond)).To(BeNil())
+			Expect(fx.loaded(contSession)).To(Equal([]byte("previous")), "an older generation's snapshot is not the attempt's")
+		})
+		It("never clobbers a newer attempt: stale_fencing_token", func() {
+			fx.upsert(cont.Record{Identity: contID, AgentRuntimeID: "rt-newer", SessionID: "session-c", Generation: 2}, 3)
+			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2), cont.ErrStaleFencingToken)
+		})
+		It("compares the fence exactly: a higher fence fails stale_fencing_token too", func() {
+			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 3), cont.ErrStaleFencingToken)
+		})
+		It("rejects an attempt whose runtime, session or generation is not current with stale_continuity_generation", func() {
+			for _, m := range []func(*cont.Record){
+				func(r *cont.Record) { r.AgentRuntimeID = "rt-other" },
+				func(r *cont.Record) { r.SessionID = contSession },
+				func(r *cont.Record) { r.Generation = 0 },
+			} {
+				changed := attempt
+				m(&changed)
+				fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, changed, &previous, 2), cont.ErrStaleContinuityGeneration)
+			}
+		})
+		It("does not compare the attempt's checkpoint version", func() {
+			advanced := attempt
+			advanced.CheckpointVersion = 40
+			Expect(fx.s.RollbackContinuityRecord(fx.ctx, advanced, &previous, 2)).To(Succeed())
+			Expect(fx.resolved(contID)).To(Equal(&previous))
+		})
+		It("rejects a previous record of another identity with corruption", func() {
+			wrong := previous
+			wrong.Identity = contOther
+			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &wrong, 2), cont.ErrCorruption)
+		})
+		It("fails not_found when the identity has no record", func() {
+			orphan := cont.Record{Identity: contOther, AgentRuntimeID: "rt-1", SessionID: "session-c"}
+			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, orphan, nil, 2), cont.ErrNotFound)
+		})
+	})
+
+	Describe("delete_continuity_record", func() {
+		BeforeEach(func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "gen 0"))
+			fx.upsert(fx.rec(contID, contSecond, 1, 0), 5)
+			fx.save(fx.write(contID, contSecond, 1, 1, 5, "gen 1"))
+			fx.upsert(fx.rec(contOther, "session-c", 0, 0), 9)
+		})
+		It("deletes the record and every snapshot of the identity, at the stored fence or a newer one", func() {
+			Expect(fx.s.DeleteContinuityRecord(fx.ctx, contID, 5)).To(Succeed())
+			Expect(fx.resolved(contID)).To(BeNil())
+			Expect(fx.loaded(contSession)).To(BeNil())
+			Expect(fx.loaded(contSecond)).To(BeNil())
+			Expect(fx.resolved(contOther)).NotTo(BeNil(), "other identities stay")
+			Expect(fx.s.DeleteContinuityRecord(fx.ctx, contOther, 10)).To(Succeed())
+			Expect(fx.resolved(contOther)).To(BeNil())
+		})
+		It("rejects a fence lower than the stored one with stale_fencing_token and keeps everything", func() {
+			fx.refused(fx.state(), fx.s.DeleteContinuityRecord(fx.ctx, contID, 4), cont.ErrStaleFencingToken)
+		})
+	})
+
+	Describe("max_fencing_token", func() {
+		It("is 0 for an empty store", func() {
+			Expect(fx.maxFence()).To(BeZero())
+		})
+		It("is the maximum over records and snapshots", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "x"))
+			fx.upsert(fx.rec(contID, contSession, 0, 1), 15)
+			Expect(fx.maxFence()).To(Equal(cont.FencingToken(15)), "a record ahead of its snapshots")
+			fx.save(fx.write(contOther, contSecond, 0, 1, 21, "snapshot only"))
+			Expect(fx.maxFence()).To(Equal(cont.FencingToken(21)), "a snapshot ahead of every record")
+		})
+		It("is the same after the store is closed and opened again", func() {
+			need(fx.h.Capabilities.Files, "files", "survival across reopen")
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 15)
+			fx.save(fx.write(contOther, contSecond, 0, 1, 3, "x"))
+			Expect(fx.s.Close()).To(Succeed())
+			fx.s = fx.open(fx.path)
+			Expect(fx.maxFence()).To(Equal(cont.FencingToken(15)))
+			Expect(fx.resolved(contID)).NotTo(BeNil())
+			Expect(fx.loaded(contSecond)).To(Equal([]byte("x")))
+		})
+	})
+}

@@ -1,0 +1,165 @@
+package suite
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	cont "github.com/storecheck/storecheck/spec/continuity"
+)
+
+// Session snapshots: saved under their record, loaded, matched and
+// deleted by revision.
+func continuitySnapshotSpecs(fx *continuityFixture) {
+	Describe("save_session_snapshot", func() {
+		It("saves the snapshot and moves the record's checkpoint version and fence with it", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 3, "one"))
+			Expect(fx.loaded(contSession)).To(Equal([]byte("one")))
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(1)))
+			Expect(fx.maxFence()).To(Equal(cont.FencingToken(3)))
+			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 1), 2), cont.ErrStaleFencingToken)
+		})
+		It("accepts the record's own fence", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
+			fx.save(fx.write(contID, contSession, 0, 1, 4, "one"))
+			Expect(fx.loaded(contSession)).To(Equal([]byte("one")))
+		})
+		It("rejects another session than the record's with not_found", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSecond, 0, 1, 1, "x")), cont.ErrNotFound)
+		})
+		It("rejects another generation than the record's with not_found", func() {
+			fx.upsert(fx.rec(contID, contSession, 1, 0), 1)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 1, "x")), cont.ErrNotFound)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 2, 1, 1, "x")), cont.ErrNotFound)
+		})
+		It("rejects a fence lower than the record's with stale_fencing_token", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 4, "x")), cont.ErrStaleFencingToken)
+		})
+		It("rejects a checkpoint version not above the record's with stale_checkpoint_version", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 3, 1, "equal")), cont.ErrStaleCheckpointVersion)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 2, 1, "lower")), cont.ErrStaleCheckpointVersion)
+			fx.save(fx.write(contID, contSession, 0, 4, 1, "higher"))
+		})
+		It("rejects a snapshot row owned by another identity with corruption, keeping the old bytes", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "first owner"))
+			fx.upsert(fx.rec(contOther, contSession, 0, 0), 2)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contOther, contSession, 0, 1, 2, "second owner")), cont.ErrCorruption)
+			Expect(fx.loaded(contSession)).To(Equal([]byte("first owner")))
+		})
+		It("rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "generation 0"))
+			fx.upsert(fx.rec(contID, contSession, 1, 0), 2)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 1, 2, "generation 1")), cont.ErrCorruption)
+			Expect(fx.loaded(contSession)).To(Equal([]byte("generation 0")))
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(0)))
+		})
+		It("saves the snapshot when the identity has no record, and creates none", func() {
+			fx.save(fx.write(contID, contSession, 0, 1, 7, "restored first"))
+			Expect(fx.loaded(contSession)).To(Equal([]byte("restored first")))
+			Expect(fx.resolved(contID)).To(BeNil())
+		})
+		It("keeps each session's snapshot apart", func() {
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "a"))
+			fx.save(fx.write(contOther, contSecond, 0, 1, 1, "b"))
+			Expect(fx.loaded(contSession)).To(Equal([]byte("a")))
+			Expect(fx.loaded(contSecond)).To(Equal([]byte("b")))
+		})
+	})
+
+	Describe("load_session_snapshot", func() {
+		It("returns none for a session never saved", func() {
+			Expect(fx.loaded(contSession)).To(BeNil())
+		})
+		It("returns the bytes of the latest save, exactly", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			fx.save(fx.write(contID, contSession, 0, 1, 1, "first"))
+			fx.save(fx.write(contID, contSession, 0, 2, 1, "\x00second\xff"))
+			Expect(fx.loaded(contSession)).To(Equal([]byte("\x00second\xff")))
+		})
+		It("returns an empty snapshot as empty bytes, not as none", func() {
+			fx.save(fx.write(contID, contSession, 0, 1, 1, ""))
+			Expect(fx.loaded(contSession)).To(Equal([]byte{}))
+		})
+	})
+
+	Describe("session_snapshot_matches_current", func() {
+		var cand cont.MatchCandidate
+		matches := func(m cont.MatchCandidate) bool {
+			GinkgoHelper()
+			ok, err := fx.s.SessionSnapshotMatchesCurrent(fx.ctx, m)
+			Expect(err).NotTo(HaveOccurred())
+			return ok
+		}
+		BeforeEach(func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
+			cand = fx.write(contID, contSession, 0, 1, 1, "bytes")
+			fx.save(cand)
+		})
+		It("is true for the whole provenance tuple, the bytes and the record's current fence", func() {
+			Expect(matches(cand)).To(BeTrue())
+		})
+		It("is false when any part of the tuple or the bytes differ", func() {
+			for _, m := range []func(*cont.MatchCandidate){
+				func(m *cont.MatchCandidate) { m.Identity = contOther },
+				func(m *cont.MatchCandidate) { m.SessionID = contSecond },
+				func(m *cont.MatchCandidate) { m.Generation = 1 },
+				func(m *cont.MatchCandidate) { m.CheckpointVersion = 2 },
+				func(m *cont.MatchCandidate) { m.Data = []byte("other bytes") },
+				func(m *cont.MatchCandidate) { m.FencingToken = 2 },
+			} {
+				changed := cand
+				m(&changed)
+				Expect(matches(changed)).To(BeFalse(), "candidate %+v", changed)
+			}
+		})
+		It("is false for a stale fence once the record's fence moved, and true for the new one", func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 1), 2)
+			Expect(matches(cand)).To(BeFalse())
+			cand.FencingToken = 2
+			Expect(matches(cand)).To(BeTrue(), "the snapshot's own fence is provenance and may precede the current one")
+		})
+		It("is false when the snapshot's fence is above the record's", func() {
+			fx.save(fx.write(contOther, contSecond, 0, 1, 7, "ahead"))
+			fx.upsert(fx.rec(contOther, contSecond, 0, 1), 3)
+			Expect(matches(fx.write(contOther, contSecond, 0, 1, 3, "ahead"))).To(BeFalse())
+			Expect(matches(fx.write(contOther, contSecond, 0, 1, 7, "ahead"))).To(BeFalse())
+		})
+		It("is false when the record moved to another checkpoint version", func() {
+			fx.save(fx.write(contID, contSession, 0, 2, 1, "bytes"))
+			Expect(matches(cand)).To(BeFalse())
+		})
+		It("is false for a snapshot with no record", func() {
+			fx.save(fx.write(contOther, contSecond, 0, 1, 1, "orphan"))
+			Expect(matches(fx.write(contOther, contSecond, 0, 1, 1, "orphan"))).To(BeFalse())
+		})
+	})
+
+	Describe("delete_session_snapshot_if_current_revision", func() {
+		BeforeEach(func() { fx.save(fx.write(contID, contSession, 0, 1, 1, "current")) })
+		It("deletes when the revision is the lowercase hex SHA-256 of the stored bytes, and says so", func() {
+			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSession, cont.SnapshotRevision([]byte("current")))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ok).To(BeTrue())
+			Expect(fx.loaded(contSession)).To(BeNil())
+		})
+		It("keeps the snapshot and answers false for any other revision", func() {
+			before := fx.state()
+			for _, rev := range []string{cont.SnapshotRevision([]byte("stale")), "", "CURRENT"} {
+				ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSession, rev)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(ok).To(BeFalse(), "revision %q", rev)
+			}
+			Expect(fx.state()).To(Equal(before))
+		})
+		It("answers false when the session has no snapshot", func() {
+			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSecond, cont.SnapshotRevision([]byte("current")))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ok).To(BeFalse())
+		})
+	})
+}

@@ -1,0 +1,103 @@
+package suite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	_ "modernc.org/sqlite" // the kit's own connection, to lock a backend's file
+)
+
+// What every store's fixture shares.
+
+// closeOnce lets a spec close its store early (to reopen the file) without
+// the cleanup closing it a second time.
+type closeOnce struct {
+	close  func() error
+	closed bool
+}
+
+func (o *closeOnce) Close() error {
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	return o.close()
+}
+
+// openForSpec opens a store on path and closes it when the spec ends. wrap
+// gives back the store with once's Close in place of its own: Go cannot
+// embed a type parameter, so each store has its own wrapper type.
+func openForSpec[S interface{ Close() error }](f *fresh, open func(context.Context, Options) (S, error), path, what string, wrap func(S, *closeOnce) S) S {
+	GinkgoHelper()
+	st, err := open(f.ctx, Options{Path: path, Clock: f.clock})
+	Expect(err).NotTo(HaveOccurred(), "open the "+what+" store")
+	once := &closeOnce{close: st.Close}
+	DeferCleanup(func() { Expect(once.Close()).To(Succeed()) })
+	return wrap(st, once)
+}
+
+// refusedUnchanged checks that err has the kind and that state finds
+// nothing changed since before.
+func refusedUnchanged[O any](state func() O, before O, err, kind error) {
+	GinkgoHelper()
+	Expect(err).To(MatchError(kind))
+	Expect(state()).To(Equal(before), "a failed operation changes nothing")
+}
+
+// waitsForALockedDatabase is the rule for opening a SQLite database another
+// connection holds write-locked, the same for every store: the open waits
+// for the lock (it does not fail at once), gives up by the caller's
+// deadline, and succeeds once the lock is released; use then works the
+// store.
+func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, open func(context.Context, Options) (S, error), use func(S)) {
+	GinkgoHelper()
+	need(h.Capabilities.SQLiteLocking, "sqlite-locking", "opening a locked database")
+	path := filepath.Join(GinkgoT().TempDir(), "locked.db")
+	release := lockSQLite(path)
+	ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	st, err := open(ctx, Options{Path: path, Clock: f.clock})
+	took := time.Since(start)
+	if err == nil {
+		st.Close()
+	}
+	Expect(err).To(HaveOccurred(), "the open cannot finish while the lock is held")
+	Expect(took).To(BeNumerically(">=", 250*time.Millisecond), "the open waited for the lock rather than failing at once")
+	Expect(took).To(BeNumerically("<", 3*time.Second), "the open gave up at the caller's deadline")
+	release()
+	st, err = open(f.ctx, Options{Path: path, Clock: f.clock})
+	Expect(err).NotTo(HaveOccurred(), "the open succeeds once the lock is released")
+	use(st)
+	Expect(st.Close()).To(Succeed())
+}
+
+// lockSQLite creates a SQLite database in WAL mode at path and holds its
+// write lock until the returned function is called.
+func lockSQLite(path string) (release func()) {
+	GinkgoHelper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	Expect(err).NotTo(HaveOccurred())
+	conn, err := db.Conn(context.Background())
+	Expect(err).NotTo(HaveOccurred())
+	_, err = conn.ExecContext(context.Background(), "PRAGMA journal_mode=WAL")
+	Expect(err).NotTo(HaveOccurred())
+	_, err = conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
+	Expect(err).NotTo(HaveOccurred())
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			conn.ExecContext(context.Background(), "ROLLBACK")
+			conn.Close()
+			db.Close()
+		}
+	}
+	DeferCleanup(release)
+	return release
+}

@@ -1,0 +1,307 @@
+package suite
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/storecheck/storecheck/spec"
+	rt "github.com/storecheck/storecheck/spec/runtime"
+)
+
+// Queued work: enqueued, claimed under the session lease, renewed,
+// abandoned, cancelled and listed.
+func runtimeQueueSpecs(fx *runtimeFixture) {
+	Describe("enqueue_queued_work", func() {
+		It("queues a batch with its payloads as items in order, enqueued at now, with claim fencing token 0", func() {
+			d := fx.draft(rt.SlotExclusive, "")
+			d.Payloads = []spec.RawJSON{spec.RawJSON(`{"n":1}`), spec.RawJSON(`{"n":2}`)}
+			d.AvailableAtMs = fx.now() + 50
+			fx.advance(3)
+			b := fx.enqueue(d)
+			Expect(b.BatchID).NotTo(BeEmpty())
+			Expect(b).To(Equal(rt.QueuedWorkBatch{BatchID: b.BatchID, SessionID: rtSession, DeliveryPolicy: rt.DeliverNextTurn,
+				SlotPolicy: rt.SlotExclusive, AvailableAtMs: d.AvailableAtMs, EnqueuedAtMs: fx.now(), ClaimFencingToken: 0,
+				Items: []rt.QueuedWorkItem{{ItemID: b.BatchID + ":item:0", Payload: d.Payloads[0]}, {ItemID: b.BatchID + ":item:1", Payload: d.Payloads[1]}}}))
+			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{b}))
+		})
+		It("answers the queued batch for a source key already queued in the session, and adds nothing", func() {
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.SourceKey = "source-1"
+			first := fx.enqueue(d)
+			fx.advance(10)
+			d.Payloads = []spec.RawJSON{spec.RawJSON(`{"text":"again"}`)}
+			Expect(fx.enqueue(d)).To(Equal(first))
+			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{first}))
+		})
+		It("queues the same source key in another session as another batch", func() {
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.SourceKey = "source-1"
+			a := fx.enqueue(d)
+			d.SessionID = rtOther
+			b := fx.enqueue(d)
+			Expect(b.BatchID).NotTo(Equal(a.BatchID))
+			Expect(fx.list(rtOther)).To(Equal([]rt.QueuedWorkBatch{b}))
+		})
+		It("always queues drafts without a source key, in enqueue order, with distinct batch ids", func() {
+			a, b, c := fx.mergeable(), fx.mergeable(), fx.mergeable()
+			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{a.BatchID, b.BatchID, c.BatchID}))
+			Expect(a.BatchID).NotTo(Equal(b.BatchID))
+			Expect(b.BatchID).NotTo(Equal(c.BatchID))
+		})
+		It("never reuses the id of a cancelled batch", func() {
+			a := fx.mergeable()
+			Expect(fx.cancel(rtSession, a.BatchID)).NotTo(BeNil())
+			Expect(fx.mergeable().BatchID).NotTo(Equal(a.BatchID))
+		})
+		It("rejects an unknown delivery or slot policy with invalid_argument", func() {
+			before := fx.state()
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.DeliveryPolicy = "someday"
+			_, err := fx.s.EnqueueQueuedWork(fx.ctx, d)
+			fx.refused(before, err, rt.ErrInvalidArgument)
+			d = fx.draft("shared", "k")
+			_, err = fx.s.EnqueueQueuedWork(fx.ctx, d)
+			fx.refused(before, err, rt.ErrInvalidArgument)
+		})
+	})
+
+	Describe("claim_ready_queued_work", func() {
+		It("claims nothing when max_batches is 0, even without a live lease", func() {
+			fx.mergeable()
+			c, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, rt.SessionExecutionLeaseFence{SessionID: rtSession}, worker, rt.BoundaryTurn, claimTTL, 0)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c).To(BeNil())
+			Expect(fx.pending()).To(HaveLen(1))
+		})
+		It("requires the session's live lease: any other fails session_execution_lease_expired and claims nothing", func() {
+			l := fx.lease(worker)
+			fx.mergeable()
+			before := fx.state()
+			for what, fence := range fx.fenceVariants(l) {
+				_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, fence, worker, rt.BoundaryTurn, claimTTL, 1)
+				Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), what)
+			}
+			fx.advance(leaseTTL)
+			_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, rt.BoundaryTurn, claimTTL, 1)
+			fx.refused(before, err, rt.ErrSessionExecutionLeaseExpired)
+		})
+		It("claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one", func() {
+			l := fx.lease(worker)
+			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
+			fx.advance(7)
+			c := fx.claimWork(l, worker, 2)
+			Expect(fx.claimed(c)).To(Equal([]string{b1.BatchID, b2.BatchID}))
+			Expect(c.SessionID).To(Equal(rtSession))
+			Expect(c.OwnerID).To(Equal(worker))
+			Expect(c.ClaimID).NotTo(BeEmpty())
+			Expect(c.LeaseToken).NotTo(BeEmpty())
+			Expect(c.FencingToken).To(Equal(uint64(1)))
+			Expect(c.ClaimedAtMs).To(Equal(fx.now()))
+			Expect(c.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
+			for _, b := range c.Batches {
+				Expect(b.ClaimFencingToken).To(Equal(uint64(1)))
+			}
+			queue := fx.list(rtSession)
+			Expect([]uint64{queue[0].ClaimFencingToken, queue[1].ClaimFencingToken, queue[2].ClaimFencingToken}).To(Equal([]uint64{1, 1, 0}))
+			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b3.BatchID}))
+		})
+		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is", func() {
+			l := fx.lease(worker)
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.AvailableAtMs = fx.now() + 500
+			delayed := fx.enqueue(d)
+			ready := fx.mergeable()
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{ready.BatchID}), "delayed work does not block ready work")
+			fx.advance(499)
+			Expect(fx.claimWork(l, worker, 10)).To(BeNil())
+			fx.advance(1)
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{delayed.BatchID}))
+		})
+		It("does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one", func() {
+			l := fx.lease(worker)
+			b := fx.mergeable()
+			first := fx.claimWork(l, worker, 1)
+			Expect(fx.claimed(first)).To(Equal([]string{b.BatchID}))
+			fx.advance(claimTTL - 1)
+			Expect(fx.claimWork(l, rival, 1)).To(BeNil())
+			fx.advance(1)
+			again := fx.claimWork(l, rival, 1)
+			Expect(fx.claimed(again)).To(Equal([]string{b.BatchID}))
+			Expect(again.FencingToken).To(Equal(uint64(2)))
+			Expect(again.Batches[0].ClaimFencingToken).To(Equal(uint64(2)))
+			Expect(again.ClaimID).NotTo(Equal(first.ClaimID))
+			Expect(again.LeaseToken).NotTo(Equal(first.LeaseToken))
+		})
+		It("never returns a claim that owns only some of its batches", func() {
+			l := fx.lease(worker)
+			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
+			Expect(fx.claimed(fx.claimWork(l, worker, 1))).To(Equal([]string{b1.BatchID}))
+			second := fx.claimWork(l, rival, 3)
+			Expect(fx.claimed(second)).To(Equal([]string{b2.BatchID, b3.BatchID}), "a batch another live claim holds is never in a claim")
+			cm := fx.commitOf(l, "cp")
+			cm.CompletedQueueClaims = []rt.CompletedQueueClaim{second.Completed()}
+			fx.commit(cm)
+			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{b1.BatchID}))
+		})
+		It("claims an exclusive first batch alone", func() {
+			l := fx.lease(worker)
+			x := fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
+			m := fx.mergeable()
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{x.BatchID}))
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{m.BatchID}))
+		})
+		It("adds following mergeable batches of the first one's merge key up to max_batches; another key or an exclusive batch ends the prefix", func() {
+			l := fx.lease(worker)
+			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
+			o := fx.enqueue(fx.draft(rt.SlotMergeable, "other key"))
+			b5 := fx.mergeable()
+			x := fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
+			Expect(fx.claimed(fx.claimWork(l, worker, 2))).To(Equal([]string{b1.BatchID, b2.BatchID}))
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{b3.BatchID}))
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{o.BatchID}))
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{b5.BatchID}))
+			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{x.BatchID}))
+		})
+		It("delivers only interrupt batches at a step boundary, where a next_turn batch ends the prefix", func() {
+			l := fx.lease(worker)
+			interrupt := func() rt.QueuedWorkBatch {
+				d := fx.draft(rt.SlotMergeable, "k")
+				d.DeliveryPolicy = rt.DeliverInterrupt
+				return fx.enqueue(d)
+			}
+			i1 := interrupt()
+			n := fx.mergeable()
+			i2 := interrupt()
+			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10))).To(Equal([]string{i1.BatchID}))
+			Expect(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10)).To(BeNil(), "a next_turn batch first in line")
+			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, rt.BoundaryTurn, 10))).To(Equal([]string{n.BatchID, i2.BatchID}))
+		})
+		It("answers none when nothing is ready, and rejects an unknown boundary with invalid_argument", func() {
+			l := fx.lease(worker)
+			Expect(fx.claimWork(l, worker, 10)).To(BeNil())
+			fx.mergeable()
+			before := fx.state()
+			_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, "sometime", claimTTL, 1)
+			fx.refused(before, err, rt.ErrInvalidArgument)
+		})
+	})
+
+	Describe("renew_queued_work_claim", func() {
+		It("extends a held claim to now + ttl", func() {
+			l := fx.lease(worker)
+			fx.mergeable()
+			c := fx.claimWork(l, worker, 1)
+			fx.advance(500)
+			renewed, err := fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
+			Expect(err).NotTo(HaveOccurred())
+			want := *c
+			want.ExpiresAtMs = fx.now() + int64(claimTTL)
+			Expect(renewed).To(Equal(want))
+			fx.advance(claimTTL - 1)
+			Expect(fx.claimWork(l, rival, 1)).To(BeNil(), "the renewed claim holds past its first expiry")
+		})
+		It("fails queued_work_claim_expired with another token, at the claim's expiry, or once abandoned, changing nothing", func() {
+			l := fx.lease(worker)
+			fx.mergeable()
+			c := fx.claimWork(l, worker, 1)
+			forged := *c
+			forged.LeaseToken = "forged"
+			_, err := fx.s.RenewQueuedWorkClaim(fx.ctx, forged, 10*claimTTL)
+			Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired))
+			fx.advance(claimTTL)
+			before := fx.state()
+			_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
+			fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+			again := fx.claimWork(l, worker, 1)
+			Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *again)).To(Succeed())
+			_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *again, claimTTL)
+			Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired))
+		})
+	})
+
+	Describe("abandon_queued_work_claim", func() {
+		It("frees the claim's batches: the next claimer takes them with their fence up by one", func() {
+			l := fx.lease(worker)
+			b1, b2 := fx.mergeable(), fx.mergeable()
+			c := fx.claimWork(l, worker, 2)
+			Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *c)).To(Succeed())
+			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b1.BatchID, b2.BatchID}))
+			again := fx.claimWork(l, rival, 2)
+			Expect(fx.claimed(again)).To(Equal([]string{b1.BatchID, b2.BatchID}))
+			Expect(again.FencingToken).To(Equal(uint64(2)))
+		})
+		It("changes nothing for a claim whose id or token does not match", func() {
+			l := fx.lease(worker)
+			fx.mergeable()
+			c := fx.claimWork(l, worker, 1)
+			before := fx.state()
+			for _, m := range []func(*rt.QueuedWorkClaim){
+				func(x *rt.QueuedWorkClaim) { x.LeaseToken = "forged" },
+				func(x *rt.QueuedWorkClaim) { x.ClaimID = "forged" },
+			} {
+				changed := *c
+				m(&changed)
+				Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, changed)).To(Succeed())
+			}
+			Expect(fx.state()).To(Equal(before))
+			Expect(fx.claimWork(l, rival, 1)).To(BeNil())
+		})
+	})
+
+	Describe("cancel_queued_work_batch", func() {
+		It("removes an unclaimed batch and answers it", func() {
+			b := fx.mergeable()
+			other := fx.mergeable()
+			Expect(fx.cancel(rtSession, b.BatchID)).To(Equal(&b))
+			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{other}))
+		})
+		It("keeps a batch a live claim holds and answers none, until the claim's expiry", func() {
+			l := fx.lease(worker)
+			b := fx.mergeable()
+			fx.claimWork(l, worker, 1)
+			before := fx.state()
+			Expect(fx.cancel(rtSession, b.BatchID)).To(BeNil())
+			Expect(fx.state()).To(Equal(before))
+			fx.advance(claimTTL)
+			gone := fx.cancel(rtSession, b.BatchID)
+			Expect(gone).NotTo(BeNil())
+			Expect(gone.BatchID).To(Equal(b.BatchID))
+			Expect(fx.list(rtSession)).To(BeEmpty())
+		})
+		It("answers none for an unknown batch or another session's", func() {
+			b := fx.mergeable()
+			Expect(fx.cancel(rtSession, "unknown")).To(BeNil())
+			Expect(fx.cancel(rtOther, b.BatchID)).To(BeNil())
+			Expect(fx.list(rtSession)).To(HaveLen(1))
+		})
+	})
+
+	Describe("list_queued_work", func() {
+		It("lists every batch of the session in enqueue order, claimed or delayed, and no other session's", func() {
+			l := fx.lease(worker)
+			b1 := fx.mergeable()
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.AvailableAtMs = fx.now() + 10_000
+			b2 := fx.enqueue(d)
+			d.SessionID = rtOther
+			fx.enqueue(d)
+			fx.claimWork(l, worker, 1)
+			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{b1.BatchID, b2.BatchID}))
+		})
+	})
+
+	Describe("list_pending_queued_work", func() {
+		It("lists the unclaimed batches and those whose claim expired, delayed ones included, in enqueue order", func() {
+			l := fx.lease(worker)
+			b1 := fx.mergeable()
+			fx.claimWork(l, worker, 1)
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.AvailableAtMs = fx.now() + 10_000
+			b2 := fx.enqueue(d)
+			b3 := fx.mergeable()
+			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b2.BatchID, b3.BatchID}))
+			fx.advance(claimTTL)
+			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b1.BatchID, b2.BatchID, b3.BatchID}), "a claim whose expiry equals now has expired")
+		})
+	})
+}
