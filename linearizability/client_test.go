@@ -101,7 +101,7 @@ func TestClientWorkloadReachesEveryOutcome(t *testing.T) {
 		"bump_session_version": {"true", "false"},
 		"bind_task":            {"true", "false"},
 		"release_binding":      {"true", "false"},
-		"open_task":            {"true", "false", "invalid_argument"},
+		"open_task":            {"true", "invalid_argument"},
 		"settle_task":          {"true", "false", "invalid_argument"},
 		"insert_fault":         {"ok"},
 	}

@@ -16,10 +16,70 @@ import (
 	c "github.com/storecheck/storecheck/spec/client"
 )
 
-// Client is the client contract (spec/client) as a model. Every time the
-// store keeps is kept as unix milliseconds, as the contract says; the
+// Client is the client contract (spec/client) as a model. Where the seed
+// is silent (spec/client's rule table says where), the model keeps every
+// reading a backend may take and learns the backend's from its answers:
+//
+//   - the precision of kept times (client.time_precision and
+//     client.unix_seconds): whole seconds, ms, µs or ns, learned from the
+//     first time read back;
+//   - which binding answers for a task (client.get_session.binding_choice):
+//     four readings, narrowed by what get_session and bump_session_version
+//     answer;
+//   - the out-head preview (client.put_out_head.preview): learned per head
+//     from the first read;
+//   - which task kinds and verdict words a backend takes
+//     (client.open_task.kind_words, client.settle_task.verdict_words):
+//     learned per word from the first answer;
+//   - event sequence numbers and fault ids (client.append_event.seq_increasing,
+//     client.insert_fault.id_increasing): any increasing numbers, each learned
+//     from its answer (Branch.Match); a lost answer leaves the number open
+//     until a read shows it;
+//   - which occurrence of a member named twice counts (client.envelope_task).
+//
+// The first branch of every step is the reference's reading, so Expect
+// predicts the reference. Every time is kept in nanoseconds, as given; the
 // store's own now is the nowMS the operation ran at.
 type Client struct{}
+
+// The precisions a backend may keep times at, as bits of a mask.
+const (
+	precMS uint8 = 1 << iota
+	precS
+	precUS
+	precNS
+	precAll = precMS | precS | precUS | precNS
+)
+
+// precisions are the precisions with their length in ns, the reference's
+// (ms) first.
+var precisions = []struct {
+	bit uint8
+	ns  int64
+}{{precMS, 1e6}, {precS, 1e9}, {precUS, 1e3}, {precNS, 1}}
+
+// The readings of SESSION_ID_FOR_TASK (client.get_session.binding_choice),
+// as bits of a mask: the most recently opened binding or the latest
+// bound_at, open bindings first or not. The reference's is the first.
+const (
+	readOpenFirstLatest uint8 = 1 << iota
+	readOpenFirstBoundAt
+	readLatest
+	readBoundAt
+	readAll      = readOpenFirstLatest | readOpenFirstBoundAt | readLatest | readBoundAt
+	readsBoundAt = readOpenFirstBoundAt | readBoundAt
+)
+
+var readings = []uint8{readOpenFirstLatest, readOpenFirstBoundAt, readLatest, readBoundAt}
+
+// The readings of an envelope that names causality or task twice
+// (client.envelope_task): the first occurrence counts (SQLite's
+// json_extract, the reference) or the last (serde_json).
+const (
+	envFirst uint8 = 1 << iota
+	envLast
+	envAll = envFirst | envLast
+)
 
 // cintent is one outbox row. Order is the row's place in enqueue order (the
 // reference's rowid: a new row comes after every row present). It breaks
@@ -27,21 +87,26 @@ type Client struct{}
 // none (0): two orders of concurrent enqueues then lead to one state as soon
 // as the order can no longer be seen, and the checker's search stays small.
 type cintent struct {
-	Env        string
-	Task       string // causality.task of the envelope, when it names one
-	NamesTask  bool
-	Attempt    int64
-	State      c.IntentState
-	Next       int64
-	Receipt    string
-	HasReceipt bool
-	LastError  string
-	Created    int64
-	Updated    int64
-	Order      int64
+	Env string
+	// The task the envelope names (client.envelope_task) by its first and
+	// by its last occurrence.
+	TaskFirst, TaskLast   string
+	NamesFirst, NamesLast bool
+	Attempt               int64
+	State                 c.IntentState
+	Next                  int64
+	Receipt               string
+	HasReceipt            bool
+	LastError             string
+	Created               int64
+	Updated               int64
+	Order                 int64
 }
 
+// cevent is one event. Seq is 0 while the backend's number is not known
+// (its append's answer was lost).
 type cevent struct {
+	Seq     int64
 	Type    string
 	Data    string
 	Created int64
@@ -52,7 +117,7 @@ type cprose struct {
 	Cached          int64
 }
 
-// csession is a session tuple (VersionedSession with its time in ms).
+// csession is a session tuple.
 type csession struct {
 	Generation, Seq                                        uint64
 	Agent, Delivery, Resource, Recovery, Desired, Observed string
@@ -63,14 +128,14 @@ type csession struct {
 
 type bindKey struct{ Session, Task string }
 
-// cbinding is a binding: whether it is open, and its place in the order of
-// openings of the task's bindings (the reference's bound_seq is global, but
-// only the order among one task's bindings is ever read: a session has at
-// most one open binding). When it was bound or released is never read
-// back, so it is not kept.
+// cbinding is a binding: whether it is open, its place in the order of
+// openings of the task's bindings (only the order among one task's bindings
+// is read), and its bound_at (kept only while a bound_at reading of
+// SESSION_ID_FOR_TASK is possible).
 type cbinding struct {
-	Open bool
-	Seq  int64
+	Open    bool
+	Seq     int64
+	BoundAt int64
 }
 
 type ctask struct {
@@ -85,25 +150,37 @@ type ctask struct {
 	Order int64
 }
 
+// cfault is a fault; Known is false while the backend's id is not known
+// (its insert's answer was lost).
 type cfault struct {
 	c.Fault
-	CreatedMS int64
+	Known     bool
+	CreatedNS int64
 }
 
-// ClientState is everything a client store holds. It is immutable: a step
-// copies the one map or slice it changes. Its hash is kept up to date as an
-// XOR of per-entry hashes, so hashing a state costs nothing.
+// ClientState is everything a client store holds, and what the model has
+// learned of the backend's readings. It is immutable: a step copies the one
+// map or slice it changes. Its hash is kept up to date as an XOR of
+// per-entry hashes, so hashing a state costs nothing.
 type ClientState struct {
 	intents  map[string]cintent
 	events   []cevent
-	outHeads map[string]string
+	outHeads map[string]string // task -> the head put
+	previews map[string]string // head -> the backend's preview of it
 	prose    map[string]cprose
 	config   map[string]string
 	sessions map[string]csession
 	bindings map[bindKey]cbinding
 	tasks    map[string]ctask
 	faults   []cfault
-	h        uint64
+	// words are the task kinds ("kind:<word>") and verdicts
+	// ("verdict:<word>") outside the contract's own words that the backend
+	// has shown it takes (true) or refuses (false).
+	words map[string]bool
+	// The readings still possible: of the precision of rfc3339 times, of
+	// unix-seconds times, of SESSION_ID_FOR_TASK, of a member named twice.
+	prec, unixPrec, reads, env uint8
+	h                          uint64
 }
 
 var clientSeed = maphash.MakeSeed()
@@ -118,15 +195,17 @@ func entryHash[K, V comparable](domain string, k K, v V) uint64 {
 
 func (Client) Contract() spec.Contract { return c.Contract }
 
-func (Client) Init() State { return ClientState{} }
+func (Client) Init() State {
+	return ClientState{prec: precAll, unixPrec: precAll, reads: readAll, env: envAll}
+}
 
 func (s ClientState) Equal(o State) bool {
 	t, ok := o.(ClientState)
-	return ok && s.h == t.h &&
+	return ok && s.h == t.h && s.prec == t.prec && s.unixPrec == t.unixPrec && s.reads == t.reads && s.env == t.env &&
 		sameMap(s.intents, t.intents) && sameSlice(s.events, t.events) &&
-		sameMap(s.outHeads, t.outHeads) && sameMap(s.prose, t.prose) && sameMap(s.config, t.config) &&
-		sameMap(s.sessions, t.sessions) && sameMap(s.bindings, t.bindings) &&
-		sameMap(s.tasks, t.tasks) && sameSlice(s.faults, t.faults)
+		sameMap(s.outHeads, t.outHeads) && sameMap(s.previews, t.previews) && sameMap(s.prose, t.prose) &&
+		sameMap(s.config, t.config) && sameMap(s.sessions, t.sessions) && sameMap(s.bindings, t.bindings) &&
+		sameMap(s.tasks, t.tasks) && sameSlice(s.faults, t.faults) && sameMap(s.words, t.words)
 }
 
 // sameMap and sameSlice compare two parts of states; a part a step did not
@@ -140,7 +219,9 @@ func sameSlice[V comparable](a, b []V) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b))
 }
 
-func (s ClientState) Hash() uint64 { return s.h }
+func (s ClientState) Hash() uint64 {
+	return s.h ^ maphash.Comparable(clientSeed, [4]uint8{s.prec, s.unixPrec, s.reads, s.env})
+}
 
 // put returns a copy of m with k set to v (or deleted when v is nil), and
 // the XOR that moves a state's hash accordingly.
@@ -183,6 +264,20 @@ func (s ClientState) withTask(id string, t ctask) ClientState {
 	return s
 }
 
+func (s ClientState) withPreview(head, preview string) ClientState {
+	var dh uint64
+	s.previews, dh = put("preview", s.previews, head, &preview)
+	s.h ^= dh
+	return s
+}
+
+func (s ClientState) withWord(key string, taken bool) ClientState {
+	var dh uint64
+	s.words, dh = put("word", s.words, key, &taken)
+	s.h ^= dh
+	return s
+}
+
 // withBindings applies changes to the bindings in one copy.
 func (s ClientState) withBindings(changes map[bindKey]cbinding) ClientState {
 	next := maps.Clone(s.bindings)
@@ -200,21 +295,80 @@ func (s ClientState) withBindings(changes map[bindKey]cbinding) ClientState {
 	return s
 }
 
+// withReads narrows the readings of SESSION_ID_FOR_TASK to mask. Once no
+// bound_at reading is left, no binding keeps its bound_at: states that
+// differ only there are one state.
+func (s ClientState) withReads(mask uint8) ClientState {
+	had := s.reads&readsBoundAt != 0
+	s.reads &= mask
+	if had && s.reads&readsBoundAt == 0 {
+		changes := map[bindKey]cbinding{}
+		for k, b := range s.bindings {
+			if b.BoundAt != 0 {
+				b.BoundAt = 0
+				changes[k] = b
+			}
+		}
+		if len(changes) > 0 {
+			s = s.withBindings(changes)
+		}
+	}
+	return s
+}
+
+func (s ClientState) withPrec(mask uint8) ClientState     { s.prec &= mask; return s }
+func (s ClientState) withUnixPrec(mask uint8) ClientState { s.unixPrec &= mask; return s }
+func (s ClientState) withEnv(mask uint8) ClientState      { s.env &= mask; return s }
+
+// withEvent returns s with the i-th event e (appended when i is the length).
+func (s ClientState) withEvent(i int, e cevent) ClientState {
+	if i < len(s.events) {
+		s.h ^= entryHash("event", i, s.events[i])
+		s.events = slices.Clone(s.events)
+		s.events[i] = e
+	} else {
+		s.events = append(slices.Clip(s.events), e)
+	}
+	s.h ^= entryHash("event", i, e)
+	return s
+}
+
+func (s ClientState) withFault(i int, f cfault) ClientState {
+	if i < len(s.faults) {
+		s.h ^= entryHash("fault", i, s.faults[i])
+		s.faults = slices.Clone(s.faults)
+		s.faults[i] = f
+	} else {
+		s.faults = append(slices.Clip(s.faults), f)
+	}
+	s.h ^= entryHash("fault", i, f)
+	return s
+}
+
 func (s ClientState) String() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "readings: time precision %s, unix-seconds precision %s, binding choice %s, duplicate members %s\n",
+		precNames(s.prec), precNames(s.unixPrec), readNames(s.reads), envNames(s.env))
 	for _, id := range slices.Sorted(maps.Keys(s.intents)) {
 		in := s.intents[id]
-		fmt.Fprintf(&b, "intent %s: %s attempt %d next %s order %d error %q envelope %s", id, in.State, in.Attempt, msString(in.Next), in.Order, in.LastError, in.Env)
+		fmt.Fprintf(&b, "intent %s: %s attempt %d next %s order %d error %q envelope %s", id, in.State, in.Attempt, nsString(in.Next), in.Order, in.LastError, in.Env)
 		if in.HasReceipt {
 			fmt.Fprintf(&b, " receipt %s", in.Receipt)
 		}
 		b.WriteString("\n")
 	}
 	for i, e := range s.events {
-		fmt.Fprintf(&b, "event %d: %s %s\n", i+1, e.Type, e.Data)
+		seq := "?"
+		if e.Seq != 0 {
+			seq = fmt.Sprint(e.Seq)
+		}
+		fmt.Fprintf(&b, "event %d (seq %s): %s %s\n", i+1, seq, e.Type, e.Data)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.outHeads)) {
 		fmt.Fprintf(&b, "out_head %s: %q\n", k, s.outHeads[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.previews)) {
+		fmt.Fprintf(&b, "preview of %q: %q\n", k, s.previews[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.prose)) {
 		fmt.Fprintf(&b, "prose %s: %q spec %q\n", k, s.prose[k].Prose, s.prose[k].SpecHash)
@@ -224,73 +378,136 @@ func (s ClientState) String() string {
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.sessions)) {
 		v := s.sessions[id]
-		fmt.Fprintf(&b, "session %s: (%d, %d) agent %s resource %s ref %s\n", id, v.Generation, v.Seq, v.Agent, v.Resource, v.BackendRef)
+		fmt.Fprintf(&b, "session %q: (%d, %d) agent %s resource %s ref %s\n", id, v.Generation, v.Seq, v.Agent, v.Resource, v.BackendRef)
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(s.bindings), func(a, b bindKey) int {
 		return cmp.Or(cmp.Compare(a.Session, b.Session), cmp.Compare(a.Task, b.Task))
 	}) {
 		bd := s.bindings[k]
-		fmt.Fprintf(&b, "binding %s -> %s: open %v seq %d\n", k.Session, k.Task, bd.Open, bd.Seq)
+		fmt.Fprintf(&b, "binding %q -> %s: open %v seq %d", k.Session, k.Task, bd.Open, bd.Seq)
+		if bd.BoundAt != 0 {
+			fmt.Fprintf(&b, " bound_at %s", nsString(bd.BoundAt))
+		}
+		b.WriteString("\n")
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.tasks)) {
 		t := s.tasks[id]
 		fmt.Fprintf(&b, "task %s: %s kind %q parent %q hop %d attempt %d\n", id, t.State, t.Kind, t.Parent, t.Hop, t.Attempt)
 	}
-	for _, f := range s.faults {
-		fmt.Fprintf(&b, "fault %d: task %s kind %s\n", f.ID, f.TaskID, f.Kind)
+	for _, k := range slices.Sorted(maps.Keys(s.words)) {
+		fmt.Fprintf(&b, "word %s taken: %v\n", k, s.words[k])
 	}
-	if b.Len() == 0 {
-		return "empty"
+	for _, f := range s.faults {
+		id := "?"
+		if f.Known {
+			id = fmt.Sprint(f.ID)
+		}
+		fmt.Fprintf(&b, "fault %s: task %s kind %s\n", id, f.TaskID, f.Kind)
 	}
 	return b.String()
 }
 
-func msString(v int64) string { return at(v).Format(time.RFC3339Nano) }
+func bitNames(mask uint8, names []string) string {
+	var out []string
+	for i, n := range names {
+		if mask&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "|")
+}
 
-// at is a kept millisecond read back, as the contract says: UTC.
-func at(v int64) time.Time { return time.UnixMilli(v).UTC() }
+func precNames(m uint8) string { return bitNames(m, []string{"ms", "s", "µs", "ns"}) }
+func readNames(m uint8) string {
+	return bitNames(m, []string{"open-first latest opening", "open-first latest bound_at", "latest opening", "latest bound_at"})
+}
+func envNames(m uint8) string { return bitNames(m, []string{"first", "last"}) }
 
-// envelopeTask is the envelope's causality.task when it is a JSON string.
-// A member named twice counts at its first occurrence, as SQLite's
-// json_extract (the reference's) reads it; the contract does not say.
-func envelopeTask(env []byte) (string, bool) {
+// Times are kept in nanoseconds since the epoch.
+
+func nsOf(t time.Time) int64 { return t.UnixNano() }
+func msNS(ms int64) int64     { return ms * 1e6 }
+
+// cut is ns cut down to a whole multiple of d.
+func cut(ns, d int64) int64 {
+	r := ns % d
+	if r < 0 {
+		r += d
+	}
+	return ns - r
+}
+
+// at is a kept time read back at precision d: cut, in UTC.
+func at(ns, d int64) time.Time { return time.Unix(0, cut(ns, d)).UTC() }
+
+func nsString(ns int64) string { return at(ns, 1).Format(time.RFC3339Nano) }
+
+// envelopeTask is the envelope's causality.task when it is a JSON string,
+// by the first (last false) or the last occurrence of a member named twice.
+func envelopeTask(env []byte, last bool) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(env))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return "", false
 	}
-	causality, ok := member(dec, "causality")
-	if !ok || causality != json.Delim('{') {
+	causality, ok := member(dec, "causality", last)
+	if !ok {
 		return "", false
 	}
-	task, ok := member(dec, "task")
-	t, isString := task.(string)
-	return t, ok && isString
+	dec = json.NewDecoder(bytes.NewReader(causality))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	task, ok := member(dec, "task", last)
+	if !ok {
+		return "", false
+	}
+	var t string
+	if len(task) == 0 || task[0] != '"' || json.Unmarshal(task, &t) != nil {
+		return "", false
+	}
+	return t, true
 }
 
-// member reads the rest of an object (its "{" read already) from dec up to
-// its first member called name, and returns the first token of its value
-// (false when it has no such member).
-func member(dec *json.Decoder, name string) (json.Token, bool) {
+// member reads the rest of an object (its "{" read already) from dec and
+// returns the value of its first (or last) member called name; false when it
+// has none, or the object is not well formed.
+func member(dec *json.Decoder, name string, last bool) (json.RawMessage, bool) {
+	var found json.RawMessage
+	ok := false
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
 			return nil, false
 		}
-		if key == name {
-			tok, err := dec.Token()
-			return tok, err == nil
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
 			return nil, false
 		}
+		if key == name && (last || !ok) {
+			found, ok = v, true
+			if !last {
+				return found, true
+			}
+		}
 	}
-	return nil, false
+	return found, ok
 }
 
-func (in cintent) value(id string) c.Intent {
+// names reports whether the intent names task under the envelope readings
+// of mask.
+func (in cintent) names(task string, first bool) bool {
+	if first {
+		return in.NamesFirst && in.TaskFirst == task
+	}
+	return in.NamesLast && in.TaskLast == task
+}
+
+func (in cintent) value(id string, d int64) c.Intent {
 	out := c.Intent{OpID: id, Envelope: spec.RawJSON(in.Env), Attempt: in.Attempt, State: in.State,
-		NextAttemptAt: at(in.Next), LastError: in.LastError, CreatedAt: at(in.Created), UpdatedAt: at(in.Updated)}
+		NextAttemptAt: at(in.Next, d), LastError: in.LastError, CreatedAt: at(in.Created, d), UpdatedAt: at(in.Updated, d)}
 	if in.HasReceipt {
 		out.Receipt = spec.RawJSON(in.Receipt)
 	}
@@ -299,55 +516,166 @@ func (in cintent) value(id string) c.Intent {
 
 func (in cintent) live() bool { return in.State == c.IntentPending || in.State == c.IntentRetrying }
 
-func (t ctask) value(id string) c.Task {
-	out := c.Task{TaskID: id, Kind: t.Kind, ParentTask: t.Parent, Hop: t.Hop, Attempt: t.Attempt, State: t.State, OpenedAt: at(t.Opened)}
+func (t ctask) value(id string, d int64) c.Task {
+	out := c.Task{TaskID: id, Kind: t.Kind, ParentTask: t.Parent, Hop: t.Hop, Attempt: t.Attempt, State: t.State, OpenedAt: at(t.Opened, d)}
 	if t.IsSettled {
-		st := at(t.Settled)
+		st := at(t.Settled, d)
 		out.SettledAt = &st
 	}
 	return out
 }
 
-// due is the live intents due at nowMS in due order (next attempt time,
-// creation time, enqueue order), at most n of them.
-func (s ClientState) due(nowMS int64, n int) []c.Intent {
+func (v csession) record(id, task string, d int64) *c.SessionRecord {
+	return &c.SessionRecord{SessionID: id, TaskID: task, VersionedSession: c.VersionedSession{
+		Generation: v.Generation, Seq: v.Seq, AgentState: v.Agent, DeliveryState: v.Delivery, ResourceState: v.Resource,
+		RecoverySubstate: v.Recovery, DesiredJSON: v.Desired, ObservedJSON: v.Observed, BackendRef: v.BackendRef,
+		MismatchCount: v.Mismatch, UpdatedAt: at(v.Updated, d)}}
+}
+
+// due is the live intents due at nowNS in due order (next attempt time,
+// creation time, enqueue order) at precision d, at most n of them.
+func (s ClientState) due(nowNS int64, n int, d int64) []c.Intent {
 	var ids []string
 	for id, in := range s.intents {
-		if in.live() && in.Next <= nowMS {
+		if in.live() && cut(in.Next, d) <= cut(nowNS, d) {
 			ids = append(ids, id)
 		}
 	}
 	slices.SortFunc(ids, func(a, b string) int {
 		x, y := s.intents[a], s.intents[b]
-		return cmp.Or(cmp.Compare(x.Next, y.Next), cmp.Compare(x.Created, y.Created), cmp.Compare(x.Order, y.Order))
+		return cmp.Or(cmp.Compare(cut(x.Next, d), cut(y.Next, d)), cmp.Compare(cut(x.Created, d), cut(y.Created, d)), cmp.Compare(x.Order, y.Order))
 	})
 	var out []c.Intent
 	for _, id := range ids[:min(n, len(ids))] {
-		out = append(out, s.intents[id].value(id))
+		out = append(out, s.intents[id].value(id, d))
 	}
 	return out
 }
 
-// sessionFor is the session of the task (see Bindings in spec/client): its
-// latest open binding's, else its latest binding's; "" when it has none.
-func (s ClientState) sessionFor(task string) string {
-	var best bindKey
-	var bb cbinding
-	found := false
-	for k, b := range s.bindings {
-		if k.Task != task {
+// byPrecision is a read whose answer shows kept times: for each precision
+// still possible in mask (the reference's first), the answer f gives at it,
+// grouped, one branch per distinct answer, whose state (narrow) keeps the
+// precisions that give it.
+func byPrecision(s ClientState, mask uint8, narrow func(ClientState, uint8) ClientState, rule string, f func(d int64) any) []Branch {
+	type group struct {
+		answer any
+		bits   uint8
+	}
+	var groups []group
+	for _, p := range precisions {
+		if mask&p.bit == 0 {
 			continue
 		}
-		if !found || b.Open && !bb.Open || b.Open == bb.Open && b.Seq > bb.Seq {
-			best, bb, found = k, b, true
+		a := f(p.ns)
+		i := slices.IndexFunc(groups, func(g group) bool { return spec.SameResult(g.answer, a) })
+		if i < 0 {
+			groups = append(groups, group{answer: a})
+			i = len(groups) - 1
 		}
+		groups[i].bits |= p.bit
 	}
-	return best.Session
+	if len(groups) == 1 {
+		return One(s, OK(groups[0].answer))
+	}
+	var out []Branch
+	for _, g := range groups {
+		out = append(out, Branch{Outcome: OK(g.answer), Next: narrow(s, g.bits), Rule: rule})
+	}
+	return out
 }
 
-// openBinding opens (session, task) and closes the session's other open
-// binding; unchanged (and false) when the pair is open already.
-func (s ClientState) openBinding(session, task string) (ClientState, bool) {
+// timed is byPrecision over the precision of rfc3339 times.
+func (s ClientState) timed(f func(d int64) any) []Branch {
+	return byPrecision(s, s.prec, ClientState.withPrec, c.RuleTimePrecision, f)
+}
+
+// firstPrec is the length of the first precision still possible in mask.
+func firstPrec(mask uint8) int64 {
+	for _, p := range precisions {
+		if mask&p.bit != 0 {
+			return p.ns
+		}
+	}
+	return 1e6
+}
+
+// candidates are the sessions a task's session may be, under each reading
+// of SESSION_ID_FOR_TASK still possible: session -> the readings that
+// choose it. bound_at is compared to the second (the seed keeps it so), so
+// bindings whose bound_at falls in one second tie and any of them may be
+// chosen. order lists the sessions, the reference's choice first.
+func (s ClientState) candidates(task string) (map[string]uint8, []string) {
+	var keys []bindKey
+	for k := range s.bindings {
+		if k.Task == task {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(keys, func(a, b bindKey) int { return cmp.Compare(a.Session, b.Session) })
+	out := map[string]uint8{}
+	var order []string
+	add := func(sess string, r uint8) {
+		if _, ok := out[sess]; !ok {
+			order = append(order, sess)
+		}
+		out[sess] |= r
+	}
+	for _, r := range readings {
+		if s.reads&r == 0 {
+			continue
+		}
+		set := keys
+		if r == readOpenFirstLatest || r == readOpenFirstBoundAt {
+			var open []bindKey
+			for _, k := range keys {
+				if s.bindings[k].Open {
+					open = append(open, k)
+				}
+			}
+			if len(open) > 0 {
+				set = open
+			}
+		}
+		if r&readsBoundAt != 0 {
+			top := cut(s.bindings[set[0]].BoundAt, 1e9)
+			for _, k := range set {
+				top = max(top, cut(s.bindings[k].BoundAt, 1e9))
+			}
+			for _, k := range set {
+				if cut(s.bindings[k].BoundAt, 1e9) == top {
+					add(k.Session, r)
+				}
+			}
+			continue
+		}
+		best := set[0]
+		for _, k := range set {
+			if s.bindings[k].Seq > s.bindings[best].Seq {
+				best = k
+			}
+		}
+		add(best.Session, r)
+	}
+	return out, order
+}
+
+// referenceSession is the task's session by the reference's reading.
+func (s ClientState) referenceSession(task string) string {
+	t := s
+	t.reads = readOpenFirstLatest
+	_, order := t.candidates(task)
+	if len(order) == 0 {
+		return ""
+	}
+	return order[0]
+}
+
+// openBinding opens (session, task) at boundAt and closes the session's
+// other open binding; unchanged (and false) when the pair is open already.
+func (s ClientState) openBinding(session, task string, boundAt int64) (ClientState, bool) {
 	k := bindKey{session, task}
 	if b, ok := s.bindings[k]; ok && b.Open {
 		return s, false
@@ -355,7 +683,8 @@ func (s ClientState) openBinding(session, task string) (ClientState, bool) {
 	changes := map[bindKey]cbinding{}
 	for o, b := range s.bindings {
 		if o.Session == session && o.Task != task && b.Open {
-			changes[o] = cbinding{Open: false, Seq: b.Seq}
+			b.Open = false
+			changes[o] = b
 		}
 	}
 	var seq int64
@@ -364,8 +693,26 @@ func (s ClientState) openBinding(session, task string) (ClientState, bool) {
 			seq = max(seq, b.Seq)
 		}
 	}
-	changes[k] = cbinding{Open: true, Seq: seq + 1}
+	if s.reads&readsBoundAt == 0 {
+		boundAt = 0
+	}
+	changes[k] = cbinding{Open: true, Seq: seq + 1, BoundAt: boundAt}
 	return s.withBindings(changes), true
+}
+
+// closeOthers closes the session's open bindings to other tasks than task.
+func (s ClientState) closeOthers(session, task string) ClientState {
+	changes := map[bindKey]cbinding{}
+	for o, b := range s.bindings {
+		if o.Session == session && o.Task != task && b.Open {
+			b.Open = false
+			changes[o] = b
+		}
+	}
+	if len(changes) == 0 {
+		return s
+	}
+	return s.withBindings(changes)
 }
 
 // otherOpenBinding reports whether the session has an open binding to
@@ -385,6 +732,45 @@ func newer(gen, seq, storedGen, storedSeq uint64) bool {
 
 func invalid() Outcome { return Fail(c.ErrInvalidArgument) }
 
+// knownByBinding and knownByIntent are the two statements task_is_known
+// runs (client.task_is_known.two_statements): whether the task has or had a
+// binding, and whether an intent names it. Split cuts a false answer into
+// them.
+type knownByBinding struct{ TaskID string }
+type knownByIntent struct{ TaskID string }
+
+// bindClose is the first of the two steps bind_task may take
+// (client.bind_task.two_statements): the session's other open binding
+// closed. The second is bind_task itself.
+type bindClose struct{ SessionID, TaskID string }
+
+func (knownByBinding) Name() string { return "task_is_known/bindings" }
+func (knownByBinding) Result() any  { return false }
+func (knownByIntent) Name() string  { return "task_is_known/intents" }
+func (knownByIntent) Result() any   { return false }
+func (bindClose) Name() string      { return "bind_task/close_others" }
+func (bindClose) Result() any       { return nil }
+
+// Split cuts the client operations the seed does not run as one statement
+// into their parts: a false task_is_known into its two reads (a true one is
+// true at the moment of the read that found it, since a binding is never
+// removed), and a bind_task into the close of the session's other binding
+// and the bind.
+func (Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
+	if got.Kind != "" {
+		return nil, nil, false
+	}
+	switch o := op.(type) {
+	case c.TaskIsKnown:
+		if got.Result == false {
+			return []spec.Op{knownByBinding{o.TaskID}, knownByIntent{o.TaskID}}, []Outcome{OK(false), OK(false)}, true
+		}
+	case c.BindTask:
+		return []spec.Op{bindClose{o.SessionID, o.TaskID}, o}, []Outcome{OK(nil), got}, true
+	}
+	return nil, nil, false
+}
+
 // Keys partitions a client history. The store is many small stores side by
 // side, and each key below names one of them:
 //
@@ -393,22 +779,25 @@ func invalid() Outcome { return Fail(c.ErrInvalidArgument) }
 //     is global, but only those scans read it.
 //   - names:<task>: the intents whose envelope names the task, which
 //     task_is_known and task_attempt read. enqueue_intent carries the key of
-//     the task its envelope names; the later operations on that row (a bump
-//     changes its attempt, a delete its presence) carry only intent:<op_id>,
-//     which joins them to that enqueue.
+//     the task its envelope names (by either occurrence of a member named
+//     twice); the later operations on that row (a bump changes its attempt,
+//     a delete its presence) carry only intent:<op_id>, which joins them to
+//     that enqueue.
 //   - events, faults: each one sequence, whose numbers every append takes
 //     from: never split.
 //   - out_head:<task>, prose:<role>, config:<key>: independent caches.
 //   - session:<id> and bound:<task>: a session's tuple and its bindings. An
 //     operation that names both (upsert_session, bind_task,
 //     release_binding) joins them. get_session and bump_session_version
-//     name only the task: the session they reach is bound to the task by
-//     an earlier operation of the history that named both, so they join
-//     that session through it; closing a session's other binding (of
-//     another task) is joined through that binding's opening, which named
-//     the session. active_sessions reads every session and its open
-//     binding: session:* (every binding's opening named its session).
+//     name only the task: every session they may reach (under any reading
+//     of SESSION_ID_FOR_TASK) is bound to the task by an earlier operation
+//     of the history that named both, so they join that session through
+//     it; closing a session's other binding (of another task) is joined
+//     through that binding's opening, which named the session.
+//     active_sessions reads every session and its open binding: session:*
+//     (every binding's opening named its session).
 //   - task:<id>: a task's record. open_tasks reads every record: task:*.
+//     The kinds and verdicts a backend takes are learned per part.
 //
 // So a history splits at least into the outbox, the sessions, the tasks,
 // the event log, the faults and each cache; and, without the scans, per
@@ -417,8 +806,10 @@ func (Client) Keys(op spec.Op) []string {
 	switch o := op.(type) {
 	case c.EnqueueIntent:
 		keys := []string{"intent:" + o.OpID}
-		if t, ok := envelopeTask(o.Envelope); ok {
-			keys = append(keys, "names:"+t)
+		for _, last := range []bool{false, true} {
+			if t, ok := envelopeTask(o.Envelope, last); ok && !slices.Contains(keys, "names:"+t) {
+				keys = append(keys, "names:"+t)
+			}
 		}
 		return keys
 	case c.GetIntent:
@@ -437,6 +828,10 @@ func (Client) Keys(op spec.Op) []string {
 		return []string{"names:" + o.TaskID}
 	case c.TaskIsKnown:
 		return []string{"names:" + o.TaskID, "bound:" + o.TaskID}
+	case knownByBinding:
+		return []string{"bound:" + o.TaskID}
+	case knownByIntent:
+		return []string{"names:" + o.TaskID}
 	case c.AppendEvent, c.EventsSince, c.EventHead:
 		return []string{"events"}
 	case c.InsertFault, c.ListFaults:
@@ -456,6 +851,8 @@ func (Client) Keys(op spec.Op) []string {
 	case c.UpsertSession:
 		return []string{"session:" + c.SessionIDFor(o.TaskID, o.Version.BackendRef), "bound:" + o.TaskID}
 	case c.BindTask:
+		return []string{"session:" + o.SessionID, "bound:" + o.TaskID}
+	case bindClose:
 		return []string{"session:" + o.SessionID, "bound:" + o.TaskID}
 	case c.ReleaseBinding:
 		return []string{"session:" + o.SessionID, "bound:" + o.TaskID}
@@ -479,40 +876,48 @@ func (Client) Keys(op spec.Op) []string {
 	return nil
 }
 
-func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
+// payload is the branches of an operation handed text that is not JSON
+// where the contract keeps JSON (client.payload_json): refused, the
+// reference's reading, or kept verbatim (acted).
+func payload(s ClientState, acted []Branch) []Branch {
+	out := Refused(s, c.RulePayloadJSON, c.ErrInvalidArgument)
+	for _, b := range acted {
+		switch {
+		case b.Outcome.Result == false:
+			// Nothing to act on: the decline or the refusal
+			// (client.refusal_order).
+			b.Rule = c.RuleRefusalOrder
+		case b.Rule == "":
+			b.Rule = c.RulePayloadJSON
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func (m Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 	s := st.(ClientState)
+	now := msNS(nowMS)
 	switch o := op.(type) {
 	// ----- the outbox -----
 	case c.EnqueueIntent:
 		if !json.Valid(o.Envelope) {
-			return One(s, invalid())
+			return payload(s, m.enqueue(s, o, now))
 		}
-		if _, ok := s.intents[o.OpID]; ok {
-			return One(s, OK(false))
-		}
-		var order int64
-		for _, in := range s.intents {
-			if in.live() {
-				order = max(order, in.Order)
-			}
-		}
-		task, names := envelopeTask(o.Envelope)
-		in := cintent{Env: string(o.Envelope), Task: task, NamesTask: names, State: c.IntentPending,
-			Next: nowMS, Created: nowMS, Updated: nowMS, Order: order + 1}
-		return One(s.withIntent(o.OpID, &in), OK(true))
+		return m.enqueue(s, o, now)
 
 	case c.GetIntent:
-		if in, ok := s.intents[o.OpID]; ok {
-			v := in.value(o.OpID)
-			return One(s, OK(&v))
+		in, ok := s.intents[o.OpID]
+		if !ok {
+			return One(s, OK((*c.Intent)(nil)))
 		}
-		return One(s, OK((*c.Intent)(nil)))
+		return s.timed(func(d int64) any { v := in.value(o.OpID, d); return &v })
 
 	case c.DueIntents:
-		return One(s, OK(s.due(o.Now.UnixMilli(), c.EffectiveLimit(o.Limit))))
+		return s.timed(func(d int64) any { return s.due(nsOf(o.Now), c.EffectiveLimit(o.Limit), d) })
 
 	case c.FlushOrder:
-		return One(s, OK(s.due(nowMS, c.FlushBatchSize)))
+		return s.timed(func(d int64) any { return s.due(now, c.FlushBatchSize, d) })
 
 	case c.BumpIntent:
 		in, ok := s.intents[o.OpID]
@@ -520,7 +925,7 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 			return One(s, OK(false))
 		}
 		in.Attempt++
-		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, o.NextAttemptAt.UnixMilli(), o.LastError, nowMS
+		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, nsOf(o.NextAttemptAt), o.LastError, now
 		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.DeferIntent:
@@ -528,26 +933,29 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 		if !ok || !in.live() {
 			return One(s, OK(false))
 		}
-		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, o.NextAttemptAt.UnixMilli(), o.LastError, nowMS
+		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, nsOf(o.NextAttemptAt), o.LastError, now
 		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.AcceptIntent:
+		acted := func() []Branch {
+			in, ok := s.intents[o.OpID]
+			if !ok || !in.live() {
+				return One(s, OK(false))
+			}
+			in.State, in.Receipt, in.HasReceipt, in.Updated, in.Order = c.IntentAccepted, string(o.Receipt), true, now, 0
+			return One(s.withIntent(o.OpID, &in), OK(true))
+		}
 		if !json.Valid(o.Receipt) {
-			return One(s, invalid())
+			return payload(s, acted())
 		}
-		in, ok := s.intents[o.OpID]
-		if !ok || !in.live() {
-			return One(s, OK(false))
-		}
-		in.State, in.Receipt, in.HasReceipt, in.Updated, in.Order = c.IntentAccepted, string(o.Receipt), true, nowMS, 0
-		return One(s.withIntent(o.OpID, &in), OK(true))
+		return acted()
 
 	case c.ExhaustIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
 			return One(s, OK(false))
 		}
-		in.State, in.LastError, in.Updated, in.Order = c.IntentExhausted, o.LastError, nowMS, 0
+		in.State, in.LastError, in.Updated, in.Order = c.IntentExhausted, o.LastError, now, 0
 		return One(s.withIntent(o.OpID, &in), OK(true))
 
 	case c.DeleteIntent:
@@ -567,52 +975,76 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 
 	// ----- the event log -----
 	case c.AppendEvent:
+		e := cevent{Type: o.Type, Data: string(o.Data), Created: now}
 		if !json.Valid(o.Data) {
-			return One(s, invalid())
+			return payload(s, []Branch{s.appendEvent(e)})
 		}
-		e := cevent{Type: o.Type, Data: string(o.Data), Created: nowMS}
-		seq := int64(len(s.events)) + 1
-		s.events = append(slices.Clip(s.events), e)
-		s.h ^= entryHash("event", seq, e)
-		return One(s, OK(seq))
+		return []Branch{s.appendEvent(e)}
 
 	case c.EventsSince:
-		var out []c.Event
-		for i := max(o.Seq, 0); i < int64(len(s.events)) && len(out) < c.EffectiveLimit(o.Limit); i++ {
-			e := s.events[i]
-			out = append(out, c.Event{Seq: i + 1, Type: e.Type, Data: spec.RawJSON(e.Data), CreatedAt: at(e.Created)})
-		}
-		return One(s, OK(out))
+		want := s.guessEvents(o.Seq, o.Limit)
+		return []Branch{{Outcome: OK(want), Next: s, Rule: c.RuleEventsSince, Match: func(got Outcome) (State, bool) {
+			evs, ok := got.Result.([]c.Event)
+			if got.Kind != "" || !ok && got.Result != nil {
+				return nil, false
+			}
+			return s.judgeEventsSince(o.Seq, o.Limit, evs)
+		}}}
 
 	case c.EventHead:
-		return One(s, OK(int64(len(s.events))))
+		if len(s.events) == 0 {
+			return One(s, OK(int64(0)))
+		}
+		last := len(s.events) - 1
+		if e := s.events[last]; e.Seq != 0 {
+			return One(s, OK(e.Seq))
+		}
+		return []Branch{{Outcome: OK(s.guessSeq(last)), Next: s, Rule: c.RuleEventHead, Match: func(got Outcome) (State, bool) {
+			seq, ok := got.Result.(int64)
+			if got.Kind != "" || !ok {
+				return nil, false
+			}
+			return s.bindEvent(last, seq)
+		}}}
 
 	// ----- caches -----
 	case c.PutOutHead:
-		head := c.HeadPreview(o.Head)
+		head := o.Head
 		var dh uint64
 		s.outHeads, dh = put("out_head", s.outHeads, o.TaskID, &head)
 		s.h ^= dh
 		return One(s, OK(nil))
 
 	case c.GetOutHead:
-		if v, ok := s.outHeads[o.TaskID]; ok {
-			return One(s, OK(&v))
+		head, ok := s.outHeads[o.TaskID]
+		if !ok {
+			return One(s, OK((*string)(nil)))
 		}
-		return One(s, OK((*string)(nil)))
+		if p, ok := s.previews[head]; ok {
+			return One(s, OK(&p))
+		}
+		ref := c.HeadPreview(head)
+		return []Branch{{Outcome: OK(&ref), Next: s, Rule: c.RuleHeadPreview, Match: func(got Outcome) (State, bool) {
+			p, ok := got.Result.(*string)
+			if got.Kind != "" || !ok || p == nil {
+				return nil, false
+			}
+			return s.withPreview(head, *p), true
+		}}}
 
 	case c.PutProse:
-		p := cprose{Prose: o.Prose, SpecHash: o.SpecHash, Cached: nowMS}
+		p := cprose{Prose: o.Prose, SpecHash: o.SpecHash, Cached: now}
 		var dh uint64
 		s.prose, dh = put("prose", s.prose, o.Role, &p)
 		s.h ^= dh
 		return One(s, OK(nil))
 
 	case c.GetProse:
-		if p, ok := s.prose[o.Role]; ok {
-			return One(s, OK(&c.Prose{Prose: p.Prose, SpecHash: p.SpecHash, CachedAt: at(p.Cached)}))
+		p, ok := s.prose[o.Role]
+		if !ok {
+			return One(s, OK((*c.Prose)(nil)))
 		}
-		return One(s, OK((*c.Prose)(nil)))
+		return s.timed(func(d int64) any { return &c.Prose{Prose: p.Prose, SpecHash: p.SpecHash, CachedAt: at(p.Cached, d)} })
 
 	case c.PutConfig:
 		v := o.Value
@@ -636,33 +1068,22 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 		}
 		s = s.withSession(id, csession{Generation: v.Generation, Seq: v.Seq, Agent: v.AgentState, Delivery: v.DeliveryState,
 			Resource: v.ResourceState, Recovery: v.RecoverySubstate, Desired: v.DesiredJSON, Observed: v.ObservedJSON,
-			BackendRef: v.BackendRef, Mismatch: v.MismatchCount, Updated: v.UpdatedAt.UnixMilli()})
-		s, _ = s.openBinding(id, o.TaskID)
+			BackendRef: v.BackendRef, Mismatch: v.MismatchCount, Updated: nsOf(v.UpdatedAt)})
+		s, _ = s.openBinding(id, o.TaskID, nsOf(v.UpdatedAt))
 		return One(s, OK(true))
 
 	case c.BumpSessionVersion:
-		id := s.sessionFor(o.TaskID)
-		cur, ok := s.sessions[id]
-		if id == "" || !ok || !newer(o.Generation, o.Seq, cur.Generation, cur.Seq) {
-			return One(s, OK(false))
-		}
-		cur.Generation, cur.Seq, cur.Updated = o.Generation, o.Seq, nowMS
-		return One(s.withSession(id, cur), OK(true))
+		return s.bumpSession(o, now)
 
 	case c.GetSession:
-		id := s.sessionFor(o.TaskID)
-		v, ok := s.sessions[id]
-		if id == "" || !ok {
-			return One(s, OK((*c.SessionRecord)(nil)))
-		}
-		return One(s, OK(&c.SessionRecord{SessionID: id, TaskID: o.TaskID, VersionedSession: c.VersionedSession{
-			Generation: v.Generation, Seq: v.Seq, AgentState: v.Agent, DeliveryState: v.Delivery, ResourceState: v.Resource,
-			RecoverySubstate: v.Recovery, DesiredJSON: v.Desired, ObservedJSON: v.Observed, BackendRef: v.BackendRef,
-			MismatchCount: v.Mismatch, UpdatedAt: at(v.Updated)}}))
+		return s.getSession(o.TaskID)
 
 	case c.BindTask:
-		next, opened := s.openBinding(o.SessionID, o.TaskID)
+		next, opened := s.openBinding(o.SessionID, o.TaskID, now)
 		return One(next, OK(opened))
+
+	case bindClose:
+		return One(s.closeOthers(o.SessionID, o.TaskID), OK(nil))
 
 	case c.ReleaseBinding:
 		k := bindKey{o.SessionID, o.TaskID}
@@ -670,7 +1091,8 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 		if !ok || !b.Open {
 			return One(s, OK(false))
 		}
-		return One(s.withBindings(map[bindKey]cbinding{k: {Open: false, Seq: b.Seq}}), OK(true))
+		b.Open = false
+		return One(s.withBindings(map[bindKey]cbinding{k: b}), OK(true))
 
 	case c.ActiveSessions:
 		var out []c.LiveSession
@@ -681,10 +1103,9 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 				continue
 			}
 			l := c.LiveSession{SessionID: id, Suspended: v.Resource == c.ResourceClosed}
-			var seq int64
 			for k, b := range s.bindings {
-				if k.Session == id && b.Open && b.Seq > seq {
-					l.TaskID, seq = k.Task, b.Seq
+				if k.Session == id && b.Open {
+					l.TaskID = k.Task
 				}
 			}
 			out = append(out, l)
@@ -693,43 +1114,17 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 
 	// ----- tasks -----
 	case c.OpenTask:
-		if o.Kind != c.KindRoot && o.Kind != c.KindRelay {
-			return One(s, invalid())
-		}
-		cz := o.Causality
-		if t, ok := s.tasks[cz.Task]; ok {
-			t.Kind, t.Parent, t.Hop, t.Attempt = o.Kind, cz.ParentTask, int64(cz.Hop), max(t.Attempt, int64(cz.Attempt))
-			return One(s.withTask(cz.Task, t), OK(false))
-		}
-		var order int64
-		for _, t := range s.tasks {
-			if !t.IsSettled {
-				order = max(order, t.Order)
-			}
-		}
-		return One(s.withTask(cz.Task, ctask{Kind: o.Kind, Parent: cz.ParentTask, Hop: int64(cz.Hop), Attempt: int64(cz.Attempt),
-			State: c.TaskPending, Opened: nowMS, Order: order + 1}), OK(true))
+		return s.openTask(o, now)
 
 	case c.SettleTask:
-		if !slices.Contains(c.TerminalTaskStates, o.State) {
-			return One(s, invalid())
-		}
-		t, ok := s.tasks[o.TaskID]
-		switch {
-		case ok && t.IsSettled:
-			return One(s, OK(false))
-		case !ok:
-			t = ctask{Opened: nowMS}
-		}
-		t.State, t.Settled, t.IsSettled, t.Order = o.State, nowMS, true, 0
-		return One(s.withTask(o.TaskID, t), OK(true))
+		return s.settleTask(o, now)
 
 	case c.GetTask:
-		if t, ok := s.tasks[o.TaskID]; ok {
-			v := t.value(o.TaskID)
-			return One(s, OK(&v))
+		t, ok := s.tasks[o.TaskID]
+		if !ok {
+			return One(s, OK((*c.Task)(nil)))
 		}
-		return One(s, OK((*c.Task)(nil)))
+		return s.timed(func(d int64) any { v := t.value(o.TaskID, d); return &v })
 
 	case c.OpenTasks:
 		var ids []string
@@ -738,15 +1133,17 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 				ids = append(ids, id)
 			}
 		}
-		slices.SortFunc(ids, func(a, b string) int {
-			x, y := s.tasks[a], s.tasks[b]
-			return cmp.Or(cmp.Compare(x.Opened, y.Opened), cmp.Compare(x.Order, y.Order))
+		return s.timed(func(d int64) any {
+			slices.SortFunc(ids, func(a, b string) int {
+				x, y := s.tasks[a], s.tasks[b]
+				return cmp.Or(cmp.Compare(cut(x.Opened, d), cut(y.Opened, d)), cmp.Compare(x.Order, y.Order))
+			})
+			var out []c.Task
+			for _, id := range ids[:min(len(ids), c.EffectiveLimit(o.Limit))] {
+				out = append(out, s.tasks[id].value(id, d))
+			}
+			return out
 		})
-		var out []c.Task
-		for _, id := range ids[:min(len(ids), c.EffectiveLimit(o.Limit))] {
-			out = append(out, s.tasks[id].value(id))
-		}
-		return One(s, OK(out))
 
 	case c.TaskIsKnown:
 		for k := range s.bindings {
@@ -754,44 +1151,516 @@ func (Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 				return One(s, OK(true))
 			}
 		}
-		for _, in := range s.intents {
-			if in.NamesTask && in.Task == o.TaskID {
+		return s.byEnvelope(func(first bool) any {
+			for _, in := range s.intents {
+				if in.names(o.TaskID, first) {
+					return true
+				}
+			}
+			return false
+		})
+
+	case knownByBinding:
+		for k := range s.bindings {
+			if k.Task == o.TaskID {
 				return One(s, OK(true))
 			}
 		}
 		return One(s, OK(false))
 
-	case c.TaskAttempt:
-		var attempt int64
-		for _, in := range s.intents {
-			if in.NamesTask && in.Task == o.TaskID {
-				attempt = max(attempt, in.Attempt)
+	case knownByIntent:
+		return s.byEnvelope(func(first bool) any {
+			for _, in := range s.intents {
+				if in.names(o.TaskID, first) {
+					return true
+				}
 			}
-		}
-		return One(s, OK(attempt))
+			return false
+		})
+
+	case c.TaskAttempt:
+		return s.byEnvelope(func(first bool) any {
+			var attempt int64
+			for _, in := range s.intents {
+				if in.names(o.TaskID, first) {
+					attempt = max(attempt, in.Attempt)
+				}
+			}
+			return attempt
+		})
 
 	// ----- faults -----
 	case c.InsertFault:
 		f := o.Fault
-		f.ID = int64(len(s.faults)) + 1
-		cf := cfault{Fault: f, CreatedMS: f.CreatedAt.UnixMilli()}
+		f.ID = 0
+		cf := cfault{Fault: f, CreatedNS: nsOf(f.CreatedAt)}
 		cf.CreatedAt = time.Time{}
-		s.faults = append(slices.Clip(s.faults), cf)
-		s.h ^= entryHash("fault", f.ID, cf)
-		return One(s, OK(f.ID))
+		i := len(s.faults)
+		next := s.withFault(i, cf)
+		return []Branch{{Outcome: OK(s.guessFaultID(i)), Next: next, Rule: c.RuleFaultID, Match: func(got Outcome) (State, bool) {
+			id, ok := got.Result.(int64)
+			if got.Kind != "" || !ok {
+				return nil, false
+			}
+			return next.bindFault(i, id)
+		}}}
 
 	case c.ListFaults:
-		var out []c.Fault
-		for _, f := range s.faults {
-			if f.TaskID == o.TaskID {
-				v := f.Fault
-				v.CreatedAt = at(f.CreatedMS)
-				out = append(out, v)
+		return []Branch{{Outcome: OK(s.guessFaults(o.TaskID)), Next: s, Rule: c.RuleFaultID, Match: func(got Outcome) (State, bool) {
+			fs, ok := got.Result.([]c.Fault)
+			if got.Kind != "" || !ok && got.Result != nil {
+				return nil, false
 			}
-		}
-		return One(s, OK(out))
+			return s.judgeFaults(o.TaskID, fs)
+		}}}
 	}
 	return One(s, Fail(spec.Kind("unknown_operation")))
+}
+
+// byEnvelope is a read that depends on which occurrence of a member named
+// twice counts (client.envelope_task): one branch per distinct answer.
+func (s ClientState) byEnvelope(f func(first bool) any) []Branch {
+	var a, b any
+	if s.env&envFirst != 0 {
+		a = f(true)
+	}
+	if s.env&envLast != 0 {
+		b = f(false)
+	}
+	switch {
+	case s.env&envLast == 0:
+		return One(s, OK(a))
+	case s.env&envFirst == 0 || spec.SameResult(a, b):
+		return One(s, OK(b))
+	}
+	return []Branch{
+		{Outcome: OK(a), Next: s.withEnv(envFirst), Rule: c.RuleEnvelopeTask},
+		{Outcome: OK(b), Next: s.withEnv(envLast), Rule: c.RuleEnvelopeTask},
+	}
+}
+
+func (Client) enqueue(s ClientState, o c.EnqueueIntent, now int64) []Branch {
+	if _, ok := s.intents[o.OpID]; ok {
+		return One(s, OK(false))
+	}
+	var order int64
+	for _, in := range s.intents {
+		if in.live() {
+			order = max(order, in.Order)
+		}
+	}
+	in := cintent{Env: string(o.Envelope), State: c.IntentPending, Next: now, Created: now, Updated: now, Order: order + 1}
+	in.TaskFirst, in.NamesFirst = envelopeTask(o.Envelope, false)
+	in.TaskLast, in.NamesLast = envelopeTask(o.Envelope, true)
+	return One(s.withIntent(o.OpID, &in), OK(true))
+}
+
+// ----- events and faults: numbers the backend chooses -----
+
+// fits reports whether v may be the number at index i of a sequence of n
+// numbers (num: a number, and whether it is known): greater than every
+// known number before i, less than every known number after it.
+func fits(v int64, n, i int, num func(int) (int64, bool)) bool {
+	for j := i - 1; j >= 0; j-- {
+		if w, ok := num(j); ok {
+			if v <= w {
+				return false
+			}
+			break
+		}
+	}
+	for j := i + 1; j < n; j++ {
+		if w, ok := num(j); ok {
+			if v >= w {
+				return false
+			}
+			break
+		}
+	}
+	return true
+}
+
+func (s ClientState) eventSeq(i int) (int64, bool) { return s.events[i].Seq, s.events[i].Seq != 0 }
+
+// appendEvent is the branch of an append: any positive sequence number
+// greater than every known one (client.append_event.seq_increasing). The
+// state it leaves for a lost answer keeps the number open.
+func (s ClientState) appendEvent(e cevent) Branch {
+	i := len(s.events)
+	next := s.withEvent(i, e)
+	return Branch{Outcome: OK(s.guessSeq(i)), Next: next, Rule: c.RuleEventSeq, Match: func(got Outcome) (State, bool) {
+		seq, ok := got.Result.(int64)
+		if got.Kind != "" || !ok {
+			return nil, false
+		}
+		return next.bindEvent(i, seq)
+	}}
+}
+
+// bindEvent is s with the i-th event's number v, when v fits.
+func (s ClientState) bindEvent(i int, v int64) (State, bool) {
+	e := s.events[i]
+	if e.Seq != 0 {
+		return s, e.Seq == v
+	}
+	if v <= 0 || !fits(v, len(s.events), i, s.eventSeq) {
+		return nil, false
+	}
+	e.Seq = v
+	return s.withEvent(i, e), true
+}
+
+// guessSeq is the number the reference gives the i-th event: one more than
+// the one before.
+func (s ClientState) guessSeq(i int) int64 {
+	var seq int64
+	for j := 0; j <= i && j < len(s.events); j++ {
+		if s.events[j].Seq != 0 {
+			seq = s.events[j].Seq
+		} else {
+			seq++
+		}
+	}
+	if i >= len(s.events) {
+		seq += int64(i - len(s.events) + 1)
+	}
+	return seq
+}
+
+// guessEvents is what the reference answers events_since(seq, limit).
+func (s ClientState) guessEvents(seq int64, limit uint32) []c.Event {
+	var out []c.Event
+	d := firstPrec(s.prec)
+	for i, e := range s.events {
+		n := s.guessSeq(i)
+		if n > seq && len(out) < c.EffectiveLimit(limit) {
+			out = append(out, c.Event{Seq: n, Type: e.Type, Data: spec.RawJSON(e.Data), CreatedAt: at(e.Created, d)})
+		}
+	}
+	return out
+}
+
+// judgeEventsSince is whether got may answer events_since(q, limit) from s
+// (client.events_since.after_seq, client.events_since.limit), and the state
+// it leaves: the numbers it shows of events whose number was open are bound,
+// and the precision of their times narrowed.
+func (s ClientState) judgeEventsSince(q int64, limit uint32, got []c.Event) (State, bool) {
+	n, m := len(s.events), len(got)
+	countOK := func(avail int) bool {
+		switch {
+		case limit == 0:
+			return m <= avail
+		case limit <= 100:
+			return m == min(int(limit), avail)
+		}
+		return m >= min(100, avail) && m <= min(int(limit), avail)
+	}
+	if m == 0 {
+		// No event after q, or a limit that took none: every known number
+		// at or below q, unless the limit allows an empty answer.
+		if limit == 0 {
+			return s, true
+		}
+		for _, e := range s.events {
+			if e.Seq > q {
+				return nil, false
+			}
+		}
+		return s, true
+	}
+	for k := 0; k+m <= n; k++ {
+		if next, ok := s.alignEvents(k, q, got); ok && countOK(n-k) {
+			return next, true
+		}
+	}
+	return nil, false
+}
+
+// alignEvents is whether got is the events from index k on, every event
+// before k numbered at or below q, and the state with their numbers bound
+// and the time precision narrowed.
+func (s ClientState) alignEvents(k int, q int64, got []c.Event) (ClientState, bool) {
+	for j := 0; j < k; j++ {
+		if s.events[j].Seq > q {
+			return s, false
+		}
+	}
+	t := s
+	mask := s.prec
+	for i, g := range got {
+		e := t.events[k+i]
+		if g.Seq <= q || g.Type != e.Type || !spec.SameResult(g.Data, spec.RawJSON(e.Data)) {
+			return s, false
+		}
+		var fit uint8
+		for _, p := range precisions {
+			if mask&p.bit != 0 && g.CreatedAt.Equal(at(e.Created, p.ns)) {
+				fit |= p.bit
+			}
+		}
+		if mask &= fit; mask == 0 {
+			return s, false
+		}
+		next, ok := t.bindEvent(k+i, g.Seq)
+		if !ok {
+			return s, false
+		}
+		t = next.(ClientState)
+	}
+	return t.withPrec(mask), true
+}
+
+func (s ClientState) faultID(i int) (int64, bool) { return s.faults[i].ID, s.faults[i].Known }
+
+// bindFault is s with the i-th fault's id v, when v fits
+// (client.insert_fault.id_increasing).
+func (s ClientState) bindFault(i int, v int64) (State, bool) {
+	f := s.faults[i]
+	if f.Known {
+		return s, f.ID == v
+	}
+	if !fits(v, len(s.faults), i, s.faultID) {
+		return nil, false
+	}
+	f.ID, f.Known = v, true
+	return s.withFault(i, f), true
+}
+
+func (s ClientState) guessFaultID(i int) int64 {
+	var id int64
+	for j := 0; j < i && j < len(s.faults); j++ {
+		if s.faults[j].Known {
+			id = s.faults[j].ID
+		} else {
+			id++
+		}
+	}
+	return id + 1
+}
+
+func (f cfault) value(id int64, d int64) c.Fault {
+	v := f.Fault
+	v.ID, v.CreatedAt = id, at(f.CreatedNS, d)
+	return v
+}
+
+// guessFaults is what the reference answers list_faults(task).
+func (s ClientState) guessFaults(task string) []c.Fault {
+	var out []c.Fault
+	d := firstPrec(s.unixPrec)
+	for i, f := range s.faults {
+		if f.TaskID == task {
+			id := f.ID
+			if !f.Known {
+				id = s.guessFaultID(i)
+			}
+			out = append(out, f.value(id, d))
+		}
+	}
+	return out
+}
+
+// judgeFaults is whether got may answer list_faults(task) from s
+// (client.list_faults.order), and the state it leaves: open ids bound, the
+// precision of created_at narrowed.
+func (s ClientState) judgeFaults(task string, got []c.Fault) (State, bool) {
+	var idx []int
+	for i, f := range s.faults {
+		if f.TaskID == task {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) != len(got) {
+		return nil, false
+	}
+	t := s
+	mask := s.unixPrec
+	for n, i := range idx {
+		f, g := t.faults[i], got[n]
+		var fit uint8
+		for _, p := range precisions {
+			if mask&p.bit != 0 && spec.SameResult(g, f.value(g.ID, p.ns)) {
+				fit |= p.bit
+			}
+		}
+		if mask &= fit; mask == 0 {
+			return nil, false
+		}
+		next, ok := t.bindFault(i, g.ID)
+		if !ok {
+			return nil, false
+		}
+		t = next.(ClientState)
+	}
+	return t.withUnixPrec(mask), true
+}
+
+// ----- sessions: which binding answers for a task -----
+
+// getSession is get_session: one branch per distinct answer the readings of
+// SESSION_ID_FOR_TASK and the precisions of updated_at still possible give,
+// the reference's first. Each branch keeps the readings and precisions that
+// give its answer: the sessions that give one answer at the same precisions
+// share a branch.
+func (s ClientState) getSession(task string) []Branch {
+	cands, order := s.candidates(task)
+	if len(order) == 0 {
+		return One(s, OK((*c.SessionRecord)(nil)))
+	}
+	type group struct {
+		answer      *c.SessionRecord
+		reads, prec uint8
+	}
+	var groups []group
+	for _, sess := range order {
+		v, ok := s.sessions[sess]
+		var mine []group
+		for _, p := range precisions {
+			if s.unixPrec&p.bit == 0 {
+				continue
+			}
+			var a *c.SessionRecord
+			if ok {
+				a = v.record(sess, task, p.ns)
+			}
+			if i := slices.IndexFunc(mine, func(g group) bool { return spec.SameResult(g.answer, a) }); i >= 0 {
+				mine[i].prec |= p.bit
+				continue
+			}
+			mine = append(mine, group{answer: a, reads: cands[sess], prec: p.bit})
+		}
+		for _, g := range mine {
+			if i := slices.IndexFunc(groups, func(h group) bool { return h.prec == g.prec && spec.SameResult(h.answer, g.answer) }); i >= 0 {
+				groups[i].reads |= g.reads
+				continue
+			}
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) == 1 {
+		g := groups[0]
+		return One(s.withReads(g.reads).withUnixPrec(g.prec), OK(g.answer))
+	}
+	rule := c.RuleBindingChoice
+	if len(order) == 1 {
+		rule = c.RuleUnixSeconds
+	}
+	var out []Branch
+	for _, g := range groups {
+		out = append(out, Branch{Outcome: OK(g.answer), Next: s.withReads(g.reads).withUnixPrec(g.prec), Rule: rule})
+	}
+	return out
+}
+
+// bumpSession is bump_session_version: one branch per session the task's
+// session may be; the ones that answer false (the gate refused, or the
+// session has no tuple) are one branch.
+func (s ClientState) bumpSession(o c.BumpSessionVersion, now int64) []Branch {
+	cands, order := s.candidates(o.TaskID)
+	var out []Branch
+	var refused uint8
+	for _, sess := range order {
+		cur, ok := s.sessions[sess]
+		if !ok || !newer(o.Generation, o.Seq, cur.Generation, cur.Seq) {
+			refused |= cands[sess]
+			continue
+		}
+		cur.Generation, cur.Seq, cur.Updated = o.Generation, o.Seq, now
+		out = append(out, Branch{Outcome: OK(true), Next: s.withReads(cands[sess]).withSession(sess, cur), Rule: c.RuleBindingChoice})
+	}
+	if len(order) == 0 {
+		return One(s, OK(false))
+	}
+	if refused != 0 {
+		b := Branch{Outcome: OK(false), Next: s.withReads(refused), Rule: c.RuleBindingChoice}
+		if len(order) > 0 && cands[order[0]]&refused != 0 {
+			out = append([]Branch{b}, out...)
+		} else {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 1 {
+		out[0].Rule = ""
+	}
+	return out
+}
+
+// ----- tasks: the words a backend takes -----
+
+// word is what s has learned of a word outside the contract's own: taken,
+// and known.
+func (s ClientState) word(key string) (taken, known bool) {
+	taken, known = s.words[key]
+	return taken, known
+}
+
+func (s ClientState) openTask(o c.OpenTask, now int64) []Branch {
+	cz := o.Causality
+	act := func(s ClientState) ClientState {
+		if t, ok := s.tasks[cz.Task]; ok {
+			t.Kind, t.Parent, t.Hop, t.Attempt = o.Kind, cz.ParentTask, int64(cz.Hop), max(t.Attempt, int64(cz.Attempt))
+			return s.withTask(cz.Task, t)
+		}
+		var order int64
+		for _, t := range s.tasks {
+			if !t.IsSettled {
+				order = max(order, t.Order)
+			}
+		}
+		return s.withTask(cz.Task, ctask{Kind: o.Kind, Parent: cz.ParentTask, Hop: int64(cz.Hop), Attempt: int64(cz.Attempt),
+			State: c.TaskPending, Opened: now, Order: order + 1})
+	}
+	if o.Kind == c.KindRoot || o.Kind == c.KindRelay {
+		return One(act(s), OK(true))
+	}
+	key := "kind:" + o.Kind
+	taken, known := s.word(key)
+	switch {
+	case known && taken:
+		return One(act(s), OK(true))
+	case known:
+		return Refused(s, c.RuleOpenTaskKinds, c.ErrInvalidArgument)
+	}
+	return []Branch{
+		{Outcome: invalid(), Next: s.withWord(key, false), Rule: c.RuleOpenTaskKinds},
+		{Outcome: OK(true), Next: act(s.withWord(key, true)), Rule: c.RuleOpenTaskKinds},
+	}
+}
+
+func (s ClientState) settleTask(o c.SettleTask, now int64) []Branch {
+	t, exists := s.tasks[o.TaskID]
+	settled := exists && t.IsSettled
+	act := func(s ClientState) []Branch {
+		if settled {
+			return One(s, OK(false))
+		}
+		t := t
+		if !exists {
+			t = ctask{Opened: now}
+		}
+		t.State, t.Settled, t.IsSettled, t.Order = o.State, now, true, 0
+		return One(s.withTask(o.TaskID, t), OK(true))
+	}
+	if slices.Contains(c.TerminalTaskStates, o.State) {
+		return act(s)
+	}
+	key := "verdict:" + string(o.State)
+	taken, known := s.word(key)
+	switch {
+	case known && taken:
+		return act(s)
+	case known && settled:
+		return []Branch{{Outcome: invalid(), Next: s, Rule: c.RuleRefusalOrder}, {Outcome: OK(false), Next: s, Rule: c.RuleRefusalOrder}}
+	case known:
+		return Refused(s, c.RuleSettleVerdictWords, c.ErrInvalidArgument)
+	case settled:
+		// The answer false does not tell whether the word is taken.
+		return []Branch{{Outcome: invalid(), Next: s.withWord(key, false), Rule: c.RuleSettleVerdictWords},
+			{Outcome: OK(false), Next: s, Rule: c.RuleRefusalOrder}}
+	}
+	b := act(s.withWord(key, true))
+	b[0].Rule = c.RuleSettleVerdictWords
+	return append([]Branch{{Outcome: invalid(), Next: s.withWord(key, false), Rule: c.RuleSettleVerdictWords}}, b...)
 }
 
 // The rare client events the simulator must reach: each one a rule of the
@@ -846,6 +1715,7 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 		}
 		add(len(due) == limit && all > limit, EventDueScanCut)
 	}
+	d := firstPrec(s.prec)
 	switch o := op.(type) {
 	case c.SettleTask:
 		t, ok := s.tasks[o.TaskID]
@@ -866,10 +1736,11 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 		in, ok := s.intents[o.OpID]
 		add(ok && in.Attempt > 0, EventRedeliveryKeptBudget)
 	case c.DueIntents:
-		limit := c.EffectiveLimit(o.Limit)
-		dueTies(out.Result.([]c.Intent), limit, len(s.due(o.Now.UnixMilli(), c.MaxLimit+1)))
+		due, _ := out.Result.([]c.Intent)
+		dueTies(due, c.EffectiveLimit(o.Limit), len(s.due(nsOf(o.Now), c.MaxLimit+1, d)))
 	case c.FlushOrder:
-		dueTies(out.Result.([]c.Intent), c.FlushBatchSize, len(s.due(nowMS, c.FlushBatchSize+1)))
+		due, _ := out.Result.([]c.Intent)
+		dueTies(due, c.FlushBatchSize, len(s.due(msNS(nowMS), c.FlushBatchSize+1, d)))
 	case c.UpsertSession:
 		id := c.SessionIDFor(o.TaskID, o.Version.BackendRef)
 		if cur, ok := s.sessions[id]; ok {
@@ -879,7 +1750,7 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 			add(s.otherOpenBinding(id, o.TaskID), EventRebindClosedOther)
 		}
 	case c.BumpSessionVersion:
-		if cur, ok := s.sessions[s.sessionFor(o.TaskID)]; ok {
+		if cur, ok := s.sessions[s.referenceSession(o.TaskID)]; ok {
 			gate(o.Generation, o.Seq, cur)
 		}
 	case c.BindTask:
@@ -888,7 +1759,8 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 		b, ok := s.bindings[bindKey{o.SessionID, o.TaskID}]
 		add(ok && !b.Open, EventReleasedTwice)
 	case c.ActiveSessions:
-		for _, l := range out.Result.([]c.LiveSession) {
+		live, _ := out.Result.([]c.LiveSession)
+		for _, l := range live {
 			if l.Suspended {
 				add(true, EventSuspendedClaimed)
 				break

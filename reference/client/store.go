@@ -605,15 +605,15 @@ func storedPair(ctx context.Context, tx *sql.Tx, sessionID string) (gen, seq uin
 }
 
 // sessionForTask is the session of the task's latest open binding, else of
-// its latest binding ("" when it has none).
-func sessionForTask(ctx context.Context, tx *sql.Tx, taskID string) (string, error) {
-	var id string
-	err := tx.QueryRowContext(ctx, `SELECT session_id FROM session_tasks WHERE task_id = ?
+// its latest binding; found is false when it has none. ("" is a session id
+// like any other: a backend_ref of {"task_id":""} files the tuple under it.)
+func sessionForTask(ctx context.Context, tx *sql.Tx, taskID string) (id string, found bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT session_id FROM session_tasks WHERE task_id = ?
 		ORDER BY released_at IS NULL DESC, bound_seq DESC LIMIT 1`, taskID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return "", false, nil
 	}
-	return id, err
+	return id, err == nil, err
 }
 
 // openBinding opens the pair's binding at now and closes the session's other
@@ -687,8 +687,8 @@ func (s *Store) BumpSessionVersion(ctx context.Context, taskID string, generatio
 	now := ms(s.clock.Now())
 	var moved bool
 	err := s.db.Write(ctx, "bump_session_version", func(tx *sql.Tx) error {
-		sessionID, err := sessionForTask(ctx, tx, taskID)
-		if err != nil || sessionID == "" {
+		sessionID, found, err := sessionForTask(ctx, tx, taskID)
+		if err != nil || !found {
 			return err
 		}
 		gen, sq, ok, err := storedPair(ctx, tx, sessionID)
@@ -705,8 +705,8 @@ func (s *Store) BumpSessionVersion(ctx context.Context, taskID string, generatio
 func (s *Store) GetSession(ctx context.Context, taskID string) (*c.SessionRecord, error) {
 	var out *c.SessionRecord
 	err := s.db.Read(ctx, "get_session", func(tx *sql.Tx) error {
-		sessionID, err := sessionForTask(ctx, tx, taskID)
-		if err != nil || sessionID == "" {
+		sessionID, found, err := sessionForTask(ctx, tx, taskID)
+		if err != nil || !found {
 			return err
 		}
 		r := c.SessionRecord{SessionID: sessionID, TaskID: taskID}
@@ -805,19 +805,22 @@ func (s *Store) OpenTask(ctx context.Context, cz c.Causality, kind string) (bool
 	if s.bug == bugs.ClientReopenLowersAttempt {
 		attempt = `?`
 	}
-	var created bool
+	// The record is written either way, a fresh open or a refresh of the
+	// chain, and the call answers true (client.open_task.refresh).
+	var written bool
 	err := s.db.Write(ctx, "open_task", func(tx *sql.Tx) error {
 		refreshed, err := changed(ctx, tx, `UPDATE task SET kind = ?, parent_task = ?, hop = ?, attempt = `+attempt+`
 			WHERE task_id = ?`, kind, cz.ParentTask, cz.Hop, cz.Attempt, cz.Task)
 		if err != nil || refreshed {
+			written = refreshed
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO task (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, 'pending', ?, NULL)`,
 			cz.Task, kind, cz.ParentTask, cz.Hop, cz.Attempt, now)
-		created = err == nil
+		written = err == nil
 		return err
 	})
-	return created, err
+	return written, err
 }
 
 func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState) (bool, error) {

@@ -29,7 +29,9 @@ func TestSessionIDFor(t *testing.T) {
 	for _, tc := range []struct{ ref, want string }{
 		{`{"backend":"acp","task_id":"sess-1"}`, "sess-1"},
 		{`{"backend":"acp"}`, "task"},
-		{`{"task_id":""}`, "task"},
+		{`{"task_id":""}`, ""},
+		{`{"task_id":null}`, "task"},
+		{`{"task_id":"a","backend":"acp"}`, "a"},
 		{`{"task_id":7}`, "task"},
 		{`["sess-1"]`, "task"},
 		{`not json`, "task"},
