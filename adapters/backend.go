@@ -22,6 +22,27 @@ type Backend interface {
 	Close() error
 }
 
+// SchemaWriter is a Backend that writes, at path, a new file of store that
+// its own open reads as carrying marker at version (the capability
+// client_schema_writer, the request write_foreign_schema).
+type SchemaWriter interface {
+	WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error
+}
+
+// WithSchemaWriter is b, writing foreign schema files with write.
+func WithSchemaWriter(b Backend, write func(ctx context.Context, store, path, marker string, version int) error) Backend {
+	return schemaWriting{b, write}
+}
+
+type schemaWriting struct {
+	Backend
+	write func(ctx context.Context, store, path, marker string, version int) error
+}
+
+func (b schemaWriting) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
+	return b.write(ctx, store, path, marker, version)
+}
+
 // Opener opens one store's Target.
 type Opener func(ctx context.Context, o suite.Options) (Target, error)
 
@@ -73,6 +94,11 @@ func Harness(b Backend) suite.Harness {
 			SQLiteLocking:     info.Capabilities.SQLiteLocking,
 			ClientSchemaTable: info.Capabilities.ClientSchemaTable,
 		},
+	}
+	if w, ok := b.(SchemaWriter); ok && info.Capabilities.ClientSchemaWriter && slices.Contains(info.Stores, "client") {
+		h.WriteClientSchema = func(path, marker string, version int) error {
+			return w.WriteForeignSchema(context.Background(), "client", path, marker, version)
+		}
 	}
 	for _, c := range Contracts {
 		if slices.Contains(info.Stores, c.Name) {

@@ -239,6 +239,32 @@ func (e *Exec) ArmCrash(ctx context.Context, point string, nth int) error {
 	return nil
 }
 
+// WriteForeignSchema asks the backend to write, at path, a new file of store
+// that its own open reads as carrying marker at version (the request
+// write_foreign_schema, for a backend that declares client_schema_writer).
+func (e *Exec) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
+	c, ok := ContractOf(store)
+	if !ok {
+		return fmt.Errorf("exec backend: unknown store %q", store)
+	}
+	p := e.proc()
+	what := fmt.Sprintf("write_foreign_schema %s %s version %d", store, marker, version)
+	rep, err := p.call(ctx, &Request{Type: TypeWriteForeignSchema, Store: store, Path: path, Marker: marker, Version: version}, what)
+	if err != nil {
+		return err
+	}
+	if rep.Error != nil {
+		if err := p.checkKind(c, rep.Error, what); err != nil {
+			return err
+		}
+		return &spec.Error{Kind: rep.Error.Kind, Message: rep.Error.Message}
+	}
+	if len(rep.Result) > 0 && string(rep.Result) != "null" {
+		return p.violation(fmt.Sprintf("%s: want null, the backend answered %s", what, clip(rep.Result, 200)))
+	}
+	return nil
+}
+
 // execTarget is one open database of an Exec backend.
 type execTarget struct {
 	p      *process

@@ -231,6 +231,15 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 			return nil, spec.Errorf(ErrBadRequest, "arm_crash: nth must be 1 or more, not %d", req.Nth)
 		}
 		return nil, s.o.ArmCrash(req.Point, req.Nth)
+	case TypeWriteForeignSchema:
+		w, ok := s.b.(SchemaWriter)
+		if !ok || !s.b.Info().Capabilities.ClientSchemaWriter {
+			return nil, spec.Errorf(ErrBadRequest, "write_foreign_schema: this backend does not declare client_schema_writer")
+		}
+		if req.Store != "client" || !slices.Contains(s.b.Info().Stores, req.Store) || req.Path == "" {
+			return nil, spec.Errorf(ErrBadRequest, "write_foreign_schema: give the client store and a path (store %q, path %q)", req.Store, req.Path)
+		}
+		return nil, w.WriteForeignSchema(ctx, req.Store, req.Path, req.Marker, req.Version)
 	}
-	return nil, spec.Errorf(ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash)", req.Type)
+	return nil, spec.Errorf(ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash, write_foreign_schema)", req.Type)
 }

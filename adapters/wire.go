@@ -21,18 +21,25 @@ const (
 	TypeClose    = "close"
 	TypeOp       = "op"
 	TypeArmCrash = "arm_crash"
+	// TypeWriteForeignSchema asks a backend that declares
+	// client_schema_writer to write, at path, a new file of store that its
+	// own open reads as carrying marker at version (answered null), so the
+	// kit can check the schema gate whatever the backend's layout.
+	TypeWriteForeignSchema = "write_foreign_schema"
 )
 
 // Request is one line the kit writes to the backend.
 type Request struct {
 	ID   uint64 `json:"id"`
 	Type string `json:"type"`
-	// Version is the kit's protocol version (hello).
+	// Version is the kit's protocol version (hello), or the schema version
+	// of the file to write (write_foreign_schema; absent means 0).
 	Version int `json:"version,omitempty"`
-	// Store names the contract (open, op).
+	// Store names the contract (open, op, write_foreign_schema).
 	Store string `json:"store,omitempty"`
 	// Path is the database file to open; InMemory asks for a private
-	// in-memory database instead (open).
+	// in-memory database instead (open). The file to write
+	// (write_foreign_schema).
 	Path     string `json:"path,omitempty"`
 	InMemory bool   `json:"in_memory,omitempty"`
 	// Handle is an open database, as open answered it (op, close).
@@ -49,6 +56,9 @@ type Request struct {
 	// Point and Nth arm a crash point (arm_crash).
 	Point string `json:"point,omitempty"`
 	Nth   int    `json:"nth,omitempty"`
+	// Marker is the schema marker of the file to write
+	// (write_foreign_schema).
+	Marker string `json:"marker,omitempty"`
 }
 
 // Reply is one line the backend writes: the id it answers and either a
@@ -84,6 +94,10 @@ type Capabilities struct {
 	// ClientSchemaTable: the kit may write a client store file of another
 	// schema marker or version itself, to check the gate at open.
 	ClientSchemaTable bool `json:"client_schema_table"`
+	// ClientSchemaWriter: the backend writes a client store file of another
+	// schema marker or version itself when asked (write_foreign_schema), in
+	// its own layout, to check the gate at open.
+	ClientSchemaWriter bool `json:"client_schema_writer"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
 	CrashPoints map[string][]string `json:"crash_points"`
 }

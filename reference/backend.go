@@ -19,11 +19,12 @@ import (
 func Backend(o Options) adapters.Backend {
 	o.Direct = true
 	h := Harness(o)
-	return adapters.InProcess(adapters.Hello{
+	b := adapters.InProcess(adapters.Hello{
 		Name: h.Name,
 		Capabilities: adapters.Capabilities{
 			Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, SQLiteLocking: h.Capabilities.SQLiteLocking,
 			InMemory: h.Capabilities.InMemory, ClientSchemaTable: h.Capabilities.ClientSchemaTable,
+			ClientSchemaWriter: h.WriteClientSchema != nil,
 			CrashPoints: map[string][]string{
 				continuity.StoreName: refcontinuity.CrashPoints,
 				runtime.StoreName:    refruntime.CrashPoints,
@@ -52,5 +53,8 @@ func Backend(o Options) adapters.Backend {
 			}
 			return adapters.Client(s), nil
 		},
+	})
+	return adapters.WithSchemaWriter(b, func(ctx context.Context, store, path, marker string, version int) error {
+		return refclient.WriteSchema(ctx, path, marker, version)
 	})
 }

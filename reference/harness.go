@@ -44,6 +44,9 @@ func Harness(o Options) suite.Harness {
 			Files: !o.InMemory, SharedFiles: !o.InMemory, SQLiteLocking: !o.InMemory, InMemory: true,
 			ClientSchemaTable: !o.InMemory,
 		},
+		WriteClientSchema: func(path, marker string, version int) error {
+			return refclient.WriteSchema(context.Background(), path, marker, version)
+		},
 		Continuity: func(ctx context.Context, so suite.Options) (continuity.Store, error) {
 			ref, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: so.Path, Bug: o.Bug})
 			if err != nil {

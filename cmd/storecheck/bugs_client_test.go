@@ -18,7 +18,7 @@ func init() {
 			"client defer_intent moves the next attempt time and error without consuming an attempt",
 		},
 		bugs.ClientDueOrderWholeSeconds: {
-			"client due_intents orders times by their sub-second part too",
+			"client due_intents orders times by their sub-second part when the store keeps one, and within a whole second by creation and enqueue order when it does not",
 		},
 		bugs.ClientDueLimitUncapped: {
 			"client due_intents takes at most limit rows: 0 means 100, and never more than 500",
@@ -29,7 +29,7 @@ func init() {
 			twoHandles,
 		},
 		bugs.ClientReopenLowersAttempt: {
-			"client open_task re-opening refreshes the chain, keeps state and opening time, never lowers the attempt, and answers false",
+			"client open_task re-opening refreshes the chain, keeps state and opening time, never lowers the attempt, and answers true",
 		},
 		bugs.ClientSessionGateAcceptsEqual: {
 			"client upsert_session writes only a strictly newer (generation, seq): an equal or older pair changes nothing and answers false",
@@ -50,7 +50,7 @@ func init() {
 			"client active_sessions never claims a session once it has exited",
 		},
 		bugs.ClientSchemaIgnoresVersion: {
-			"client open refuses a file of another version of its marker with schema_mismatch, naming both, and changes nothing in it",
+			"client open refuses a file of another version of its marker with schema_mismatch, and changes nothing in it",
 		},
 	} {
 		expectedFailures[b] = specs

@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gcustom"
+	"github.com/onsi/gomega/types"
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
@@ -59,6 +61,34 @@ func (fx *clientFixture) open(path string) cli.Store {
 		return clientHandle{st, once}
 	})
 }
+
+// because is a failure message that names a rule of the client's table and
+// says what it allows.
+func because(id string, what ...any) string {
+	msg := cli.Contract.Explain(id)
+	if len(what) > 0 {
+		msg = fmt.Sprint(what...) + "; " + msg
+	}
+	return msg
+}
+
+// keptAs matches a time the store kept, read back: want cut to the second,
+// the millisecond, the microsecond, or whole (client.time_precision,
+// client.unix_seconds: the precision is the backend's).
+func keptAs(want time.Time) types.GomegaMatcher {
+	return gcustom.MakeMatcher(func(got time.Time) (bool, error) {
+		for _, d := range []time.Duration{time.Second, time.Millisecond, time.Microsecond, time.Nanosecond} {
+			if got.Equal(want.Truncate(d)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}).WithTemplate("Expected\n{{.FormattedActual}}\nto be {{.Data}} as the store keeps it: cut to the second, the millisecond, the microsecond or whole (rule client.time_precision or client.unix_seconds)", want.Format(time.RFC3339Nano))
+}
+
+// subSecond reports whether a time read back kept a part of its second, so
+// that the store orders such times by it.
+func subSecond(t time.Time) bool { return !t.Equal(t.Truncate(time.Second)) }
 
 // at is the spec's clock origin moved by d.
 func (fx *clientFixture) at(d time.Duration) time.Time { return Epoch.Add(d) }

@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // The caches: out heads, prose and config, the latest put winning.
@@ -17,26 +19,24 @@ func clientCacheSpecs(fx *clientFixture) {
 			Expect(err).NotTo(HaveOccurred())
 			return v
 		}
-		It("reads back what was stored, the latest put winning", func() {
-			Expect(outHead(taskA)).To(BeNil())
-			Expect(fx.s.PutOutHead(fx.ctx, taskA, "first head")).To(Succeed())
-			Expect(fx.s.PutOutHead(fx.ctx, taskA, "second head")).To(Succeed())
-			Expect(fx.s.PutOutHead(fx.ctx, taskB, "other")).To(Succeed())
-			Expect(outHead(taskA)).To(HaveValue(Equal("second head")))
-			Expect(outHead(taskB)).To(HaveValue(Equal("other")))
-		})
-		It("keeps a head of 200 code points whole and cuts a longer one to its first 200 and an ellipsis", func() {
-			exact := strings.Repeat("é", 200)
-			Expect(fx.s.PutOutHead(fx.ctx, taskA, exact)).To(Succeed())
-			Expect(outHead(taskA)).To(HaveValue(Equal(exact)))
-			long := strings.Repeat("é", 150) + strings.Repeat("x", 60)
-			Expect(fx.s.PutOutHead(fx.ctx, taskB, long)).To(Succeed())
-			Expect(outHead(taskB)).To(HaveValue(Equal(strings.Repeat("é", 150) + strings.Repeat("x", 50) + "…")))
+		It("keeps one preview of each head, the same for the same head, the latest put winning", Rules(cli.RuleHeadPreview, "client.put_out_head.latest_wins"), func() {
+			first, second := "first head", strings.Repeat("é", 150)+strings.Repeat("x", 60)
+			Expect(outHead(taskA)).To(BeNil(), because("client.put_out_head.latest_wins", "nil for a task never put"))
+			Expect(fx.s.PutOutHead(fx.ctx, taskA, first)).To(Succeed())
+			p1 := outHead(taskA)
+			Expect(p1).NotTo(BeNil(), because(cli.RuleHeadPreview, "a put keeps a preview"))
+			Expect(fx.s.PutOutHead(fx.ctx, taskA, second)).To(Succeed())
+			Expect(fx.s.PutOutHead(fx.ctx, taskB, second)).To(Succeed())
+			Expect(fx.s.PutOutHead(fx.ctx, "task-c", first)).To(Succeed())
+			p2 := outHead(taskB)
+			Expect(p2).NotTo(BeNil())
+			Expect(outHead(taskA)).To(HaveValue(Equal(*p2)), because("client.put_out_head.latest_wins", "task a holds the preview of its latest head, the one task b holds"))
+			Expect(outHead("task-c")).To(HaveValue(Equal(*p1)), because(cli.RuleHeadPreview, "the same head, the same preview"))
 		})
 	})
 
 	Describe("put_prose", func() {
-		It("reads back the role's prose, spec hash and time cached, the latest put winning", func() {
+		It("reads back the role's prose, spec hash and time cached, the latest put winning", Rules("client.put_prose.latest_wins"), func() {
 			p, err := fx.s.Prose(fx.ctx, "reviewer")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(p).To(BeNil())
@@ -48,12 +48,12 @@ func clientCacheSpecs(fx *clientFixture) {
 			Expect(p).NotTo(BeNil())
 			Expect(p.Prose).To(Equal("new prose"))
 			Expect(p.SpecHash).To(Equal("h2"))
-			Expect(p.CachedAt).To(BeTemporally("==", fx.at(3*time.Second)))
+			Expect(p.CachedAt).To(keptAs(fx.at(3*time.Second)), because("client.put_prose.latest_wins", "cached now"))
 		})
 	})
 
 	Describe("put_config", func() {
-		It("reads back the value of a key, the latest put winning, and nil for a key never put", func() {
+		It("reads back the value of a key, the latest put winning, and nil for a key never put", Rules("client.put_config.latest_wins"), func() {
 			Expect(fx.s.PutConfig(fx.ctx, "server", "a")).To(Succeed())
 			Expect(fx.s.PutConfig(fx.ctx, "server", "b")).To(Succeed())
 			v, err := fx.s.Config(fx.ctx, "server")

@@ -13,7 +13,7 @@ import (
 // The outbox of intents: enqueued, due, retried, settled and deleted.
 func clientIntentSpecs(fx *clientFixture) {
 	Describe("enqueue_intent", func() {
-		It("adds a pending intent with attempt 0, due now, and answers true", func() {
+		It("adds a pending intent with attempt 0, due now, and answers true", Rules("client.enqueue_intent.new", cli.RuleTimePrecision), func() {
 			fx.clock.Advance(1500 * time.Millisecond)
 			fx.enqueue(opA, fx.env(taskA))
 			in := fx.intent(opA)
@@ -25,11 +25,11 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(in.Receipt).To(BeNil())
 			Expect(in.LastError).To(BeEmpty())
 			for _, t := range []time.Time{in.NextAttemptAt, in.CreatedAt, in.UpdatedAt} {
-				Expect(t).To(BeTemporally("==", fx.at(1500*time.Millisecond)))
+				Expect(t).To(keptAs(fx.at(1500*time.Millisecond)), because("client.enqueue_intent.new", "due, created and updated now"))
 			}
 			Expect(fx.pending()).To(Equal(int64(1)))
 		})
-		It("leaves an existing op_id exactly as it was (attempt, state, times) and answers false", func() {
+		It("leaves an existing op_id exactly as it was (attempt, state, times) and answers false", Rules("client.enqueue_intent.existing_untouched"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.clock.Advance(time.Second)
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(30*time.Second), "refused"))).To(BeTrue())
@@ -41,22 +41,27 @@ func clientIntentSpecs(fx *clientFixture) {
 			fx.declines(before)(fx.s.EnqueueIntent(fx.ctx, opB, fx.env(taskB)))
 			Expect(fx.intent(opA).Attempt).To(Equal(int64(1)), "the retry budget is not reset")
 		})
-		It("refuses an envelope that is not JSON with invalid_argument", func() {
+		It("refuses an envelope that is not JSON with invalid_argument, or keeps it verbatim", Rules(cli.RulePayloadJSON), func() {
 			fx.enqueue(opB, fx.env(taskB))
 			before := fx.state()
-			_, err := fx.s.EnqueueIntent(fx.ctx, opA, spec.RawJSON(`{"causality":`))
-			fx.refused(before, err, cli.ErrInvalidArgument)
+			added, err := fx.s.EnqueueIntent(fx.ctx, opA, spec.RawJSON(`{"causality":`))
+			if err != nil {
+				fx.refused(before, err, cli.ErrInvalidArgument)
+				return
+			}
+			Expect(added).To(BeTrue(), because(cli.RulePayloadJSON, "a new op_id kept verbatim is added"))
+			Expect(string(fx.intent(opA).Envelope)).To(Equal(`{"causality":`), because(cli.RulePayloadJSON, "kept verbatim"))
 		})
 	})
 
 	Describe("intent", func() {
-		It("returns nil for an op_id never enqueued", func() {
+		It("returns nil for an op_id never enqueued", Rules("client.intent.read"), func() {
 			Expect(fx.intent(opA)).To(BeNil())
 		})
 	})
 
 	Describe("due_intents", func() {
-		It("returns a live intent once its next attempt time has come: not just before, at it and after", func() {
+		It("returns a live intent once its next attempt time has come: not just before, at it and after", Rules("client.due_intents.due"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.due(fx.at(-time.Millisecond), 0)).To(BeEmpty())
 			Expect(fx.due(fx.at(0), 0)).To(Equal([]string{opA}))
@@ -68,7 +73,7 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(in[0].State).To(Equal(cli.IntentRetrying))
 		})
-		It("returns no accepted or exhausted intent", func() {
+		It("returns no accepted or exhausted intent", Rules("client.due_intents.due"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			fx.enqueue(opC, fx.env(taskB))
@@ -76,7 +81,7 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "gave up"))).To(BeTrue())
 			Expect(fx.due(fx.at(time.Hour), 0)).To(Equal([]string{opC}))
 		})
-		It("orders by next attempt time, then creation time, then enqueue order", func() {
+		It("orders by next attempt time, then creation time, then enqueue order", Rules("client.due_intents.order"), func() {
 			fx.enqueue("first", fx.env(taskA))
 			fx.enqueue("deferred", fx.env(taskA))
 			fx.clock.Advance(time.Second)
@@ -85,17 +90,27 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, "deferred", fx.at(time.Second), "offline"))).To(BeTrue())
 			Expect(fx.due(fx.at(time.Second), 0)).To(Equal([]string{"first", "deferred", "zulu", "alpha"}))
 		})
-		It("orders times by their sub-second part too", func() {
+		It("orders times by their sub-second part when the store keeps one, and within a whole second by creation and enqueue order when it does not", Rules("client.due_intents.order", cli.RuleTimePrecision), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskA))
 			fx.enqueue(opC, fx.env(taskA))
 			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(1900*time.Millisecond), "x"))).To(BeTrue())
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opB, fx.at(1200*time.Millisecond), "x"))).To(BeTrue())
 			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opC, fx.at(1001*time.Millisecond), "x"))).To(BeTrue())
-			Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{opC, opB, opA}))
-			Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{opC, opB}))
+			next := fx.intent(opA).NextAttemptAt
+			Expect(next).To(keptAs(fx.at(1900 * time.Millisecond)))
+			if subSecond(next) {
+				Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{opC, opB, opA}),
+					because("client.due_intents.order", "the store keeps the sub-second part of a deadline, so it orders by it"))
+				Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{opC, opB}), because("client.due_intents.due"))
+				return
+			}
+			Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{opA, opB, opC}),
+				because(cli.RuleTimePrecision, "the store keeps whole seconds: the three deadlines tie, and the enqueue order decides"))
+			Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{opA, opB, opC}),
+				because(cli.RuleTimePrecision, "at whole seconds every deadline of second 1 is due within it"))
 		})
-		It("takes at most limit rows: 0 means 100, and never more than 500", func() {
+		It("takes at most limit rows: 0 means 100, and never more than 500", Rules("client.due_intents.limit"), func() {
 			fx.fillIntents(501)
 			Expect(fx.due(fx.at(0), 3)).To(Equal([]string{"bulk-0000", "bulk-0001", "bulk-0002"}))
 			Expect(fx.due(fx.at(0), 0)).To(HaveLen(100))
@@ -108,21 +123,21 @@ func clientIntentSpecs(fx *clientFixture) {
 	})
 
 	Describe("bump_intent", func() {
-		It("adds one attempt, moves the intent to retrying with the new time and error, and answers true", func() {
+		It("adds one attempt, moves the intent to retrying with the new time and error, and answers true", Rules("client.bump_intent.refusal"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.clock.Advance(2 * time.Second)
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(7*time.Second), "server said no"))).To(BeTrue())
 			in := fx.intent(opA)
 			Expect(in.Attempt).To(Equal(int64(1)))
 			Expect(in.State).To(Equal(cli.IntentRetrying))
-			Expect(in.NextAttemptAt).To(BeTemporally("==", fx.at(7*time.Second)))
+			Expect(in.NextAttemptAt).To(keptAs(fx.at(7 * time.Second)))
 			Expect(in.LastError).To(Equal("server said no"))
-			Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(2*time.Second)))
-			Expect(in.CreatedAt).To(BeTemporally("==", fx.at(0)))
+			Expect(in.UpdatedAt).To(keptAs(fx.at(2*time.Second)), because("client.bump_intent.refusal", "updated now"))
+			Expect(in.CreatedAt).To(keptAs(fx.at(0)))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(9*time.Second), "again"))).To(BeTrue())
 			Expect(fx.intent(opA).Attempt).To(Equal(int64(2)))
 		})
-		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", func() {
+		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", Rules("client.bump_intent.live_only"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{"receipt":1}`)))).To(BeTrue())
@@ -133,27 +148,27 @@ func clientIntentSpecs(fx *clientFixture) {
 			fx.declines(before)(fx.s.BumpIntent(fx.ctx, opB, fx.at(0), "late refusal"))
 			Expect(fx.pending()).To(BeZero())
 		})
-		It("answers false for an op_id never enqueued", func() {
+		It("answers false for an op_id never enqueued", Rules("client.bump_intent.live_only"), func() {
 			fx.declines(fx.state())(fx.s.BumpIntent(fx.ctx, opC, fx.at(0), "x"))
 		})
 	})
 
 	Describe("defer_intent", func() {
-		It("moves the next attempt time and error without consuming an attempt", func() {
+		It("moves the next attempt time and error without consuming an attempt", Rules("client.defer_intent.keeps_attempt"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.clock.Advance(time.Second)
 			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(5*time.Second), "link down"))).To(BeTrue())
 			in := fx.intent(opA)
 			Expect(in.Attempt).To(BeZero())
 			Expect(in.State).To(Equal(cli.IntentRetrying))
-			Expect(in.NextAttemptAt).To(BeTemporally("==", fx.at(5*time.Second)))
+			Expect(in.NextAttemptAt).To(keptAs(fx.at(5 * time.Second)))
 			Expect(in.LastError).To(Equal("link down"))
-			Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(time.Second)))
+			Expect(in.UpdatedAt).To(keptAs(fx.at(time.Second)))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(6*time.Second), "refused"))).To(BeTrue())
 			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(8*time.Second), "link down again"))).To(BeTrue())
 			Expect(fx.intent(opA).Attempt).To(Equal(int64(1)), "only the refusal counted")
 		})
-		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", func() {
+		It("acts on no settled intent: an accepted or exhausted intent never comes back to life", Rules("client.defer_intent.live_only"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{"receipt":1}`)))).To(BeTrue())
@@ -166,7 +181,7 @@ func clientIntentSpecs(fx *clientFixture) {
 	})
 
 	Describe("accept_intent", func() {
-		It("settles a pending or retrying intent as accepted with its receipt, and answers true", func() {
+		It("settles a pending or retrying intent as accepted with its receipt, and answers true", Rules("client.accept_intent.settles"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opB, fx.at(0), "refused"))).To(BeTrue())
@@ -176,13 +191,13 @@ func clientIntentSpecs(fx *clientFixture) {
 				in := fx.intent(op)
 				Expect(in.State).To(Equal(cli.IntentAccepted))
 				Expect(in.Receipt).To(MatchJSON(`{"seq":42}`))
-				Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(time.Second)))
+				Expect(in.UpdatedAt).To(keptAs(fx.at(time.Second)))
 			}
 			Expect(fx.intent(opB).Attempt).To(Equal(int64(1)))
 			Expect(fx.pending()).To(BeZero())
 			Expect(fx.due(fx.at(time.Hour), 0)).To(BeEmpty())
 		})
-		It("acts only on a live intent: a second accept or an accept after exhaust answers false", func() {
+		It("acts only on a live intent: a second accept or an accept after exhaust answers false", Rules("client.accept_intent.live_only"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`"first"`)))).To(BeTrue())
@@ -192,15 +207,35 @@ func clientIntentSpecs(fx *clientFixture) {
 			fx.declines(before)(fx.s.AcceptIntent(fx.ctx, opB, spec.RawJSON(`"late"`)))
 			fx.declines(before)(fx.s.AcceptIntent(fx.ctx, opC, spec.RawJSON(`"none"`)))
 		})
-		It("refuses a receipt that is not JSON with invalid_argument", func() {
+		It("refuses a receipt that is not JSON with invalid_argument, or keeps it verbatim", Rules(cli.RulePayloadJSON), func() {
 			fx.enqueue(opA, fx.env(taskA))
-			_, err := fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`not json`))
-			fx.refused(fx.state(), err, cli.ErrInvalidArgument)
+			before := fx.state()
+			acted, err := fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`not json`))
+			if err != nil {
+				fx.refused(before, err, cli.ErrInvalidArgument)
+				return
+			}
+			Expect(acted).To(BeTrue(), because(cli.RulePayloadJSON, "a live intent accepted with its receipt kept verbatim"))
+			in := fx.intent(opA)
+			Expect(in.State).To(Equal(cli.IntentAccepted))
+			Expect(string(in.Receipt)).To(Equal(`not json`), because(cli.RulePayloadJSON, "kept verbatim"))
+		})
+		It("answers invalid_argument or false to a receipt that is not JSON for an intent already settled, and changes nothing", Rules(cli.RuleRefusalOrder), func() {
+			fx.enqueue(opA, fx.env(taskA))
+			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{}`)))).To(BeTrue())
+			before := fx.state()
+			acted, err := fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`not json`))
+			if err != nil {
+				fx.refused(before, err, cli.ErrInvalidArgument)
+				return
+			}
+			Expect(acted).To(BeFalse(), because(cli.RuleRefusalOrder, "the refusal or the decline"))
+			Expect(fx.state()).To(Equal(before), because(cli.RuleRefusalOrder, "either way nothing changes"))
 		})
 	})
 
 	Describe("exhaust_intent", func() {
-		It("settles a live intent as exhausted, keeping its attempt and recording the error", func() {
+		It("settles a live intent as exhausted, keeping its attempt and recording the error", Rules("client.exhaust_intent.settles"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "one"))).To(BeTrue())
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "two"))).To(BeTrue())
@@ -210,10 +245,10 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(in.State).To(Equal(cli.IntentExhausted))
 			Expect(in.Attempt).To(Equal(int64(2)))
 			Expect(in.LastError).To(Equal("attempt ceiling reached"))
-			Expect(in.UpdatedAt).To(BeTemporally("==", fx.at(time.Second)))
+			Expect(in.UpdatedAt).To(keptAs(fx.at(time.Second)))
 			Expect(fx.pending()).To(BeZero())
 		})
-		It("acts on no settled intent", func() {
+		It("acts on no settled intent", Rules("client.exhaust_intent.live_only"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			Expect(fx.acted(fx.s.AcceptIntent(fx.ctx, opA, spec.RawJSON(`{}`)))).To(BeTrue())
@@ -226,7 +261,7 @@ func clientIntentSpecs(fx *clientFixture) {
 	})
 
 	Describe("delete_intent", func() {
-		It("removes an intent in any state and answers true; a second delete answers false", func() {
+		It("removes an intent in any state and answers true; a second delete answers false", Rules("client.delete_intent.removes"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
 			Expect(fx.acted(fx.s.ExhaustIntent(fx.ctx, opB, "x"))).To(BeTrue())
@@ -237,7 +272,7 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(fx.pending()).To(BeZero())
 			fx.declines(fx.state())(fx.s.DeleteIntent(fx.ctx, opA))
 		})
-		It("lets a deleted op_id be enqueued again, as new", func() {
+		It("lets a deleted op_id be enqueued again, as new", Rules("client.delete_intent.removes", "client.enqueue_intent.new"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(time.Hour), "x"))).To(BeTrue())
 			Expect(fx.acted(fx.s.DeleteIntent(fx.ctx, opA))).To(BeTrue())
@@ -247,7 +282,7 @@ func clientIntentSpecs(fx *clientFixture) {
 	})
 
 	Describe("pending_intent_count", func() {
-		It("counts pending and retrying intents, due or not, and no settled one", func() {
+		It("counts pending and retrying intents, due or not, and no settled one", Rules("client.pending_intent_count.live"), func() {
 			Expect(fx.pending()).To(BeZero())
 			fx.enqueue(opA, fx.env(taskA))
 			fx.enqueue(opB, fx.env(taskB))
@@ -261,7 +296,7 @@ func clientIntentSpecs(fx *clientFixture) {
 	})
 
 	Describe("flush_order", func() {
-		It("returns what is due at the store's own clock, in due order", func() {
+		It("returns what is due at the store's own clock, in due order", Rules("client.flush_order.now_and_batch"), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			fx.clock.Advance(time.Second)
 			fx.enqueue(opB, fx.env(taskB))
@@ -272,7 +307,7 @@ func clientIntentSpecs(fx *clientFixture) {
 			fx.clock.Advance(time.Millisecond)
 			Expect(fx.flush()).To(Equal([]string{opB, opA}))
 		})
-		It("takes at most 100 rows, oldest first", func() {
+		It("takes at most 100 rows, oldest first", Rules("client.flush_order.now_and_batch"), func() {
 			fx.fillIntents(101)
 			got := fx.flush()
 			Expect(got).To(HaveLen(100))

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,7 +20,7 @@ import (
 // locked database.
 func clientOpenSpecs(fx *clientFixture) {
 	Describe("two handles on one database", func() {
-		It("keep the outbox, the session gate, the bindings and the first verdict across handles, as two processes would", func() {
+		It("keep the outbox, the session gate, the bindings and the first verdict across handles, as two processes would", Rules(cli.RuleOneTransaction), func() {
 			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
 			t := fx.open(fx.path)
 			fx.enqueue(opA, fx.env(taskA))
@@ -40,10 +41,15 @@ func clientOpenSpecs(fx *clientFixture) {
 	})
 
 	Describe("open", func() {
-		// foreign writes a SQLite file as the kit lays it out in
-		// spec/client: a schema_meta row (when marker is not nil) and
-		// another table with a row.
-		foreign := func(path string, marker *string, version int64) []byte {
+		// A foreign file is written one of two ways: by the backend itself,
+		// in its own layout (Harness.WriteClientSchema), or by the kit, as
+		// spec/client lays the marker out (client_schema_table). Each gate
+		// spec runs with every way the backend declares.
+		type writer struct {
+			name  string
+			write func(path, marker string, version int)
+		}
+		kitWrites := func(path string, marker *string, version int) {
 			GinkgoHelper()
 			db, err := sql.Open("sqlite", "file:"+path)
 			Expect(err).NotTo(HaveOccurred())
@@ -57,63 +63,98 @@ func clientOpenSpecs(fx *clientFixture) {
 				Expect(err).NotTo(HaveOccurred())
 			}
 			Expect(db.Close()).To(Succeed())
-			b, err := os.ReadFile(path)
-			Expect(err).NotTo(HaveOccurred())
-			return b
 		}
-		refusedAtOpen := func(path string, before []byte, names ...string) {
+		writers := func() []writer {
 			GinkgoHelper()
+			var out []writer
+			if fx.h.WriteClientSchema != nil {
+				out = append(out, writer{"written by the backend (client_schema_writer)", func(path, marker string, version int) {
+					GinkgoHelper()
+					Expect(fx.h.WriteClientSchema(path, marker, version)).To(Succeed(), "write_foreign_schema %s version %d", marker, version)
+				}})
+			}
+			if fx.h.Capabilities.ClientSchemaTable {
+				out = append(out, writer{"written by the kit (client_schema_table)", func(path, marker string, version int) {
+					kitWrites(path, &marker, version)
+				}})
+			}
+			if len(out) == 0 {
+				need(false, "client-schema-writer or client-schema-table", "the schema gate at open")
+			}
+			return out
+		}
+		// fingerprint is what is at path, byte for byte: a file, or every
+		// file of a folder.
+		fingerprint := func(path string) map[string][32]byte {
+			GinkgoHelper()
+			out := map[string][32]byte{}
+			Expect(filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				b, err := os.ReadFile(p)
+				out[p] = sha256.Sum256(b)
+				return err
+			})).To(Succeed())
+			return out
+		}
+		refusedAtOpen := func(w writer, path string) {
+			GinkgoHelper()
+			before := fingerprint(path)
 			st, err := fx.h.Client(fx.ctx, Options{Path: path, Clock: fx.clock})
 			if err == nil {
 				st.Close()
 			}
-			Expect(err).To(MatchError(cli.ErrSchemaMismatch))
-			for _, n := range names {
-				Expect(err.Error()).To(ContainSubstring(n), "the error names both schemas")
-			}
-			after, rerr := os.ReadFile(path)
-			Expect(rerr).NotTo(HaveOccurred())
-			Expect(sha256.Sum256(after)).To(Equal(sha256.Sum256(before)), "the refused file is byte for byte as it was")
+			Expect(err).To(MatchError(cli.ErrSchemaMismatch), because("client.schema_mismatch", w.name))
+			Expect(fingerprint(path)).To(Equal(before), because("client.schema_mismatch", w.name+": the refused file is byte for byte as it was"))
 		}
-		str := func(s string) *string { return &s }
-		mine := fmt.Sprintf("%s version %d", cli.SchemaMarker, cli.SchemaVersion)
+		foreign := func(name string) string { return filepath.Join(GinkgoT().TempDir(), name) }
 
-		It("refuses a file of another marker with schema_mismatch, naming both, and changes nothing in it", func() {
-			need(fx.h.Capabilities.ClientSchemaTable, "client-schema-table", "the schema gate at open")
-			path := filepath.Join(GinkgoT().TempDir(), "server.db")
-			before := foreign(path, str("onlyne-server"), cli.SchemaVersion)
-			refusedAtOpen(path, before, fmt.Sprintf("onlyne-server version %d", cli.SchemaVersion), mine)
+		It("refuses a file of another marker with schema_mismatch, and changes nothing in it", Rules("client.schema_mismatch", "client.schema_layout"), func() {
+			for _, w := range writers() {
+				path := foreign("server.db")
+				w.write(path, "onlyne-server", cli.SchemaVersion)
+				refusedAtOpen(w, path)
+			}
 		})
-		It("refuses a file of another version of its marker with schema_mismatch, naming both, and changes nothing in it", func() {
-			need(fx.h.Capabilities.ClientSchemaTable, "client-schema-table", "the schema gate at open")
-			path := filepath.Join(GinkgoT().TempDir(), "old.db")
-			old := int64(cli.SchemaVersion - 1)
-			before := foreign(path, str(cli.SchemaMarker), old)
-			refusedAtOpen(path, before, fmt.Sprintf("%s version %d", cli.SchemaMarker, old), mine)
-			path = filepath.Join(GinkgoT().TempDir(), "newer.db")
-			before = foreign(path, str(cli.SchemaMarker), cli.SchemaVersion+1)
-			refusedAtOpen(path, before, fmt.Sprintf("%s version %d", cli.SchemaMarker, cli.SchemaVersion+1), mine)
+		It("refuses a file of another version of its marker with schema_mismatch, and changes nothing in it", Rules("client.schema_mismatch", "client.schema_layout"), func() {
+			for _, w := range writers() {
+				for _, v := range []int{cli.SchemaVersion - 1, cli.SchemaVersion + 1} {
+					path := foreign(fmt.Sprintf("version-%d.db", v))
+					w.write(path, cli.SchemaMarker, v)
+					refusedAtOpen(w, path)
+				}
+			}
 		})
-		It("refuses a SQLite file that holds tables but no marker", func() {
-			need(fx.h.Capabilities.ClientSchemaTable, "client-schema-table", "the schema gate at open")
-			path := filepath.Join(GinkgoT().TempDir(), "unmarked.db")
-			before := foreign(path, nil, 0)
-			refusedAtOpen(path, before, "version 0", mine)
+		It("opens a file of its own marker and version, as the backend writes one", Rules("client.schema_layout"), func() {
+			need(fx.h.WriteClientSchema != nil, "client-schema-writer", "a file the backend writes itself")
+			path := foreign("mine.db")
+			Expect(fx.h.WriteClientSchema(path, cli.SchemaMarker, cli.SchemaVersion)).To(Succeed())
+			st := fx.open(path)
+			Expect(fx.acted(st.EnqueueIntent(fx.ctx, opA, fx.env(taskA)))).To(BeTrue(), because("client.schema_layout", "the file the writer wrote with the store's own marker and version opens"))
 		})
-		It("writes its own marker and version into a new file, and opens that file again", func() {
-			need(fx.h.Capabilities.ClientSchemaTable, "client-schema-table", "the schema gate at open")
+		It("refuses a SQLite file that holds tables but no marker", Rules("client.schema_unmarked"), func() {
+			need(fx.h.Capabilities.ClientSchemaTable, "client-schema-table", "a file without the kit's marker table")
+			path := foreign("unmarked.db")
+			kitWrites(path, nil, 0)
+			refusedAtOpen(writer{name: "written by the kit without schema_meta"}, path)
+		})
+		It("writes its own marker and version into a new file, and opens that file again", Rules("client.schema_new_file"), func() {
 			Expect(fx.s.Close()).To(Succeed())
-			db, err := sql.Open("sqlite", "file:"+fx.path)
-			Expect(err).NotTo(HaveOccurred())
-			var marker string
-			var version int64
-			Expect(db.QueryRowContext(fx.ctx, `SELECT marker, version FROM schema_meta`).Scan(&marker, &version)).To(Succeed())
-			Expect(db.Close()).To(Succeed())
-			Expect([]any{marker, version}).To(Equal([]any{cli.SchemaMarker, int64(cli.SchemaVersion)}))
+			if fx.h.Capabilities.ClientSchemaTable {
+				db, err := sql.Open("sqlite", "file:"+fx.path)
+				Expect(err).NotTo(HaveOccurred())
+				var marker string
+				var version int64
+				Expect(db.QueryRowContext(fx.ctx, `SELECT marker, version FROM schema_meta`).Scan(&marker, &version)).To(Succeed())
+				Expect(db.Close()).To(Succeed())
+				Expect([]any{marker, version}).To(Equal([]any{cli.SchemaMarker, int64(cli.SchemaVersion)}), because("client.schema_new_file"))
+			}
+			need(fx.h.Capabilities.Files, "files", "opening a file again")
 			fx.s = fx.open(fx.path)
 			fx.enqueue(opA, fx.env(taskA))
 		})
-		It("finds everything it acknowledged after it is closed and opened again", func() {
+		It("finds everything it acknowledged after it is closed and opened again", Rules("client.durable"), func() {
 			need(fx.h.Capabilities.Files, "files", "survival across reopen")
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(2500*time.Millisecond), "x"))).To(BeTrue())
@@ -129,7 +170,7 @@ func clientOpenSpecs(fx *clientFixture) {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(seq).To(BeNumerically(">", before.EventHead))
 		})
-		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", func() {
+		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", Rules("client.open_locked"), func() {
 			waitsForALockedDatabase(fx.h, fx.fresh, fx.h.Client, func(st cli.Store) {
 				Expect(fx.acted(st.EnqueueIntent(fx.ctx, opA, fx.env(taskA)))).To(BeTrue())
 			})

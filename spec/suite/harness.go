@@ -26,6 +26,14 @@ type Harness struct {
 	Client func(ctx context.Context, o Options) (cli.Store, error)
 	// Runtime opens a runtime store.
 	Runtime func(ctx context.Context, o Options) (rt.Store, error)
+	// WriteClientSchema, when set, writes at path a client store file that
+	// the backend's own open reads as carrying marker at version, in
+	// whatever layout the backend keeps its marker (over the wire: the
+	// capability client_schema_writer and the request write_foreign_schema).
+	// The kit then opens the file to check the schema gate. Nil when the
+	// backend cannot; then the gate's specs use ClientSchemaTable, or are
+	// skipped.
+	WriteClientSchema func(path, marker string, version int) error
 }
 
 // Options is what the suite asks of an opener.
@@ -53,7 +61,8 @@ type Capabilities struct {
 	SQLiteLocking bool
 	// ClientSchemaTable: the client store's Options.Path is a SQLite
 	// database that keeps its schema marker as spec/client lays it out, so
-	// the kit may write files of another marker or version to check the
-	// schema gate at open.
+	// the kit may write files of another marker or version itself to check
+	// the schema gate at open. (A backend with a layout of its own sets
+	// Harness.WriteClientSchema instead.)
 	ClientSchemaTable bool
 }
