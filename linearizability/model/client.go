@@ -429,7 +429,7 @@ func envNames(m uint8) string { return bitNames(m, []string{"first", "last"}) }
 // Times are kept in nanoseconds since the epoch.
 
 func nsOf(t time.Time) int64 { return t.UnixNano() }
-func msNS(ms int64) int64     { return ms * 1e6 }
+func msNS(ms int64) int64    { return ms * 1e6 }
 
 // cut is ns cut down to a whole multiple of d.
 func cut(ns, d int64) int64 {

@@ -36,4 +36,3 @@ func WriteSchema(ctx context.Context, path, marker string, version int) error {
 	}
 	return nil
 }
-

@@ -139,7 +139,7 @@ func clientSessionSpecs(fx *clientFixture) {
 			Expect(fx.acted(fx.s.ReleaseBinding(fx.ctx, sessS, taskA))).To(BeTrue())
 			got = append(got, answer())
 			readings := map[string][]string{
-				"open bindings first, the latest opened": {sessT, sessS, sessT},
+				"open bindings first, the latest opened":   {sessT, sessS, sessT},
 				"open bindings first, the latest bound_at": {sessS, sessS, sessS},
 				"the latest opened":                        {sessT, sessT, sessT},
 				"the latest bound_at":                      {sessS, sessS, sessS},
