@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
 	refclient "github.com/storecheck/storecheck/reference/client"
@@ -67,6 +68,85 @@ func TestClientModelAgreesWithTheReference(t *testing.T) {
 			step++
 		})
 		s.Close()
+	}
+}
+
+// A backend that takes other readings of what the seed leaves open (event
+// numbers by tens from 1010, fault ids by sevens, another out-head preview,
+// every time to the whole second) answers as the model allows, step by step
+// and under concurrency: the kit fails no reading the seed allows.
+func TestClientModelAcceptsOtherReadings(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(20) {
+		clock := clockwork.NewFakeClockAt(Epoch)
+		ref, err := refclient.Open(ctx, refclient.Options{Clock: SecondsClock(clock)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := OtherClientReadings(adapters.Client(ref))
+		m := model.Client{}
+		states := []model.State{m.Init()}
+		step := 0
+		clientSequence(seed, DefaultClientWorkload.New(), 400, clock, func(op spec.Op, nowMS int64) {
+			res, err := s.Apply(ctx, op)
+			got, _ := Outcome(c.Contract, res, err)
+			next, allowed := model.Follow(m, states, op, nowMS, got)
+			if next == nil {
+				t.Fatalf("seed %d step %d: %s %+v: the other readings answered %s, the model allows %s\nmodel state:\n%s",
+					seed, step, op.Name(), op, got, model.Allowed(allowed), states)
+			}
+			states = next
+			step++
+		})
+		s.Close()
+	}
+}
+
+func TestClientOtherReadingsAreLinearizable(t *testing.T) {
+	ctx := context.Background()
+	for seed := range int64(3) {
+		path := filepath.Join(t.TempDir(), "client.db")
+		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
+			ref, err := refclient.Open(ctx, refclient.Options{Path: path, Clock: SecondsClock(clock)})
+			if err != nil {
+				return nil, err
+			}
+			return OtherClientReadings(adapters.Client(ref)), nil
+		}
+		h, err := Run(ctx, c.Contract, open, DefaultClientWorkload.New(), Config{Seed: seed, Ops: 1200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Check(model.Client{}, h, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Linearizable {
+			t.Fatalf("seed %d: %s", seed, res.Summary())
+		}
+	}
+}
+
+// Every rule a model branch names is a rule of the client's table.
+func TestClientBranchesNameRulesOfTheTable(t *testing.T) {
+	m := model.Client{}
+	state := m.Init()
+	named := map[string]bool{}
+	clientSequence(2, DefaultClientWorkload.New(), 5000, clockwork.NewFakeClockAt(Epoch), func(op spec.Op, now int64) {
+		for _, b := range m.Step(state, op, now) {
+			if b.Rule != "" {
+				named[b.Rule] = true
+			}
+		}
+		state, _ = model.Expect(m, state, op, now)
+	})
+	for id := range named {
+		if _, ok := c.Contract.Rule(id); !ok {
+			t.Errorf("a branch names rule %q, which spec/client's table does not have", id)
+		}
+	}
+	if len(named) < 5 {
+		t.Errorf("the branches name only %v", named)
 	}
 }
 

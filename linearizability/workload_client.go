@@ -140,9 +140,12 @@ func retry(id string, step int) (time.Time, string) {
 }
 
 var (
-	// badJSON are values the contract refuses where it wants JSON.
+	// badJSON are values that are not JSON where the contract keeps JSON
+	// (a backend refuses them or keeps them verbatim, client.payload_json).
 	badJSON = []string{`{"broken"`, `not json`, ``}
-	// longHead is cut by put_out_head; longHead less its tail is not.
+	// longHead is a head the reference's preview cuts, and longHead less
+	// its tail one it keeps whole; another backend's preview is its own
+	// (client.put_out_head.preview), learned by the model.
 	longHead = strings.Repeat("é", c.HeadPreviewRunes) + "tail"
 )
 
@@ -205,7 +208,18 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 			}
 			return c.AppendEvent{Type: pick(r, "tick", "note"), Data: []byte(data)}
 		case p < 41 && !grouped:
-			return c.EventsSince{Seq: int64(r.IntN(step/2 + 2)), Limit: uint32(pick(r, 0, 1, 3))}
+			// The log's numbers are the backend's
+			// (client.append_event.seq_increasing) and a schedule is drawn
+			// before any answer: half the reads start from 0, the whole
+			// log under any numbering; the others from a number in the
+			// range a log numbered 1, 2, 3... has reached by this step,
+			// which any numbering must answer as well (the model holds
+			// the numbers the backend gave).
+			var seq int64
+			if r.IntN(2) == 0 {
+				seq = int64(r.IntN(step/2 + 2))
+			}
+			return c.EventsSince{Seq: seq, Limit: uint32(pick(r, 0, 1, 3))}
 		case p < 42 && !grouped:
 			return c.EventHead{}
 

@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/reference"
+	refclient "github.com/storecheck/storecheck/reference/client"
+	"github.com/storecheck/storecheck/spec/client"
+	"github.com/storecheck/storecheck/spec/suite"
+)
+
+var clientSubject = Subject{
+	Model:       model.Client{},
+	NewWorkload: linearizability.DefaultClientWorkload.New,
+	CrashPoints: refclient.CrashPoints,
+	RareEvents:  append(slices.Clone(model.ClientEvents), EventCrashInside, EventAnswerLost, EventKill),
+}
+
+// otherClientReadings is the reference answering as a backend of other
+// readings of the client seed's silences (linearizability.OtherClientReadings).
+func otherClientReadings() Backend {
+	b := adapters.InProcess(adapters.Hello{Name: "other readings"}, map[string]adapters.Opener{
+		client.StoreName: func(ctx context.Context, o suite.Options) (adapters.Target, error) {
+			s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: linearizability.SecondsClock(o.Clock)})
+			if err != nil {
+				return nil, err
+			}
+			return linearizability.OtherClientReadings(adapters.Client(s)), nil
+		},
+	})
+	return InProcess(b, client.StoreName)
+}
+
+// Over the default sweep neither the client reference nor a backend of
+// other readings (event numbers by tens, another preview, whole seconds) is
+// flagged, crashes and kills included; and the reference's runs reach every
+// rare client event.
+func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    Backend
+	}{
+		{"reference", InProcess(reference.Backend(reference.Options{}), client.StoreName)},
+		{"other readings", otherClientReadings()},
+	} {
+		cov := Coverage{}
+		err := Sweep(context.Background(), clientSubject, tc.b, DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(),
+			func(r Result) {
+				if r.Failure != nil {
+					t.Errorf("%s, seed %d: flagged: %v\n%s", tc.name, r.Schedule.Seed, r.Failure, strings.Join(r.Trace[max(0, len(r.Trace)-8):], "\n"))
+				}
+				cov.Add(r)
+			}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missing := cov.Missing(clientSubject.RareEvents); tc.name == "reference" && len(missing) > 0 {
+			t.Errorf("the default sweep never reached: %s", strings.Join(missing, "; "))
+		}
+	}
+}
+
+// A settled intent that comes back to life is caught by the simulator, and
+// shrunk to a schedule the reference passes.
+func TestClientSettledIntentRevivesIsFoundAndShrunk(t *testing.T) {
+	ctx := context.Background()
+	backend := InProcess(reference.Backend(reference.Options{Bug: bugs.ClientSettledIntentRevives}), client.StoreName)
+	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
+		res, err := Run(ctx, clientSubject, backend, Generate(clientSubject, seed, Params{}), ScratchDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failure == nil {
+			continue
+		}
+		small, err := Shrink(ctx, clientSubject, backend, res, ScratchDir(), 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if small.Failure.Signature() != res.Failure.Signature() || len(small.Schedule.Steps) > 20 {
+			t.Fatalf("seed %d shrunk to %d steps, %v (from %v)", seed, len(small.Schedule.Steps), small.Failure, res.Failure)
+		}
+		ok, err := Run(ctx, clientSubject, InProcess(reference.Backend(reference.Options{}), client.StoreName), small.Schedule, ScratchDir())
+		if err != nil || ok.Failure != nil {
+			t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
+		}
+		return
+	}
+	t.Fatal("the default sweep never found the bug")
+}
