@@ -785,7 +785,10 @@ func (Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
 //     that enqueue.
 //   - events, faults: each one sequence, whose numbers every append takes
 //     from: never split.
-//   - out_head:<task>, prose:<role>, config:<key>: independent caches.
+//   - out_head:<task>, prose:<role>, config:<key>: independent caches; but
+//     the tasks that were put one head share its preview, which the model
+//     learns (client.put_out_head.preview): put_out_head also carries
+//     preview:<head>, and out_head joins it through the put.
 //   - session:<id> and bound:<task>: a session's tuple and its bindings. An
 //     operation that names both (upsert_session, bind_task,
 //     release_binding) joins them. get_session and bump_session_version
@@ -837,7 +840,7 @@ func (Client) Keys(op spec.Op) []string {
 	case c.InsertFault, c.ListFaults:
 		return []string{"faults"}
 	case c.PutOutHead:
-		return []string{"out_head:" + o.TaskID}
+		return []string{"out_head:" + o.TaskID, "preview:" + o.Head}
 	case c.GetOutHead:
 		return []string{"out_head:" + o.TaskID}
 	case c.PutProse:
@@ -895,7 +898,86 @@ func payload(s ClientState, acted []Branch) []Branch {
 	return out
 }
 
+// Step answers every branch the contract allows op from st; a branch whose
+// answer the seed fixes names the rule of spec/client's table that fixes it
+// (ruleOf), so a report says which rule a backend broke.
 func (m Client) Step(st State, op spec.Op, nowMS int64) []Branch {
+	bs := m.step(st, op, nowMS)
+	for i := range bs {
+		if bs[i].Rule == "" {
+			bs[i].Rule = ruleOf(op, bs[i].Outcome)
+		}
+	}
+	return bs
+}
+
+// ruleOf is the rule of the client's table that fixes out as op's answer.
+func ruleOf(op spec.Op, out Outcome) string {
+	acted := out.Result == true
+	pick := func(yes, no string) string {
+		if acted {
+			return yes
+		}
+		return no
+	}
+	switch op.(type) {
+	case c.EnqueueIntent:
+		return pick("client.enqueue_intent.new", "client.enqueue_intent.existing_untouched")
+	case c.GetIntent:
+		return "client.intent.read"
+	case c.DueIntents:
+		return "client.due_intents.order"
+	case c.FlushOrder:
+		return "client.flush_order.now_and_batch"
+	case c.BumpIntent:
+		return pick("client.bump_intent.refusal", "client.bump_intent.live_only")
+	case c.DeferIntent:
+		return pick("client.defer_intent.keeps_attempt", "client.defer_intent.live_only")
+	case c.AcceptIntent:
+		return pick("client.accept_intent.settles", "client.accept_intent.live_only")
+	case c.ExhaustIntent:
+		return pick("client.exhaust_intent.settles", "client.exhaust_intent.live_only")
+	case c.DeleteIntent:
+		return "client.delete_intent.removes"
+	case c.PendingIntentCount:
+		return "client.pending_intent_count.live"
+	case c.EventHead:
+		return c.RuleEventHead
+	case c.PutOutHead, c.GetOutHead:
+		return "client.put_out_head.latest_wins"
+	case c.PutProse, c.GetProse:
+		return "client.put_prose.latest_wins"
+	case c.PutConfig, c.GetConfig:
+		return "client.put_config.latest_wins"
+	case c.UpsertSession:
+		return "client.upsert_session.gate"
+	case c.BumpSessionVersion:
+		return "client.bump_session_version.pair_only"
+	case c.GetSession:
+		return "client.get_session.through_binding"
+	case c.BindTask, bindClose:
+		return "client.bind_task.opens"
+	case c.ReleaseBinding:
+		return "client.release_binding.once"
+	case c.ActiveSessions:
+		return "client.active_sessions.claimed"
+	case c.OpenTask:
+		return "client.open_task.new"
+	case c.SettleTask:
+		return "client.settle_task.first_wins"
+	case c.GetTask:
+		return "client.task.read"
+	case c.OpenTasks:
+		return "client.open_tasks.order"
+	case c.TaskIsKnown, knownByBinding, knownByIntent:
+		return "client.task_is_known.binding_or_intent"
+	case c.TaskAttempt:
+		return "client.task_attempt.max"
+	}
+	return ""
+}
+
+func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 	s := st.(ClientState)
 	now := msNS(nowMS)
 	switch o := op.(type) {
@@ -1611,7 +1693,11 @@ func (s ClientState) openTask(o c.OpenTask, now int64) []Branch {
 			State: c.TaskPending, Opened: now, Order: order + 1})
 	}
 	if o.Kind == c.KindRoot || o.Kind == c.KindRelay {
-		return One(act(s), OK(true))
+		b := One(act(s), OK(true))
+		if _, ok := s.tasks[cz.Task]; ok {
+			b[0].Rule = c.RuleOpenTaskRefresh
+		}
+		return b
 	}
 	key := "kind:" + o.Kind
 	taken, known := s.word(key)
@@ -1639,7 +1725,11 @@ func (s ClientState) settleTask(o c.SettleTask, now int64) []Branch {
 			t = ctask{Opened: now}
 		}
 		t.State, t.Settled, t.IsSettled, t.Order = o.State, now, true, 0
-		return One(s.withTask(o.TaskID, t), OK(true))
+		b := One(s.withTask(o.TaskID, t), OK(true))
+		if !exists {
+			b[0].Rule = "client.settle_task.never_opened"
+		}
+		return b
 	}
 	if slices.Contains(c.TerminalTaskStates, o.State) {
 		return act(s)
