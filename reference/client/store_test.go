@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,5 +198,26 @@ func BenchmarkClient(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The reference keeps the out-head as its reading of the seed's
+// head_preview (client.HeadPreview): 200 code points whole, a longer head
+// cut to them and "…". The contract allows any function of the head, so no
+// spec checks this; this test does, of the reference alone.
+func TestOutHeadIsTheReferencePreview(t *testing.T) {
+	s := open(t, "")
+	ctx := context.Background()
+	for task, head := range map[string]string{
+		"whole": strings.Repeat("é", c.HeadPreviewRunes),
+		"cut":   strings.Repeat("é", 150) + strings.Repeat("x", 60),
+	} {
+		if err := s.PutOutHead(ctx, task, head); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.OutHead(ctx, task)
+		if err != nil || got == nil || *got != c.HeadPreview(head) {
+			t.Errorf("%s: out_head %v (%v), want %q", task, got, err, c.HeadPreview(head))
+		}
 	}
 }

@@ -125,7 +125,8 @@ type Intent struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Event is one entry of the event log.
+// Event is one entry of the event log. Seq is the backend's number: positive
+// and greater than every earlier one (client.append_event.seq_increasing).
 type Event struct {
 	Seq       int64        `json:"seq"`
 	Type      string       `json:"type"`
@@ -154,9 +155,12 @@ type VersionedSession struct {
 	ObservedJSON     string `json:"observed_json"`
 	// BackendRef is the reference the backend that runs the session answers
 	// to, as JSON text; SessionIDFor reads the session's id from it.
-	BackendRef    string    `json:"backend_ref"`
-	MismatchCount int64     `json:"mismatch_count"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	BackendRef    string `json:"backend_ref"`
+	MismatchCount int64  `json:"mismatch_count"`
+	// UpdatedAt is the caller's time, kept as the seed's unix seconds or
+	// finer (client.unix_seconds); it is also the bound_at of the binding
+	// the write opens.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // SessionRecord is a stored session tuple, with the session's id and the
