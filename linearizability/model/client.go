@@ -840,7 +840,7 @@ func (Client) Keys(op spec.Op) []string {
 	case c.InsertFault, c.ListFaults:
 		return []string{"faults"}
 	case c.PutOutHead:
-		return []string{"out_head:" + o.TaskID, "preview:" + o.Head}
+		return []string{"out_head:" + o.TaskID, fmt.Sprintf("preview:%q", o.Head)}
 	case c.GetOutHead:
 		return []string{"out_head:" + o.TaskID}
 	case c.PutProse:
