@@ -86,14 +86,16 @@ type Hello struct {
 
 // Capabilities are the optional features a backend declares in its hello.
 // The kit checks nothing a backend does not declare, and guesses nothing.
+//
+// Every capability is optional in the hello: one left out is not declared.
 type Capabilities struct {
-	Files         bool `json:"files"`
-	SharedFiles   bool `json:"shared_files"`
-	InMemory      bool `json:"in_memory"`
-	SQLiteLocking bool `json:"sqlite_locking"`
+	Files         bool `json:"files,omitempty"`
+	SharedFiles   bool `json:"shared_files,omitempty"`
+	InMemory      bool `json:"in_memory,omitempty"`
+	SQLiteLocking bool `json:"sqlite_locking,omitempty"`
 	// ClientSchemaTable: the kit may write a client store file of another
 	// schema marker or version itself, to check the gate at open.
-	ClientSchemaTable bool `json:"client_schema_table"`
+	ClientSchemaTable bool `json:"client_schema_table,omitempty"`
 	// SnapshotRevision: how the continuity store computes snapshot
 	// revisions, "sha256" (the default) or "opaque".
 	SnapshotRevision string `json:"snapshot_revision,omitempty"`
@@ -102,7 +104,7 @@ type Capabilities struct {
 	// {"type": "resume", "id": N}.
 	Yields bool `json:"yields,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
-	CrashPoints map[string][]string `json:"crash_points"`
+	CrashPoints map[string][]string `json:"crash_points,omitempty"`
 }
 
 // Opened is the backend's answer to open.
