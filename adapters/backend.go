@@ -93,6 +93,7 @@ func Harness(b Backend) suite.Harness {
 			InMemory:          info.Capabilities.InMemory,
 			SQLiteLocking:     info.Capabilities.SQLiteLocking,
 			ClientSchemaTable: info.Capabilities.ClientSchemaTable,
+			SnapshotRevision:  info.Capabilities.SnapshotRevision,
 		},
 	}
 	if w, ok := b.(SchemaWriter); ok && info.Capabilities.ClientSchemaWriter && slices.Contains(info.Stores, "client") {

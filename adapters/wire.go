@@ -21,6 +21,9 @@ const (
 	TypeClose    = "close"
 	TypeOp       = "op"
 	TypeArmCrash = "arm_crash"
+	// TypeResume lets an operation paused at a yield point go on. It names
+	// the operation's request id and gets no reply.
+	TypeResume = "resume"
 	// TypeWriteForeignSchema asks a backend that declares
 	// client_schema_writer to write, at path, a new file of store that its
 	// own open reads as carrying marker at version (answered null), so the
@@ -56,6 +59,9 @@ type Request struct {
 	// Point and Nth arm a crash point (arm_crash).
 	Point string `json:"point,omitempty"`
 	Nth   int    `json:"nth,omitempty"`
+	// Yields asks the backend to pause the operation at each of its yield
+	// points (op; only of a backend that declares yields).
+	Yields bool `json:"yields,omitempty"`
 	// Marker is the schema marker of the file to write
 	// (write_foreign_schema).
 	Marker string `json:"marker,omitempty"`
@@ -67,6 +73,10 @@ type Reply struct {
 	ID     *uint64         `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *WireError      `json:"error,omitempty"`
+	// Yield, instead of a result or an error, says the operation of
+	// request ID reached the yield point it names ("<op>/<place>") and
+	// waits for a resume.
+	Yield string `json:"yield,omitempty"`
 }
 
 // WireError is a failed request: a kind from the contract's closed set (or
@@ -86,20 +96,29 @@ type Hello struct {
 
 // Capabilities are the optional features a backend declares in its hello.
 // The kit checks nothing a backend does not declare, and guesses nothing.
+//
+// Every capability is optional in the hello: one left out is not declared.
 type Capabilities struct {
-	Files         bool `json:"files"`
-	SharedFiles   bool `json:"shared_files"`
-	InMemory      bool `json:"in_memory"`
-	SQLiteLocking bool `json:"sqlite_locking"`
+	Files         bool `json:"files,omitempty"`
+	SharedFiles   bool `json:"shared_files,omitempty"`
+	InMemory      bool `json:"in_memory,omitempty"`
+	SQLiteLocking bool `json:"sqlite_locking,omitempty"`
 	// ClientSchemaTable: the kit may write a client store file of another
 	// schema marker or version itself, to check the gate at open.
-	ClientSchemaTable bool `json:"client_schema_table"`
+	ClientSchemaTable bool `json:"client_schema_table,omitempty"`
 	// ClientSchemaWriter: the backend writes a client store file of another
 	// schema marker or version itself when asked (write_foreign_schema), in
 	// its own layout, to check the gate at open.
-	ClientSchemaWriter bool `json:"client_schema_writer"`
+	ClientSchemaWriter bool `json:"client_schema_writer,omitempty"`
+	// SnapshotRevision: how the continuity store computes snapshot
+	// revisions, "sha256" (the default) or "opaque".
+	SnapshotRevision string `json:"snapshot_revision,omitempty"`
+	// Yields: an op request that asks for them is paused at each yield
+	// point (a line {"id": N, "yield": "<op>/<place>"}) until the kit sends
+	// {"type": "resume", "id": N}.
+	Yields bool `json:"yields,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
-	CrashPoints map[string][]string `json:"crash_points"`
+	CrashPoints map[string][]string `json:"crash_points,omitempty"`
 }
 
 // Opened is the backend's answer to open.

@@ -54,7 +54,10 @@ func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
 		err := Sweep(context.Background(), clientSubject, tc.b, DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(),
 			func(r Result) {
 				if r.Failure != nil {
-					t.Errorf("%s, seed %d: flagged: %v\n%s", tc.name, r.Schedule.Seed, r.Failure, strings.Join(r.Trace[max(0, len(r.Trace)-8):], "\n"))
+					t.Errorf("%s, seed %d: flagged: %v\n%s", tc.name, r.Schedule.Seed, r.Failure, strings.Join(r.Trace[max(0, len(r.Trace)-12):], "\n"))
+				}
+				if r.Inconclusive {
+					t.Errorf("%s, seed %d: inconclusive", tc.name, r.Schedule.Seed)
 				}
 				cov.Add(r)
 			}, nil)
@@ -73,7 +76,7 @@ func TestClientSettledIntentRevivesIsFoundAndShrunk(t *testing.T) {
 	ctx := context.Background()
 	backend := InProcess(reference.Backend(reference.Options{Bug: bugs.ClientSettledIntentRevives}), client.StoreName)
 	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
-		res, err := Run(ctx, clientSubject, backend, Generate(clientSubject, seed, Params{}), ScratchDir())
+		res, err := Explore(ctx, clientSubject, backend, seed, Params{}, ScratchDir())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,10 +5,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,7 +182,11 @@ type ClientState struct {
 	// The readings still possible: of the precision of rfc3339 times, of
 	// unix-seconds times, of SESSION_ID_FOR_TASK, of a member named twice.
 	prec, unixPrec, reads, env uint8
-	h                          uint64
+	// broken marks a state whose holes were bound to numbers that cannot
+	// all be right (an event numbered below an earlier one): no answer
+	// follows from it (see Bind).
+	broken bool
+	h      uint64
 }
 
 var clientSeed = maphash.MakeSeed()
@@ -201,7 +207,7 @@ func (Client) Init() State {
 
 func (s ClientState) Equal(o State) bool {
 	t, ok := o.(ClientState)
-	return ok && s.h == t.h && s.prec == t.prec && s.unixPrec == t.unixPrec && s.reads == t.reads && s.env == t.env &&
+	return ok && s.h == t.h && s.prec == t.prec && s.unixPrec == t.unixPrec && s.reads == t.reads && s.env == t.env && s.broken == t.broken &&
 		sameMap(s.intents, t.intents) && sameSlice(s.events, t.events) &&
 		sameMap(s.outHeads, t.outHeads) && sameMap(s.previews, t.previews) && sameMap(s.prose, t.prose) &&
 		sameMap(s.config, t.config) && sameMap(s.sessions, t.sessions) && sameMap(s.bindings, t.bindings) &&
@@ -220,7 +226,11 @@ func sameSlice[V comparable](a, b []V) bool {
 }
 
 func (s ClientState) Hash() uint64 {
-	return s.h ^ maphash.Comparable(clientSeed, [4]uint8{s.prec, s.unixPrec, s.reads, s.env})
+	readings := uint64(s.prec) | uint64(s.unixPrec)<<8 | uint64(s.reads)<<16 | uint64(s.env)<<24
+	if s.broken {
+		readings |= 1 << 32
+	}
+	return s.h ^ (readings+1)*0x9e3779b97f4a7c15
 }
 
 // put returns a copy of m with k set to v (or deleted when v is nil), and
@@ -556,7 +566,7 @@ func (s ClientState) due(nowNS int64, n int, d int64) []c.Intent {
 // still possible in mask (the reference's first), the answer f gives at it,
 // grouped, one branch per distinct answer, whose state (narrow) keeps the
 // precisions that give it.
-func byPrecision(s ClientState, mask uint8, narrow func(ClientState, uint8) ClientState, rule string, f func(d int64) any) []Branch {
+func byPrecision(s ClientState, mask uint8, learnKey string, rule string, f func(d int64) any) []Branch {
 	type group struct {
 		answer any
 		bits   uint8
@@ -579,14 +589,75 @@ func byPrecision(s ClientState, mask uint8, narrow func(ClientState, uint8) Clie
 	}
 	var out []Branch
 	for _, g := range groups {
-		out = append(out, Branch{Outcome: OK(g.answer), Next: narrow(s, g.bits), Rule: rule})
+		out = append(out, learning(s, OK(g.answer), rule, map[string]string{learnKey: strconv.Itoa(int(g.bits))}))
 	}
 	return out
 }
 
 // timed is byPrecision over the precision of rfc3339 times.
 func (s ClientState) timed(f func(d int64) any) []Branch {
-	return byPrecision(s, s.prec, ClientState.withPrec, c.RuleTimePrecision, f)
+	return byPrecision(s, s.prec, learnPrec, c.RuleTimePrecision, f)
+}
+
+// What an answer teaches the model of the backend's readings, as values
+// Bind takes beside the holes: a mask of precisions or readings still
+// possible, or whether a word is taken.
+const (
+	learnPrec  = "learn:prec"
+	learnUnix  = "learn:unix_prec"
+	learnReads = "learn:reads"
+	learnEnv   = "learn:env"
+	learnWord  = "learn:word:"
+)
+
+// learning is a branch whose answer teaches the model a reading of the
+// backend (a precision, a binding choice, whether a word is taken): its
+// state is s, and what it learns is bound from the answer (Bind), so that
+// an answer never seen (a lost reply) teaches nothing and forks no state.
+func learning(s ClientState, out Outcome, rule string, learn map[string]string) Branch {
+	return Branch{Outcome: out, Next: s, Rule: rule, Match: func(got Outcome) (map[string]string, bool) {
+		if got.Kind != out.Kind || out.Kind == "" && !spec.SameResult(out.Result, got.Result) {
+			return nil, false
+		}
+		return learn, true
+	}}
+}
+
+// learned is s narrowed by what values teaches (see learning).
+func (s ClientState) learned(values map[string]string) ClientState {
+	mask := func(k string) (uint8, bool) {
+		v, ok := values[k]
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v)
+		return uint8(n), err == nil
+	}
+	if m, ok := mask(learnPrec); ok {
+		s = s.withPrec(m)
+	}
+	if m, ok := mask(learnUnix); ok {
+		s = s.withUnixPrec(m)
+	}
+	if m, ok := mask(learnReads); ok {
+		s = s.withReads(m)
+	}
+	if m, ok := mask(learnEnv); ok {
+		s = s.withEnv(m)
+	}
+	for k, v := range values {
+		if w, ok := strings.CutPrefix(k, learnWord); ok {
+			if taken, known := s.words[w]; known && taken != (v == "1") {
+				s.broken = true
+				continue
+			}
+			s = s.withWord(w, v == "1")
+		}
+	}
+	if s.prec == 0 || s.unixPrec == 0 || s.reads == 0 || s.env == 0 {
+		s.broken = true
+	}
+	return s
 }
 
 // firstPrec is the length of the first precision still possible in mask.
@@ -640,12 +711,12 @@ func (s ClientState) candidates(task string) (map[string]uint8, []string) {
 			}
 		}
 		if r&readsBoundAt != 0 {
-			top := cut(s.bindings[set[0]].BoundAt, 1e9)
+			top := s.bindings[set[0]].BoundAt
 			for _, k := range set {
-				top = max(top, cut(s.bindings[k].BoundAt, 1e9))
+				top = max(top, s.bindings[k].BoundAt)
 			}
 			for _, k := range set {
-				if cut(s.bindings[k].BoundAt, 1e9) == top {
+				if s.bindings[k].BoundAt == top {
 					add(k.Session, r)
 				}
 			}
@@ -687,16 +758,33 @@ func (s ClientState) openBinding(session, task string, boundAt int64) (ClientSta
 			changes[o] = b
 		}
 	}
-	var seq int64
-	for o, b := range s.bindings {
-		if o.Task == task {
-			seq = max(seq, b.Seq)
+	// The task's bindings keep their order of opening as ranks 1..n (the
+	// pair opened now last), so that two histories that opened them in one
+	// order are one state.
+	var others []bindKey
+	for o := range s.bindings {
+		if o.Task == task && o != k {
+			others = append(others, o)
 		}
 	}
+	slices.SortFunc(others, func(a, b bindKey) int { return cmp.Compare(s.bindings[a].Seq, s.bindings[b].Seq) })
+	for i, o := range others {
+		b, ok := changes[o]
+		if !ok {
+			b = s.bindings[o]
+		}
+		if b.Seq != int64(i+1) {
+			b.Seq = int64(i + 1)
+			changes[o] = b
+		}
+	}
+	// bound_at is read to the second (the seed keeps it so), and only while
+	// a bound_at reading of SESSION_ID_FOR_TASK is possible.
+	boundAt = cut(boundAt, 1e9)
 	if s.reads&readsBoundAt == 0 {
 		boundAt = 0
 	}
-	changes[k] = cbinding{Open: true, Seq: seq + 1, BoundAt: boundAt}
+	changes[k] = cbinding{Open: true, Seq: int64(len(others) + 1), BoundAt: boundAt}
 	return s.withBindings(changes), true
 }
 
@@ -879,18 +967,33 @@ func (Client) Keys(op spec.Op) []string {
 	return nil
 }
 
-// payload is the branches of an operation handed text that is not JSON
-// where the contract keeps JSON (client.payload_json): refused, the
-// reference's reading, or kept verbatim (acted).
-func payload(s ClientState, acted []Branch) []Branch {
-	out := Refused(s, c.RulePayloadJSON, c.ErrInvalidArgument)
+// payload is the branches of an operation handed, as field, text that is
+// not JSON where the contract keeps JSON (client.payload_json): refused
+// (the reference's reading), or kept verbatim, acted's branches. A backend
+// takes one way for a field; the model learns it from the first answer that
+// shows it (an acted answer, or the refusal). An answer that finds nothing
+// to act on (false) shows neither, and is allowed either way
+// (client.refusal_order).
+func payload(s ClientState, field string, acted []Branch) []Branch {
+	key := "payload:" + field
+	verbatim, known := s.word(key)
+	var out []Branch
+	if !known || !verbatim {
+		out = append(out, learning(s, invalid(), c.RulePayloadJSON, map[string]string{learnWord + key: "0"}))
+	}
 	for _, b := range acted {
-		switch {
-		case b.Outcome.Result == false:
-			// Nothing to act on: the decline or the refusal
-			// (client.refusal_order).
+		if b.Outcome.Result == false {
 			b.Rule = c.RuleRefusalOrder
-		case b.Rule == "":
+			out = append(out, b)
+			continue
+		}
+		if known && !verbatim {
+			continue
+		}
+		if !known {
+			b.Next = b.Next.(ClientState).withWord(key, true)
+		}
+		if b.Rule == "" {
 			b.Rule = c.RulePayloadJSON
 		}
 		out = append(out, b)
@@ -902,6 +1005,10 @@ func payload(s ClientState, acted []Branch) []Branch {
 // answer the seed fixes names the rule of spec/client's table that fixes it
 // (ruleOf), so a report says which rule a backend broke.
 func (m Client) Step(st State, op spec.Op, nowMS int64) []Branch {
+	if st.(ClientState).broken {
+		return []Branch{{Outcome: Fail("inconsistent"), Next: st, Rule: c.RuleEventSeq,
+			Match: func(Outcome) (map[string]string, bool) { return nil, false }}}
+	}
 	bs := m.step(st, op, nowMS)
 	for i := range bs {
 		if bs[i].Rule == "" {
@@ -984,7 +1091,7 @@ func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 	// ----- the outbox -----
 	case c.EnqueueIntent:
 		if !json.Valid(o.Envelope) {
-			return payload(s, m.enqueue(s, o, now))
+			return payload(s, "envelope", m.enqueue(s, o, now))
 		}
 		return m.enqueue(s, o, now)
 
@@ -1028,7 +1135,7 @@ func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 			return One(s.withIntent(o.OpID, &in), OK(true))
 		}
 		if !json.Valid(o.Receipt) {
-			return payload(s, acted())
+			return payload(s, "receipt", acted())
 		}
 		return acted()
 
@@ -1059,19 +1166,30 @@ func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 	case c.AppendEvent:
 		e := cevent{Type: o.Type, Data: string(o.Data), Created: now}
 		if !json.Valid(o.Data) {
-			return payload(s, []Branch{s.appendEvent(e)})
+			return payload(s, "data", []Branch{s.appendEvent(e)})
 		}
 		return []Branch{s.appendEvent(e)}
 
 	case c.EventsSince:
-		want := s.guessEvents(o.Seq, o.Limit)
-		return []Branch{{Outcome: OK(want), Next: s, Rule: c.RuleEventsSince, Match: func(got Outcome) (State, bool) {
-			evs, ok := got.Result.([]c.Event)
-			if got.Kind != "" || !ok && got.Result != nil {
-				return nil, false
-			}
-			return s.judgeEventsSince(o.Seq, o.Limit, evs)
-		}}}
+		var out []Branch
+		for _, g := range precGroups(s.prec, len(s.events), func(i int) int64 { return s.events[i].Created }) {
+			d := firstPrec(g)
+			out = append(out, Branch{Outcome: OK(s.guessEvents(o.Seq, o.Limit, d)), Next: s, Rule: c.RuleEventsSince,
+				Match: func(got Outcome) (map[string]string, bool) {
+					evs, ok := got.Result.([]c.Event)
+					if got.Kind != "" || !ok && got.Result != nil {
+						return nil, false
+					}
+					t, ok := s.judgeEventsSince(o.Seq, o.Limit, evs, d)
+					if !ok {
+						return nil, false
+					}
+					values := holesBound(s, t)
+					values[learnPrec] = strconv.Itoa(int(g))
+					return values, true
+				}})
+		}
+		return out
 
 	case c.EventHead:
 		if len(s.events) == 0 {
@@ -1081,12 +1199,16 @@ func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 		if e := s.events[last]; e.Seq != 0 {
 			return One(s, OK(e.Seq))
 		}
-		return []Branch{{Outcome: OK(s.guessSeq(last)), Next: s, Rule: c.RuleEventHead, Match: func(got Outcome) (State, bool) {
+		return []Branch{{Outcome: OK(s.guessSeq(last)), Next: s, Rule: c.RuleEventHead, Match: func(got Outcome) (map[string]string, bool) {
 			seq, ok := got.Result.(int64)
 			if got.Kind != "" || !ok {
 				return nil, false
 			}
-			return s.bindEvent(last, seq)
+			t, ok := s.bindEvent(last, seq)
+			if !ok {
+				return nil, false
+			}
+			return holesBound(s, t), true
 		}}}
 
 	// ----- caches -----
@@ -1106,12 +1228,12 @@ func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 			return One(s, OK(&p))
 		}
 		ref := c.HeadPreview(head)
-		return []Branch{{Outcome: OK(&ref), Next: s, Rule: c.RuleHeadPreview, Match: func(got Outcome) (State, bool) {
+		return []Branch{{Outcome: OK(&ref), Next: s, Rule: c.RuleHeadPreview, Match: func(got Outcome) (map[string]string, bool) {
 			p, ok := got.Result.(*string)
 			if got.Kind != "" || !ok || p == nil {
 				return nil, false
 			}
-			return s.withPreview(head, *p), true
+			return map[string]string{previewHole(head): *p}, true
 		}}}
 
 	case c.PutProse:
@@ -1279,22 +1401,44 @@ func (m Client) step(st State, op spec.Op, nowMS int64) []Branch {
 		cf.CreatedAt = time.Time{}
 		i := len(s.faults)
 		next := s.withFault(i, cf)
-		return []Branch{{Outcome: OK(s.guessFaultID(i)), Next: next, Rule: c.RuleFaultID, Match: func(got Outcome) (State, bool) {
+		return []Branch{{Outcome: OK(s.guessFaultID(i)), Next: next, Rule: c.RuleFaultID, Match: func(got Outcome) (map[string]string, bool) {
 			id, ok := got.Result.(int64)
 			if got.Kind != "" || !ok {
 				return nil, false
 			}
-			return next.bindFault(i, id)
+			t, ok := next.bindFault(i, id)
+			if !ok {
+				return nil, false
+			}
+			return holesBound(next, t), true
 		}}}
 
 	case c.ListFaults:
-		return []Branch{{Outcome: OK(s.guessFaults(o.TaskID)), Next: s, Rule: c.RuleFaultID, Match: func(got Outcome) (State, bool) {
-			fs, ok := got.Result.([]c.Fault)
-			if got.Kind != "" || !ok && got.Result != nil {
-				return nil, false
+		var idx []int
+		for i, f := range s.faults {
+			if f.TaskID == o.TaskID {
+				idx = append(idx, i)
 			}
-			return s.judgeFaults(o.TaskID, fs)
-		}}}
+		}
+		var out []Branch
+		for _, g := range precGroups(s.unixPrec, len(idx), func(i int) int64 { return s.faults[idx[i]].CreatedNS }) {
+			d := firstPrec(g)
+			out = append(out, Branch{Outcome: OK(s.guessFaults(o.TaskID, d)), Next: s, Rule: "client.list_faults.order",
+				Match: func(got Outcome) (map[string]string, bool) {
+					fs, ok := got.Result.([]c.Fault)
+					if got.Kind != "" || !ok && got.Result != nil {
+						return nil, false
+					}
+					t, ok := s.judgeFaults(idx, fs, d)
+					if !ok {
+						return nil, false
+					}
+					values := holesBound(s, t)
+					values[learnUnix] = strconv.Itoa(int(g))
+					return values, true
+				}})
+		}
+		return out
 	}
 	return One(s, Fail(spec.Kind("unknown_operation")))
 }
@@ -1316,8 +1460,8 @@ func (s ClientState) byEnvelope(f func(first bool) any) []Branch {
 		return One(s, OK(b))
 	}
 	return []Branch{
-		{Outcome: OK(a), Next: s.withEnv(envFirst), Rule: c.RuleEnvelopeTask},
-		{Outcome: OK(b), Next: s.withEnv(envLast), Rule: c.RuleEnvelopeTask},
+		learning(s, OK(a), c.RuleEnvelopeTask, map[string]string{learnEnv: strconv.Itoa(int(envFirst))}),
+		learning(s, OK(b), c.RuleEnvelopeTask, map[string]string{learnEnv: strconv.Itoa(int(envLast))}),
 	}
 }
 
@@ -1370,23 +1514,27 @@ func (s ClientState) eventSeq(i int) (int64, bool) { return s.events[i].Seq, s.e
 func (s ClientState) appendEvent(e cevent) Branch {
 	i := len(s.events)
 	next := s.withEvent(i, e)
-	return Branch{Outcome: OK(s.guessSeq(i)), Next: next, Rule: c.RuleEventSeq, Match: func(got Outcome) (State, bool) {
+	return Branch{Outcome: OK(s.guessSeq(i)), Next: next, Rule: c.RuleEventSeq, Match: func(got Outcome) (map[string]string, bool) {
 		seq, ok := got.Result.(int64)
 		if got.Kind != "" || !ok {
 			return nil, false
 		}
-		return next.bindEvent(i, seq)
+		t, ok := next.bindEvent(i, seq)
+		if !ok {
+			return nil, false
+		}
+		return holesBound(next, t), true
 	}}
 }
 
 // bindEvent is s with the i-th event's number v, when v fits.
-func (s ClientState) bindEvent(i int, v int64) (State, bool) {
+func (s ClientState) bindEvent(i int, v int64) (ClientState, bool) {
 	e := s.events[i]
 	if e.Seq != 0 {
 		return s, e.Seq == v
 	}
 	if v <= 0 || !fits(v, len(s.events), i, s.eventSeq) {
-		return nil, false
+		return s, false
 	}
 	e.Seq = v
 	return s.withEvent(i, e), true
@@ -1409,10 +1557,10 @@ func (s ClientState) guessSeq(i int) int64 {
 	return seq
 }
 
-// guessEvents is what the reference answers events_since(seq, limit).
-func (s ClientState) guessEvents(seq int64, limit uint32) []c.Event {
+// guessEvents is what the reference answers events_since(seq, limit), with
+// times at precision d.
+func (s ClientState) guessEvents(seq int64, limit uint32, d int64) []c.Event {
 	var out []c.Event
-	d := firstPrec(s.prec)
 	for i, e := range s.events {
 		n := s.guessSeq(i)
 		if n > seq && len(out) < c.EffectiveLimit(limit) {
@@ -1423,10 +1571,10 @@ func (s ClientState) guessEvents(seq int64, limit uint32) []c.Event {
 }
 
 // judgeEventsSince is whether got may answer events_since(q, limit) from s
-// (client.events_since.after_seq, client.events_since.limit), and the state
-// it leaves: the numbers it shows of events whose number was open are bound,
-// and the precision of their times narrowed.
-func (s ClientState) judgeEventsSince(q int64, limit uint32, got []c.Event) (State, bool) {
+// with times at precision d (client.events_since.after_seq,
+// client.events_since.limit), and s with the numbers it shows of events
+// whose number was open bound.
+func (s ClientState) judgeEventsSince(q int64, limit uint32, got []c.Event, d int64) (ClientState, bool) {
 	n, m := len(s.events), len(got)
 	countOK := func(avail int) bool {
 		switch {
@@ -1445,64 +1593,54 @@ func (s ClientState) judgeEventsSince(q int64, limit uint32, got []c.Event) (Sta
 		}
 		for _, e := range s.events {
 			if e.Seq > q {
-				return nil, false
+				return s, false
 			}
 		}
 		return s, true
 	}
 	for k := 0; k+m <= n; k++ {
-		if next, ok := s.alignEvents(k, q, got); ok && countOK(n-k) {
+		if next, ok := s.alignEvents(k, q, got, d); ok && countOK(n-k) {
 			return next, true
 		}
 	}
-	return nil, false
+	return s, false
 }
 
-// alignEvents is whether got is the events from index k on, every event
-// before k numbered at or below q, and the state with their numbers bound
-// and the time precision narrowed.
-func (s ClientState) alignEvents(k int, q int64, got []c.Event) (ClientState, bool) {
+// alignEvents is whether got is the events from index k on, with times at
+// precision d, every event before k numbered at or below q, and the state
+// with their numbers bound.
+func (s ClientState) alignEvents(k int, q int64, got []c.Event, d int64) (ClientState, bool) {
 	for j := 0; j < k; j++ {
 		if s.events[j].Seq > q {
 			return s, false
 		}
 	}
 	t := s
-	mask := s.prec
 	for i, g := range got {
 		e := t.events[k+i]
-		if g.Seq <= q || g.Type != e.Type || !spec.SameResult(g.Data, spec.RawJSON(e.Data)) {
-			return s, false
-		}
-		var fit uint8
-		for _, p := range precisions {
-			if mask&p.bit != 0 && g.CreatedAt.Equal(at(e.Created, p.ns)) {
-				fit |= p.bit
-			}
-		}
-		if mask &= fit; mask == 0 {
+		if g.Seq <= q || g.Type != e.Type || !spec.SameResult(g.Data, spec.RawJSON(e.Data)) || !g.CreatedAt.Equal(at(e.Created, d)) {
 			return s, false
 		}
 		next, ok := t.bindEvent(k+i, g.Seq)
 		if !ok {
 			return s, false
 		}
-		t = next.(ClientState)
+		t = next
 	}
-	return t.withPrec(mask), true
+	return t, true
 }
 
 func (s ClientState) faultID(i int) (int64, bool) { return s.faults[i].ID, s.faults[i].Known }
 
 // bindFault is s with the i-th fault's id v, when v fits
 // (client.insert_fault.id_increasing).
-func (s ClientState) bindFault(i int, v int64) (State, bool) {
+func (s ClientState) bindFault(i int, v int64) (ClientState, bool) {
 	f := s.faults[i]
 	if f.Known {
 		return s, f.ID == v
 	}
 	if !fits(v, len(s.faults), i, s.faultID) {
-		return nil, false
+		return s, false
 	}
 	f.ID, f.Known = v, true
 	return s.withFault(i, f), true
@@ -1526,10 +1664,10 @@ func (f cfault) value(id int64, d int64) c.Fault {
 	return v
 }
 
-// guessFaults is what the reference answers list_faults(task).
-func (s ClientState) guessFaults(task string) []c.Fault {
+// guessFaults is what the reference answers list_faults(task), with times at
+// precision d.
+func (s ClientState) guessFaults(task string, d int64) []c.Fault {
 	var out []c.Fault
-	d := firstPrec(s.unixPrec)
 	for i, f := range s.faults {
 		if f.TaskID == task {
 			id := f.ID
@@ -1542,39 +1680,178 @@ func (s ClientState) guessFaults(task string) []c.Fault {
 	return out
 }
 
-// judgeFaults is whether got may answer list_faults(task) from s
-// (client.list_faults.order), and the state it leaves: open ids bound, the
-// precision of created_at narrowed.
-func (s ClientState) judgeFaults(task string, got []c.Fault) (State, bool) {
-	var idx []int
-	for i, f := range s.faults {
-		if f.TaskID == task {
-			idx = append(idx, i)
-		}
-	}
+// judgeFaults is whether got may answer list_faults of the task whose
+// faults are at idx, with times at precision d (client.list_faults.order),
+// and s with the open ids it shows bound.
+func (s ClientState) judgeFaults(idx []int, got []c.Fault, d int64) (ClientState, bool) {
 	if len(idx) != len(got) {
-		return nil, false
+		return s, false
 	}
 	t := s
-	mask := s.unixPrec
 	for n, i := range idx {
 		f, g := t.faults[i], got[n]
-		var fit uint8
-		for _, p := range precisions {
-			if mask&p.bit != 0 && spec.SameResult(g, f.value(g.ID, p.ns)) {
-				fit |= p.bit
-			}
-		}
-		if mask &= fit; mask == 0 {
-			return nil, false
+		if !spec.SameResult(g, f.value(g.ID, d)) {
+			return s, false
 		}
 		next, ok := t.bindFault(i, g.ID)
 		if !ok {
-			return nil, false
+			return s, false
 		}
-		t = next.(ClientState)
+		t = next
 	}
-	return t.withUnixPrec(mask), true
+	return t, true
+}
+
+// precGroups splits the precisions of mask into classes under which n times
+// (time(i)) read back alike: a read of them cannot tell the precisions of
+// one class apart, so they share a branch. The reference's first.
+func precGroups(mask uint8, n int, time func(int) int64) []uint8 {
+	var groups []uint8
+	var reps []int64
+	for _, p := range precisions {
+		if mask&p.bit == 0 {
+			continue
+		}
+		found := false
+		for g, rep := range reps {
+			same := true
+			for i := 0; i < n && same; i++ {
+				same = cut(time(i), rep) == cut(time(i), p.ns)
+			}
+			if same {
+				groups[g] |= p.bit
+				found = true
+				break
+			}
+		}
+		if !found {
+			groups = append(groups, p.bit)
+			reps = append(reps, p.ns)
+		}
+	}
+	return groups
+}
+
+// previewHole is the hole of the backend's preview of head, until a read
+// shows it (client.put_out_head.preview).
+func previewHole(head string) string {
+	h := fnv.New64a()
+	h.Write([]byte(head))
+	return Hole("preview", int64(h.Sum64()>>2))
+}
+
+// holesBound are the values t binds to the holes of s: the numbers of the
+// events and faults open in s and known in t.
+func holesBound(s, t ClientState) map[string]string {
+	out := map[string]string{}
+	for i, e := range s.events {
+		if e.Seq == 0 && t.events[i].Seq != 0 {
+			out[Hole("event", int64(i))] = strconv.FormatInt(t.events[i].Seq, 10)
+		}
+	}
+	for i, f := range s.faults {
+		if !f.Known && t.faults[i].Known {
+			out[Hole("fault", int64(i))] = strconv.FormatInt(t.faults[i].ID, 10)
+		}
+	}
+	return out
+}
+
+// Bind fills the holes values binds: the i-th event's number (hole "event
+// i"), the i-th fault's id ("fault i"), the preview of a head ("preview
+// ..."). A value that contradicts what s knows (a number taken by another
+// answer, numbers out of order) leaves a broken state, from which no answer
+// follows: an order of the operations that placed an answer where it cannot
+// be.
+func (s ClientState) Bind(values map[string]string) State {
+	for k, v := range values {
+		kind, n, ok := parseHole(k)
+		if !ok {
+			continue
+		}
+		switch kind {
+		case "event", "fault":
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				s.broken = true
+				continue
+			}
+			if kind == "event" && int(n) < len(s.events) {
+				e := s.events[n]
+				switch {
+				case e.Seq == 0:
+					e.Seq = x
+					s = s.withEvent(int(n), e)
+				case e.Seq != x:
+					s.broken = true
+				}
+			}
+			if kind == "fault" && int(n) < len(s.faults) {
+				f := s.faults[n]
+				switch {
+				case !f.Known:
+					f.ID, f.Known = x, true
+					s = s.withFault(int(n), f)
+				case f.ID != x:
+					s.broken = true
+				}
+			}
+		case "preview":
+			for _, head := range s.outHeads {
+				if previewHole(head) != k {
+					continue
+				}
+				if p, ok := s.previews[head]; ok {
+					s.broken = s.broken || p != v
+				} else {
+					s = s.withPreview(head, v)
+				}
+			}
+		}
+	}
+	if !s.ordered() {
+		s.broken = true
+	}
+	return s.learned(values)
+}
+
+// ordered reports whether the known event numbers and fault ids grow with
+// their place.
+func (s ClientState) ordered() bool {
+	var last int64
+	for _, e := range s.events {
+		if e.Seq != 0 {
+			if e.Seq <= last {
+				return false
+			}
+			last = e.Seq
+		}
+	}
+	first := true
+	for _, f := range s.faults {
+		if f.Known {
+			if !first && f.ID <= last {
+				return false
+			}
+			last, first = f.ID, false
+		}
+	}
+	return true
+}
+
+// parseHole reads a hole back: its kind and number.
+func parseHole(h string) (string, int64, bool) {
+	body, ok := strings.CutPrefix(h, "⟨?")
+	if !ok {
+		return "", 0, false
+	}
+	body, ok = strings.CutSuffix(body, "⟩")
+	kind, num, found := strings.Cut(body, " ")
+	if !ok || !found {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	return kind, n, err == nil
 }
 
 // ----- sessions: which binding answers for a task -----
@@ -1629,7 +1906,7 @@ func (s ClientState) getSession(task string) []Branch {
 	}
 	var out []Branch
 	for _, g := range groups {
-		out = append(out, Branch{Outcome: OK(g.answer), Next: s.withReads(g.reads).withUnixPrec(g.prec), Rule: rule})
+		out = append(out, learning(s, OK(g.answer), rule, map[string]string{learnReads: strconv.Itoa(int(g.reads)), learnUnix: strconv.Itoa(int(g.prec))}))
 	}
 	return out
 }
@@ -1654,7 +1931,7 @@ func (s ClientState) bumpSession(o c.BumpSessionVersion, now int64) []Branch {
 		return One(s, OK(false))
 	}
 	if refused != 0 {
-		b := Branch{Outcome: OK(false), Next: s.withReads(refused), Rule: c.RuleBindingChoice}
+		b := learning(s, OK(false), c.RuleBindingChoice, map[string]string{learnReads: strconv.Itoa(int(refused))})
 		if len(order) > 0 && cands[order[0]]&refused != 0 {
 			out = append([]Branch{b}, out...)
 		} else {
@@ -1708,7 +1985,7 @@ func (s ClientState) openTask(o c.OpenTask, now int64) []Branch {
 		return Refused(s, c.RuleOpenTaskKinds, c.ErrInvalidArgument)
 	}
 	return []Branch{
-		{Outcome: invalid(), Next: s.withWord(key, false), Rule: c.RuleOpenTaskKinds},
+		learning(s, invalid(), c.RuleOpenTaskKinds, map[string]string{learnWord + key: "0"}),
 		{Outcome: OK(true), Next: act(s.withWord(key, true)), Rule: c.RuleOpenTaskKinds},
 	}
 }
@@ -1745,12 +2022,12 @@ func (s ClientState) settleTask(o c.SettleTask, now int64) []Branch {
 		return Refused(s, c.RuleSettleVerdictWords, c.ErrInvalidArgument)
 	case settled:
 		// The answer false does not tell whether the word is taken.
-		return []Branch{{Outcome: invalid(), Next: s.withWord(key, false), Rule: c.RuleSettleVerdictWords},
+		return []Branch{learning(s, invalid(), c.RuleSettleVerdictWords, map[string]string{learnWord + key: "0"}),
 			{Outcome: OK(false), Next: s, Rule: c.RuleRefusalOrder}}
 	}
 	b := act(s.withWord(key, true))
 	b[0].Rule = c.RuleSettleVerdictWords
-	return append([]Branch{{Outcome: invalid(), Next: s.withWord(key, false), Rule: c.RuleSettleVerdictWords}}, b...)
+	return append([]Branch{learning(s, invalid(), c.RuleSettleVerdictWords, map[string]string{learnWord + key: "0"})}, b...)
 }
 
 // The rare client events the simulator must reach: each one a rule of the

@@ -65,4 +65,10 @@ type Capabilities struct {
 	// the schema gate at open. (A backend with a layout of its own sets
 	// Harness.WriteClientSchema instead.)
 	ClientSchemaTable bool
+	// SnapshotRevision is how the continuity store computes the revision
+	// delete_session_snapshot_if_current_revision compares (the seed leaves
+	// it to meerkat's session_projection_cas_token): "" or "sha256" for the
+	// lowercase hex SHA-256 of the stored bytes (continuity.SnapshotRevision),
+	// "opaque" for a revision the kit cannot compute.
+	SnapshotRevision string
 }
