@@ -65,7 +65,7 @@ var Rules = []spec.Rule{
 	{
 		ID: RulePayloadJSON, Says: "An envelope, a receipt or an event's data that is not JSON is refused with invalid_argument, or kept verbatim (and then the operation acts as it would on JSON).",
 		Source:   silent("ClientStore::enqueue_intent", "the seed takes these as serde_json::Value, so a value that is not JSON never reaches it"),
-		Latitude: "Either, each time: the specs and the model accept an invalid_argument that changed nothing, or the operation's effect with the text kept as given. A JSON value always reads back JSON-equal to what was given.",
+		Latitude: "Either, one way for each of the three (envelope, receipt, event data): the specs accept an invalid_argument that changed nothing, or the operation's effect with the text kept as given; the model learns a backend's way from the first answer that shows it and holds it to it. A JSON value always reads back JSON-equal to what was given.",
 	},
 	{
 		ID: RuleRefusalOrder, Says: "An operation that presents a value the store may refuse (text that is not JSON, a verdict or kind outside the backend's words) and also finds nothing to act on (an intent already settled or gone, a task already settled) answers the refusal or the decline: invalid_argument or false, and changes nothing.",
