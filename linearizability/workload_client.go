@@ -3,7 +3,9 @@ package linearizability
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +49,9 @@ type clientWorkload struct {
 	ClientWorkload
 	mu      sync.Mutex
 	clients map[int]*clientMemory
+	// seen are the ids the clients named ("op:<id>", "task:<id>", ...),
+	// for Observe.
+	seen map[string]bool
 }
 
 type clientMemory struct {
@@ -149,7 +154,66 @@ var (
 	longHead = strings.Repeat("é", c.HeadPreviewRunes) + "tail"
 )
 
+// Next is the step-th operation of client; the ids it names are kept for
+// Observe.
 func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
+	op := w.next(r, client, step)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	switch o := op.(type) {
+	case c.EnqueueIntent:
+		w.seen["op:"+o.OpID] = true
+	case c.UpsertSession:
+		w.seen["task:"+o.TaskID] = true
+	case c.BindTask:
+		w.seen["task:"+o.TaskID] = true
+	case c.OpenTask:
+		w.seen["task:"+o.Causality.Task] = true
+	case c.SettleTask:
+		w.seen["task:"+o.TaskID] = true
+	case c.InsertFault:
+		w.seen["task:"+o.Fault.TaskID] = true
+	case c.PutOutHead:
+		w.seen["head:"+o.TaskID] = true
+	case c.PutProse:
+		w.seen["prose:"+o.Role] = true
+	case c.PutConfig:
+		w.seen["config:"+o.Key] = true
+	}
+	return op
+}
+
+// Observe reads back everything the clients wrote (the simulator runs it
+// at the end of a schedule, so that a write acknowledged and then lost is
+// seen): the outbox, the log, the sessions, the tasks, the faults and the
+// caches of every id a client named.
+func (w *clientWorkload) Observe() []spec.Op {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ops := []spec.Op{c.PendingIntentCount{}, c.DueIntents{Now: Epoch.Add(1000 * time.Hour), Limit: c.MaxLimit},
+		c.EventHead{}, c.EventsSince{Seq: 0, Limit: 100}, c.ActiveSessions{}, c.OpenTasks{Limit: c.MaxLimit}}
+	for _, k := range slices.Sorted(maps.Keys(w.seen)) {
+		kind, id, _ := strings.Cut(k, ":")
+		switch kind {
+		case "op":
+			ops = append(ops, c.GetIntent{OpID: id})
+		case "task":
+			ops = append(ops, c.GetTask{TaskID: id}, c.GetSession{TaskID: id}, c.TaskIsKnown{TaskID: id}, c.ListFaults{TaskID: id})
+		case "head":
+			ops = append(ops, c.GetOutHead{TaskID: id})
+		case "prose":
+			ops = append(ops, c.GetProse{Role: id})
+		case "config":
+			ops = append(ops, c.GetConfig{Key: id})
+		}
+	}
+	return ops
+}
+
+func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 	m := w.memory(client)
 	g := w.group(r)
 	grouped := w.Groups > 0
