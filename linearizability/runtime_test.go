@@ -25,9 +25,9 @@ func runtimeOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t
 // sequential runs the workload's clients as the concurrent runner does, one
 // operation at a time: epochs in which each client issues a few operations
 // (in a random interleaving) while the clock stands still, and between them
-// a jump of the clock by up to 3s. It hands each operation and its time to
-// do.
-func sequential(seed uint64, steps, clients int, w Workload, do func(op spec.Op, nowMS int64)) {
+// a jump of the clock by up to 3s. It hands each operation, its id (for
+// references to its answer) and its time to do.
+func sequential(seed uint64, steps, clients int, w Workload, do func(id string, op spec.Op, nowMS int64)) {
 	pick := rand.New(rand.NewPCG(seed, 1<<40))
 	rngs := make([]*rand.Rand, clients)
 	counts := make([]int, clients)
@@ -46,8 +46,8 @@ func sequential(seed uint64, steps, clients int, w Workload, do func(op spec.Op,
 		pick.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, c := range order[:min(len(order), steps-done)] {
 			op := NextOp(w, rngs[c], c, counts[c], now)
+			do(spec.OpID(c, counts[c]), op, now)
 			counts[c]++
-			do(op, now)
 			done++
 		}
 		now += pick.Int64N(3_000)
@@ -67,11 +67,16 @@ func TestRuntimeModelAgreesWithTheReference(t *testing.T) {
 		m := model.Runtime{Tier: r.Ephemeral}
 		states := []model.State{m.Init()}
 		step := 0
-		sequential(seed, 400, 8, DefaultRuntimeWorkload.New(), func(op spec.Op, now int64) {
+		answers := spec.Answers{}
+		sequential(seed, 400, 8, DefaultRuntimeWorkload.New(), func(id string, op spec.Op, now int64) {
 			if d := now - clock.Now().UnixMilli(); d > 0 {
 				clock.Advance(time.Duration(d) * time.Millisecond)
 			}
+			op = answers.Resolve(op)
 			res, err := r.Apply(ctx, s, op)
+			if err == nil {
+				answers[id] = res
+			}
 			got, _ := Outcome(r.Contract, res, err)
 			next, allowed := model.Follow(m, states, op, now, got)
 			if next == nil {
@@ -123,13 +128,20 @@ var runtimeWrites = map[string][]string{
 }
 
 // runtimeCoverage runs the default workload sequentially against the model
-// and counts outcomes by operation and label, and events.
+// and counts outcomes by operation and label, and events. The model's own
+// answers stand for the store's: a reference resolves to the hole the
+// model answered, which its state holds.
 func runtimeCoverage(seed uint64, steps int) (map[string]map[string]int, map[string]int) {
 	m := model.Runtime{}
 	state := m.Init()
 	outcomes, events := map[string]map[string]int{}, map[string]int{}
-	sequential(seed, steps, 8, DefaultRuntimeWorkload.New(), func(op spec.Op, now int64) {
+	answers := spec.Answers{}
+	sequential(seed, steps, 8, DefaultRuntimeWorkload.New(), func(id string, op spec.Op, now int64) {
+		op = answers.Resolve(op)
 		next, out := model.Expect(m, state, op, now)
+		if out.Kind == "" {
+			answers[id] = out.Result
+		}
 		for _, e := range m.Events(state, op, now, out) {
 			events[e]++
 		}

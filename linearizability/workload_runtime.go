@@ -1,8 +1,13 @@
 package linearizability
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/storecheck/storecheck/linearizability/model"
@@ -14,18 +19,22 @@ import (
 //
 // Clients never see answers (a simulated schedule is generated before it
 // runs), so a client remembers what it asked for and when (it reads the
-// clock before it acts, see ClockedWorkload), and rebuilds from that the
-// tokens and ids a store answers (see model.Runtime for their form):
+// clock before it acts, see ClockedWorkload):
+//   - the ids the store mints where the seed does not say how (batch ids,
+//     claim ids and tokens) it never predicts: it presents a reference to
+//     the answer that minted one (spec.Ref), which the runner resolves;
 //   - each client has a session of its own ("own-<client>") whose lease and
 //     queue it alone uses, now and then intruded on by another: it steps a
 //     private copy of the model with what it asked there, so it knows its
-//     lease's token, fence and expiry, and the ids of its batches and claims;
+//     lease's token (the seed states its format), fence and expiry, which of
+//     its batches are queued and which claims it holds, and which of its
+//     earlier answers minted each;
 //   - the shared sessions' leases all have one TTL, so a client can tell
 //     from the clock's jumps when the lease expired and was granted again,
 //     and guesses its fence and token (granted at the epoch's now to its own
 //     owner): a guess is right when its owner won the lease;
 //   - client 0 is the one producer: every enqueue is its own, so it knows
-//     every batch id.
+//     every batch and which answer minted it.
 //
 // A guess that another client made wrong is a refused operation: both
 // outcomes are wanted.
@@ -94,13 +103,20 @@ type runtimeClient struct {
 	epoch   int
 	guesses map[string]*leaseGuess
 	// mine is the model stepped with what the client asked of its own
-	// session (and, for the producer, its enqueues).
+	// session (and, for the producer, its enqueues). Its ids are holes.
 	mine     model.State
 	ownLease *r.SessionExecutionLease
-	claim    *r.QueuedWorkClaim
-	turns    []askedTurn
-	nodes    int
-	plan     []spec.Op
+	// claim is the claim the client expects it holds, as mine has it.
+	claim *r.QueuedWorkClaim
+	// answers are mine's answers to the client's operations, by operation
+	// id: a reference to an answer resolves against them to mine's hole.
+	answers spec.Answers
+	// refs is, for each hole of mine, the reference to the client's answer
+	// that shows the store's value for it.
+	refs  map[string]string
+	turns []askedTurn
+	nodes int
+	plan  []spec.Op
 }
 
 // boundSession is the session commits are for; unleasedSession is one no
@@ -119,7 +135,7 @@ func (w *runtimeWorkload) client(n int, now int64) *runtimeClient {
 	cl := w.clients[n]
 	if cl == nil {
 		cl = &runtimeClient{n: n, owner: fmt.Sprint("owner-", n%w.Owners), now: now, guesses: map[string]*leaseGuess{},
-			mine: privateModel.Init()}
+			mine: privateModel.Init(), answers: spec.Answers{}, refs: map[string]string{}}
 		for i := range w.Sessions {
 			// Somebody took every shared lease in the first epoch.
 			cl.guesses[fmt.Sprint("session-", i)] = &leaseGuess{fence: 1, grantedAt: now, expiry: now + int64(w.LeaseTTLMs)}
@@ -174,7 +190,7 @@ func (w *runtimeWorkload) startEpoch(cl *runtimeClient) {
 	if g := cl.guesses[boundSession]; cl.n != producer && cl.owner == w.producerOwner() && g.grantedAt == cl.now &&
 		g.prevHolder == cl.owner && (cl.epoch+cl.n)%2 == 0 {
 		prev := r.SessionExecutionLeaseFence{SessionID: boundSession, OwnerID: cl.owner, FencingToken: g.prevFence,
-			LeaseToken: model.LeaseToken(boundSession, cl.owner, g.prevGrantedAt, g.prevFence)}
+			LeaseToken: r.LeaseToken(boundSession, cl.owner, g.prevGrantedAt, g.prevFence)}
 		id := fmt.Sprintf("turn-%d-%d", cl.n, len(cl.turns))
 		first = append([]spec.Op{r.CommitRuntimeState{Commit: r.RuntimeCommit{SessionID: boundSession, Lease: &prev,
 			TurnCommit: &r.TurnCommit{SessionID: boundSession, TurnID: id, TurnCommitHash: "hash-" + id},
@@ -222,7 +238,7 @@ func (w *runtimeWorkload) Next(rnd *rand.Rand, client, step int) spec.Op {
 func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) spec.Op {
 	cl := w.client(client, now)
 	if w.Partitioned {
-		cl.now = now
+		cl.now, cl.step = now, step
 		return cl.asked(w.partitioned(rnd, cl))
 	}
 	w.observe(cl, now)
@@ -265,13 +281,14 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 	case p < 57:
 		return cl.asked(r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)})
 	case p < 61:
-		// A guess at a batch; rarely one of the bound session's, whose
-		// queue is the producer's to know.
+		// A guess at a batch: whatever the producer's answer to one of its
+		// operations names, when it was an enqueue answered by now; rarely
+		// of the bound session, whose queue is the producer's to know.
 		s := "session-1"
 		if !cl.reserved() && rnd.IntN(4) == 0 {
 			s = boundSession
 		}
-		return cl.asked(r.CancelQueuedWorkBatch{SessionID: s, BatchID: model.BatchID(s, int64(1+rnd.IntN(1+cl.step/3)))})
+		return cl.asked(r.CancelQueuedWorkBatch{SessionID: s, BatchID: spec.Ref(spec.OpID(producer, rnd.IntN(1+cl.step)), "batch_id")})
 	case p < 65:
 		s := pick(rnd, boundSession, ownSession(producer), w.sharedSession(rnd))
 		if rnd.IntN(2) == 0 {
@@ -331,6 +348,11 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		}
 		switch rnd.IntN(4) {
 		case 0:
+			// Now and then a claim for no time at all, which has expired
+			// when it is renewed, and still holds its batches.
+			if rnd.IntN(2) == 0 {
+				cl.plan[len(cl.plan)-1] = ownClaimNoTime
+			}
 			cl.plan = append(cl.plan, renewClaim)
 		case 1:
 			cl.plan = append(cl.plan, abandonClaim)
@@ -344,9 +366,9 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		return r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)}
 	case p < 75:
 		batches := cl.mineOf(r.ListQueuedWork{SessionID: own}).([]r.QueuedWorkBatch)
-		id := model.BatchID(own, 1)
+		id := spec.Ref(spec.OpID(cl.n, rnd.IntN(1+cl.step)), "batch_id")
 		if len(batches) > 0 {
-			id = batches[rnd.IntN(len(batches))].BatchID
+			id = cl.ref(batches[rnd.IntN(len(batches))].BatchID)
 		}
 		return r.CancelQueuedWorkBatch{SessionID: own, BatchID: id}
 	case cl.guesses[boundSession].holder != cl.owner:
@@ -379,24 +401,29 @@ func (p planned) Name() string { return string(p) }
 func (planned) Result() any    { return nil }
 
 const (
-	ownClaim      planned = "claim own work"
-	renewClaim    planned = "renew the claim"
-	abandonClaim  planned = "abandon the claim"
-	cancelClaimed planned = "cancel a claimed batch"
-	completeClaim planned = "complete the claim"
-	renewOwnLease planned = "renew own lease"
+	ownClaim       planned = "claim own work"
+	ownClaimNoTime planned = "claim own work for no time"
+	renewClaim     planned = "renew the claim"
+	abandonClaim   planned = "abandon the claim"
+	cancelClaimed  planned = "cancel a claimed batch"
+	completeClaim  planned = "complete the claim"
+	renewOwnLease  planned = "renew own lease"
 )
 
 // build makes a planned step.
 func (w *runtimeWorkload) build(rnd *rand.Rand, cl *runtimeClient, p planned) spec.Op {
 	own := ownSession(cl.n)
 	switch p {
-	case ownClaim:
+	case ownClaim, ownClaimNoTime:
 		lease := r.SessionExecutionLeaseFence{SessionID: own}
 		if cl.ownLease != nil {
 			lease = cl.ownLease.Fence()
 		}
-		return w.claimWork(rnd, cl, own, lease)
+		op := w.claimWork(rnd, cl, own, lease)
+		if p == ownClaimNoTime {
+			op.TTLMs = 0
+		}
+		return op
 	case renewClaim:
 		return r.RenewQueuedWorkClaim{Claim: cl.claimOrGuess(rnd), TTLMs: w.ttl(rnd)}
 	case abandonClaim:
@@ -467,7 +494,7 @@ func (w *runtimeWorkload) sharedLease(rnd *rand.Rand, cl *runtimeClient, s strin
 		// unless nobody has taken it again yet and it is still live.
 		fence, at = g.prevFence, g.prevGrantedAt
 	}
-	return r.SessionExecutionLeaseFence{SessionID: s, OwnerID: cl.owner, FencingToken: fence, LeaseToken: model.LeaseToken(s, cl.owner, at, fence)}
+	return r.SessionExecutionLeaseFence{SessionID: s, OwnerID: cl.owner, FencingToken: fence, LeaseToken: r.LeaseToken(s, cl.owner, at, fence)}
 }
 
 // mineOf is what the client's private model answers op, without asking it.
@@ -476,9 +503,77 @@ func (cl *runtimeClient) mineOf(op spec.Op) any {
 	return out.Result
 }
 
+var bareHole = regexp.MustCompile(`^⟨\?[a-z_]+ [0-9]+⟩$`)
+
+// learn keeps mine's answer to the client's current operation, and for each
+// hole it shows first, where in the store's answer its value will be.
+func (cl *runtimeClient) learn(result any) {
+	id := spec.OpID(cl.n, cl.step)
+	cl.answers[id] = result
+	b, err := json.Marshal(result)
+	if err != nil {
+		return
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return
+	}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		join := func(p string) string {
+			if path == "" {
+				return p
+			}
+			return path + "." + p
+		}
+		switch x := v.(type) {
+		case string:
+			if _, known := cl.refs[x]; !known && bareHole.MatchString(x) {
+				cl.refs[x] = spec.Ref(id, path)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k], join(k))
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, join(strconv.Itoa(i)))
+			}
+		}
+	}
+	walk(v, "")
+}
+
+// ref is what the client presents for a value of mine: the reference to the
+// answer that shows it, for a hole; a value no store minted for a hole it
+// never learned; else the value itself.
+func (cl *runtimeClient) ref(v string) string {
+	if !bareHole.MatchString(v) {
+		return v
+	}
+	if ref, ok := cl.refs[v]; ok {
+		return ref
+	}
+	return spec.Unresolved("mine", v)
+}
+
+// present is a claim of mine as the client presents it: its ids and its
+// batches' ids as references to the answers that minted them.
+func (cl *runtimeClient) present(c r.QueuedWorkClaim) r.QueuedWorkClaim {
+	out := c
+	out.ClaimID, out.LeaseToken = cl.ref(c.ClaimID), cl.ref(c.LeaseToken)
+	out.Batches = make([]r.QueuedWorkBatch, len(c.Batches))
+	for i, b := range c.Batches {
+		out.Batches[i] = r.QueuedWorkBatch{BatchID: cl.ref(b.BatchID), SessionID: b.SessionID}
+	}
+	return out
+}
+
 // asked remembers what the client asked: it steps its private model with
-// what it asked of its own session, and with the producer's enqueues; it
-// keeps the lease and the claim it expects, and the turns it committed.
+// what it asked of its own session, and with the producer's enqueues (the
+// operation with each reference to the client's own answers as mine has
+// it); it keeps the lease and the claim it expects, and the turns it
+// committed.
 func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 	own := ownSession(cl.n)
 	step := func(op spec.Op) model.Outcome {
@@ -486,7 +581,7 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 		cl.mine, out = model.Expect(privateModel, cl.mine, op, cl.now)
 		return out
 	}
-	switch o := op.(type) {
+	switch o := cl.answers.Resolve(op).(type) {
 	case r.TryClaimSessionExecutionLease:
 		if o.SessionID == own {
 			cl.ownLease, _ = step(o).Result.(*r.SessionExecutionLease)
@@ -500,10 +595,12 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 			step(o)
 		}
 	case r.EnqueueQueuedWork:
-		step(o)
+		cl.learn(step(o).Result)
 	case r.ClaimReadyQueuedWork:
 		if o.SessionID == own {
-			if c, _ := step(o).Result.(*r.QueuedWorkClaim); c != nil {
+			out := step(o)
+			cl.learn(out.Result)
+			if c, _ := out.Result.(*r.QueuedWorkClaim); c != nil {
 				cl.claim = c
 			}
 		} else if cl.n == producer {
@@ -512,7 +609,9 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 			l, _ := step(r.TryClaimSessionExecutionLease{SessionID: o.SessionID, OwnerID: "private", TTLMs: 1 << 40}).Result.(*r.SessionExecutionLease)
 			if l != nil {
 				o.Lease = l.Fence()
-				if c, _ := step(o).Result.(*r.QueuedWorkClaim); c != nil {
+				out := step(o)
+				cl.learn(out.Result)
+				if c, _ := out.Result.(*r.QueuedWorkClaim); c != nil {
 					cl.claim = c
 				}
 			}
@@ -561,7 +660,7 @@ func (w *runtimeWorkload) completingCommit(rnd *rand.Rand, cl *runtimeClient) sp
 		TurnCommit: &r.TurnCommit{SessionID: boundSession, TurnID: id, TurnCommitHash: "hash-" + id},
 		Graph:      r.GraphDelta{Kind: r.GraphUnchanged}}
 	if cl.claim != nil && cl.claim.SessionID == boundSession {
-		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claim.Completed()}
+		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.present(*cl.claim).Completed()}
 	}
 	return r.CommitRuntimeState{Commit: cm}
 }
@@ -573,16 +672,16 @@ func (cl *runtimeClient) nodeID(rnd *rand.Rand) string {
 	return fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(cl.nodes))
 }
 
-// claimOrGuess is the claim the client expects it made, or a guess at one.
+// claimOrGuess is the claim the client expects it holds, as it presents it,
+// or a guess at one: what one of its earlier answers names, when that
+// answer was a claim (of the bound session).
 func (cl *runtimeClient) claimOrGuess(rnd *rand.Rand) r.QueuedWorkClaim {
 	if cl.claim != nil && rnd.IntN(8) > 0 {
-		return *cl.claim
+		return cl.present(*cl.claim)
 	}
-	s := boundSession
-	b := model.BatchID(s, int64(1+rnd.IntN(1+cl.step/3)))
-	id := model.ClaimID(s, b, 1)
-	return r.QueuedWorkClaim{SessionID: s, ClaimID: id, OwnerID: cl.owner, LeaseToken: model.ClaimToken(id, cl.owner, cl.now),
-		FencingToken: 1, Batches: []r.QueuedWorkBatch{{BatchID: b, SessionID: s}}}
+	op := spec.OpID(cl.n, rnd.IntN(1+cl.step))
+	return r.QueuedWorkClaim{SessionID: boundSession, ClaimID: spec.Ref(op, "claim_id"), OwnerID: cl.owner, LeaseToken: spec.Ref(op, "lease_token"),
+		FencingToken: 1, Batches: []r.QueuedWorkBatch{{BatchID: spec.Ref(op, "batches.0.batch_id"), SessionID: boundSession}}}
 }
 
 // readyWork is a batch ready at once, deliverable at any boundary.
