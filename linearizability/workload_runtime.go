@@ -117,6 +117,9 @@ type runtimeClient struct {
 	turns []askedTurn
 	nodes int
 	plan  []spec.Op
+	// attached are the attachment ids it staged in the bound session or
+	// its commits named.
+	attached []string
 }
 
 // boundSession is the session commits are for; unleasedSession is one no
@@ -142,6 +145,12 @@ func (w *runtimeWorkload) client(n int, now int64) *runtimeClient {
 		}
 		cl.guesses[boundSession].holder = w.producerOwner()
 		w.startEpoch(cl)
+		if n == producer {
+			// The producer's turns name an attachment it staged: the first
+			// that commits marks it, and later ones keep that time.
+			cl.plan = append(cl.plan, r.StageAttachment{SessionID: boundSession, AttachmentID: "att-0", Data: []byte("png")})
+			cl.attached = []string{"att-0"}
+		}
 		w.clients[n] = cl
 	}
 	return cl
@@ -316,8 +325,12 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 	case p < 84:
 		return cl.asked(r.LoadSessionMeta{})
 	case p < 88:
-		return cl.asked(r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
-			AttachmentID: fmt.Sprint("att-", rnd.IntN(4)), Data: []byte(pick(rnd, "", "png", "pdf"))})
+		st := r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
+			AttachmentID: fmt.Sprint("att-", rnd.IntN(4)), Data: []byte(pick(rnd, "", "png", "pdf"))}
+		if st.SessionID == boundSession {
+			cl.attached = append(cl.attached, st.AttachmentID)
+		}
+		return cl.asked(st)
 	case p < 91:
 		return cl.asked(r.LoadAttachment{AttachmentID: fmt.Sprint("att-", rnd.IntN(4))})
 	case p < 93:
@@ -662,6 +675,9 @@ func (w *runtimeWorkload) completingCommit(rnd *rand.Rand, cl *runtimeClient) sp
 	if cl.claim != nil && cl.claim.SessionID == boundSession {
 		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.present(*cl.claim).Completed()}
 	}
+	if len(cl.attached) > 0 && rnd.IntN(2) == 0 {
+		cm.CommittedAttachmentIDs = []string{cl.attached[rnd.IntN(len(cl.attached))]}
+	}
 	return r.CommitRuntimeState{Commit: cm}
 }
 
@@ -800,7 +816,15 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 			Usage: r.Usage{InputTokens: uint64(rnd.IntN(100)), OutputTokens: uint64(rnd.IntN(50)), CachedInputTokens: uint64(rnd.IntN(5))}})
 	}
 	if rnd.IntN(2) == 0 {
-		cm.CommittedAttachmentIDs = []string{fmt.Sprint("att-", rnd.IntN(4))}
+		// Mostly one it staged or named before: a later commit keeps the
+		// first commit time.
+		id := fmt.Sprint("att-", rnd.IntN(4))
+		if len(cl.attached) > 0 && rnd.IntN(4) > 0 {
+			id = cl.attached[rnd.IntN(len(cl.attached))]
+		} else {
+			cl.attached = append(cl.attached, id)
+		}
+		cm.CommittedAttachmentIDs = []string{id}
 	}
 	if rnd.IntN(8) == 0 {
 		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claimOrGuess(rnd).Completed()}

@@ -69,7 +69,6 @@ func TestOpNamesAreDistinctSnakeCase(t *testing.T) {
 	}
 }
 
-
 // Apply answers every operation with a value of the type its Result names.
 func TestApplyAnswersTheDeclaredResultType(t *testing.T) {
 	for _, op := range Ops {
