@@ -395,7 +395,7 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		// completes the claim in a commit, or leaves it for later; a claim
 		// for no time at all has expired when it completes.
 		claim := w.claimWork(rnd, cl, boundSession, w.sharedLease(rnd, cl, boundSession))
-		if rnd.IntN(4) == 0 {
+		if rnd.IntN(3) == 0 {
 			claim.TTLMs = 0
 		}
 		cl.plan = []spec.Op{claim}
@@ -689,13 +689,14 @@ func (cl *runtimeClient) nodeID(rnd *rand.Rand) string {
 }
 
 // claimOrGuess is the claim the client expects it holds, as it presents it,
-// or a guess at one: what one of its earlier answers names, when that
-// answer was a claim (of the bound session).
+// or a guess at one: what the producer's answer to one of its operations
+// names, when that answer was a claim (of the bound session, whose work the
+// producer claims), as a worker that saw another's claim might present it.
 func (cl *runtimeClient) claimOrGuess(rnd *rand.Rand) r.QueuedWorkClaim {
 	if cl.claim != nil && rnd.IntN(8) > 0 {
 		return cl.present(*cl.claim)
 	}
-	op := spec.OpID(cl.n, rnd.IntN(1+cl.step))
+	op := spec.OpID(producer, rnd.IntN(1+cl.step))
 	return r.QueuedWorkClaim{SessionID: boundSession, ClaimID: spec.Ref(op, "claim_id"), OwnerID: cl.owner, LeaseToken: spec.Ref(op, "lease_token"),
 		FencingToken: 1, Batches: []r.QueuedWorkBatch{{BatchID: spec.Ref(op, "batches.0.batch_id"), SessionID: boundSession}}}
 }
