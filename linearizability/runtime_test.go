@@ -13,11 +13,14 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/reference"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
+	"github.com/storecheck/storecheck/spec/suite"
 )
 
 func runtimeOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t, "runtime", bug) }
@@ -73,6 +76,11 @@ func TestRuntimeModelAgreesWithTheReference(t *testing.T) {
 				clock.Advance(time.Duration(d) * time.Millisecond)
 			}
 			op = answers.Resolve(op)
+			for _, id := range model.Rules(m.Step(states[0], op, now)) {
+				if _, ok := r.Contract.Rule(id); !ok {
+					t.Fatalf("a branch of %s names the rule %q, which the runtime table does not have", op.Name(), id)
+				}
+			}
 			res, err := r.Apply(ctx, s, op)
 			if err == nil {
 				answers[id] = res
@@ -91,6 +99,15 @@ func TestRuntimeModelAgreesWithTheReference(t *testing.T) {
 			t.Fatalf("durability tier %v %v", got, err)
 		}
 		s.Close()
+	}
+}
+
+// Every rule the model's branches name is in the contract's table.
+func TestRuntimeModelNamesRulesOfTheTable(t *testing.T) {
+	for _, id := range model.RuntimeRules {
+		if _, ok := r.Contract.Rule(id); !ok {
+			t.Errorf("the model names the rule %q, which the runtime table does not have", id)
+		}
 	}
 }
 
@@ -226,4 +243,46 @@ func TestRuntimeReferenceIsLinearizable(t *testing.T) {
 // check must.
 func TestRuntimeRacyLeaseClaimIsIllegal(t *testing.T) {
 	catchRace(t, model.Runtime{}, runtimeOpener(t, bugs.RuntimeLeaseClaimOutsideTx), DefaultRuntimeWorkload.New)
+}
+
+// A backend whose batch ids, claim ids and tokens and checkpoint refs are
+// not the reference's (the reference, renamed consistently) passes a
+// default history: nothing the check judges depends on the reference's ids.
+func TestRuntimeRenamedIdsAreLinearizable(t *testing.T) {
+	ctx := context.Background()
+	for seed := range int64(3) {
+		path := filepath.Join(t.TempDir(), "runtime.db")
+		b := RenamedRuntime(reference.Backend(reference.Options{}))
+		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
+			return b.Open(ctx, r.StoreName, suite.Options{Path: path, Clock: clock})
+		}
+		h, err := Run(ctx, r.Contract, open, DefaultRuntimeWorkload.New(), Config{Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches, claims := 0, 0
+		for _, e := range h.Entries {
+			switch x := e.Outcome.Result.(type) {
+			case r.QueuedWorkBatch:
+				if strings.HasPrefix(x.BatchID, "batch~") {
+					batches++
+				}
+			case *r.QueuedWorkClaim:
+				if x != nil && strings.HasPrefix(x.ClaimID, "claim~") {
+					claims++
+				}
+			}
+		}
+		if batches == 0 {
+			t.Fatalf("seed %d: no enqueue answered a renamed id", seed+1)
+		}
+		res, err := Check(model.Runtime{}, h, 60*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Linearizable {
+			t.Fatalf("seed %d: the renamed reference: %s", seed+1, res.Summary())
+		}
+		t.Logf("seed %d: %d batches and %d claims with renamed ids; %s", seed+1, batches, claims, res.Summary())
+	}
 }

@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/reference"
+	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
 )
 
@@ -50,4 +54,30 @@ func TestRuntimeScheduleSweepReachesEveryEvent(t *testing.T) {
 		}
 	}
 	t.Log(seen)
+}
+
+// A backend whose batch ids, claim ids and tokens and checkpoint refs are
+// not the reference's (the reference, renamed consistently) passes the
+// default sweep, crashes and kills included.
+func TestRuntimeRenamedIdsPassTheDefaultSweep(t *testing.T) {
+	subj := runtimeSubject
+	subj.CrashPoints = refruntime.CrashPoints
+	backend := InProcess(linearizability.RenamedRuntime(reference.Backend(reference.Options{})), "runtime")
+	ran, renamed := 0, 0
+	err := Sweep(context.Background(), subj, backend, DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(), func(r Result) {
+		ran++
+		if strings.Contains(strings.Join(r.Trace, "\n"), `"claim_id":"claim~`) {
+			renamed++
+		}
+		if r.Failure != nil {
+			t.Errorf("seed %d: the renamed reference was flagged: %v", r.Schedule.Seed, r.Failure)
+		}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != len(DefaultSeeds.Seeds(Shard{})) || renamed == 0 {
+		t.Fatalf("ran %d seeds, %d of them with a claim of a renamed id", ran, renamed)
+	}
+	t.Logf("%d seeds, %d of them with a claim of a renamed id", ran, renamed)
 }
