@@ -243,43 +243,65 @@ func (s RuntimeState) write(b *strings.Builder, p int) {
 }
 
 // Bind fills in the values an answer showed for the state's holes: the
-// checkpoint refs, batch (and item) ids, claim ids and tokens.
+// checkpoint refs, batch (and item) ids, claim ids and tokens. Only the
+// parts that hold one of the holes are copied.
 func (s RuntimeState) Bind(values map[string]string) State {
-	f := func(x string) string { return Fill(x, values) }
-	if s.head != nil {
-		h := *s.head
-		h.Ref = f(h.Ref)
-		s.head = &h
-	}
-	if len(s.checkpoints) > 0 {
-		cps := make(map[string]string, len(s.checkpoints))
-		for ref, data := range s.checkpoints {
-			cps[f(ref)] = data
-		}
-		s.checkpoints = cps
-	}
-	if len(s.turns) > 0 {
-		turns := make(map[turnKey]rtTurn, len(s.turns))
-		for k, t := range s.turns {
-			t.Res.CheckpointRef = f(t.Res.CheckpointRef)
-			turns[k] = t
-		}
-		s.turns = turns
-	}
-	batches := slices.Clone(s.batches)
-	for i := range batches {
-		q := &batches[i]
-		q.B.BatchID, q.ClaimID, q.ClaimTok = f(q.B.BatchID), f(q.ClaimID), f(q.ClaimTok)
-		if len(q.B.Items) > 0 {
-			items := slices.Clone(q.B.Items)
-			for j := range items {
-				items[j].ItemID = f(items[j].ItemID)
+	holds := func(p int) bool {
+		for h := range values {
+			if strings.Contains(s.parts[p], h) {
+				return true
 			}
-			q.B.Items = items
+		}
+		return false
+	}
+	f := func(x string) string { return Fill(x, values) }
+	var changed []int
+	if holds(pHead) {
+		changed = append(changed, pHead)
+		if s.head != nil {
+			h := *s.head
+			h.Ref = f(h.Ref)
+			s.head = &h
+		}
+		if len(s.checkpoints) > 0 {
+			cps := make(map[string]string, len(s.checkpoints))
+			for ref, data := range s.checkpoints {
+				cps[f(ref)] = data
+			}
+			s.checkpoints = cps
+		}
+		if len(s.turns) > 0 {
+			turns := make(map[turnKey]rtTurn, len(s.turns))
+			for k, t := range s.turns {
+				t.Res.CheckpointRef = f(t.Res.CheckpointRef)
+				turns[k] = t
+			}
+			s.turns = turns
 		}
 	}
-	s.batches = batches
-	return s.sealed(pHead, pQueue)
+	if holds(pQueue) {
+		changed = append(changed, pQueue)
+		batches := slices.Clone(s.batches)
+		for i := range batches {
+			q := &batches[i]
+			if !strings.Contains(q.B.BatchID+q.ClaimID+q.ClaimTok, "⟨?") {
+				continue
+			}
+			q.B.BatchID, q.ClaimID, q.ClaimTok = f(q.B.BatchID), f(q.ClaimID), f(q.ClaimTok)
+			if len(q.B.Items) > 0 {
+				items := slices.Clone(q.B.Items)
+				for j := range items {
+					items[j].ItemID = f(items[j].ItemID)
+				}
+				q.B.Items = items
+			}
+		}
+		s.batches = batches
+	}
+	if len(changed) == 0 {
+		return s
+	}
+	return s.sealed(changed...)
 }
 
 // hole mints the state's next hole of kind.
