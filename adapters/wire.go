@@ -21,6 +21,9 @@ const (
 	TypeClose    = "close"
 	TypeOp       = "op"
 	TypeArmCrash = "arm_crash"
+	// TypeResume lets an operation paused at a yield point go on. It names
+	// the operation's request id and gets no reply.
+	TypeResume = "resume"
 )
 
 // Request is one line the kit writes to the backend.
@@ -49,6 +52,9 @@ type Request struct {
 	// Point and Nth arm a crash point (arm_crash).
 	Point string `json:"point,omitempty"`
 	Nth   int    `json:"nth,omitempty"`
+	// Yields asks the backend to pause the operation at each of its yield
+	// points (op; only of a backend that declares yields).
+	Yields bool `json:"yields,omitempty"`
 }
 
 // Reply is one line the backend writes: the id it answers and either a
@@ -57,6 +63,10 @@ type Reply struct {
 	ID     *uint64         `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *WireError      `json:"error,omitempty"`
+	// Yield, instead of a result or an error, says the operation of
+	// request ID reached the yield point it names ("<op>/<place>") and
+	// waits for a resume.
+	Yield string `json:"yield,omitempty"`
 }
 
 // WireError is a failed request: a kind from the contract's closed set (or
@@ -76,19 +86,25 @@ type Hello struct {
 
 // Capabilities are the optional features a backend declares in its hello.
 // The kit checks nothing a backend does not declare, and guesses nothing.
+//
+// Every capability is optional in the hello: one left out is not declared.
 type Capabilities struct {
-	Files         bool `json:"files"`
-	SharedFiles   bool `json:"shared_files"`
-	InMemory      bool `json:"in_memory"`
-	SQLiteLocking bool `json:"sqlite_locking"`
+	Files         bool `json:"files,omitempty"`
+	SharedFiles   bool `json:"shared_files,omitempty"`
+	InMemory      bool `json:"in_memory,omitempty"`
+	SQLiteLocking bool `json:"sqlite_locking,omitempty"`
 	// ClientSchemaTable: the kit may write a client store file of another
 	// schema marker or version itself, to check the gate at open.
-	ClientSchemaTable bool `json:"client_schema_table"`
+	ClientSchemaTable bool `json:"client_schema_table,omitempty"`
 	// SnapshotRevision: how the continuity store computes snapshot
 	// revisions, "sha256" (the default) or "opaque".
 	SnapshotRevision string `json:"snapshot_revision,omitempty"`
+	// Yields: an op request that asks for them is paused at each yield
+	// point (a line {"id": N, "yield": "<op>/<place>"}) until the kit sends
+	// {"type": "resume", "id": N}.
+	Yields bool `json:"yields,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
-	CrashPoints map[string][]string `json:"crash_points"`
+	CrashPoints map[string][]string `json:"crash_points,omitempty"`
 }
 
 // Opened is the backend's answer to open.

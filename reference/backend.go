@@ -23,7 +23,7 @@ func Backend(o Options) adapters.Backend {
 		Name: h.Name,
 		Capabilities: adapters.Capabilities{
 			Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, SQLiteLocking: h.Capabilities.SQLiteLocking,
-			InMemory: h.Capabilities.InMemory, ClientSchemaTable: h.Capabilities.ClientSchemaTable,
+			InMemory: h.Capabilities.InMemory, ClientSchemaTable: h.Capabilities.ClientSchemaTable, Yields: true,
 			CrashPoints: map[string][]string{
 				continuity.StoreName: refcontinuity.CrashPoints,
 				runtime.StoreName:    refruntime.CrashPoints,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
@@ -25,20 +26,31 @@ func referenceBackend(b bugs.Bug) Backend {
 	return InProcess(reference.Backend(reference.Options{Bug: b}), "continuity")
 }
 
-// The same seed gives the same trace, byte for byte.
+// The same seed gives the same trace, byte for byte, and the schedule it
+// records replays to that same trace.
 func TestSameSeedSameTrace(t *testing.T) {
 	ctx := context.Background()
 	for seed := range int64(30) {
-		a, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), t.TempDir())
+		a, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), t.TempDir())
+		b, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Hash() != b.Hash() || len(a.Trace) != 200 {
-			t.Fatalf("seed %d: two runs, two traces (%d and %d steps)", seed, len(a.Trace), len(b.Trace))
+		if a.Hash() != b.Hash() || a.Ops < 200 {
+			t.Fatalf("seed %d: two runs, two traces (%d and %d lines, %d operations)", seed, len(a.Trace), len(b.Trace), a.Ops)
+		}
+		c, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), a.Schedule, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Hash() != a.Hash() {
+			t.Fatalf("seed %d: the recorded schedule replays to another trace", seed)
+		}
+		if !a.Yielded {
+			t.Fatalf("seed %d: the reference reached no yield point", seed)
 		}
 	}
 }
@@ -50,7 +62,10 @@ func TestDefaultSweepCoversTheRareEventsAndNeverFlagsTheReference(t *testing.T) 
 	err := Sweep(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(),
 		func(r Result) {
 			if r.Failure != nil {
-				t.Errorf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure)
+				t.Errorf("seed %d: the reference was flagged: %v\n%s", r.Schedule.Seed, r.Failure, strings.Join(r.Trace, "\n"))
+			}
+			if r.Inconclusive {
+				t.Errorf("seed %d: inconclusive", r.Schedule.Seed)
 			}
 			cov.Add(r)
 		}, nil)
@@ -69,7 +84,7 @@ func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
 	ctx := context.Background()
 	backend := referenceBackend(bugs.ContinuityWriteBehind)
 	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
-		res, err := Run(ctx, continuitySubject, backend, Generate(continuitySubject, seed, Params{Processes: 1}), ScratchDir())
+		res, err := Explore(ctx, continuitySubject, backend, seed, Params{Processes: 1}, ScratchDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +103,12 @@ func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
 		}
 		crashed := false
 		for _, st := range small.Schedule.Steps {
-			crashed = crashed || st.Kind == StepKill || st.CrashAt != ""
+			if st.Kind == StepFault {
+				switch st.Fault.(type) {
+				case fault.Kill, fault.CrashAt:
+					crashed = true
+				}
+			}
 		}
 		if !crashed {
 			t.Fatalf("with one process the failure needs a crash:\n%s", strings.Join(small.Trace, "\n"))
@@ -105,17 +125,20 @@ func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
 }
 
 func TestSchedulesRoundTrip(t *testing.T) {
-	s := Generate(continuitySubject, 7, Params{Steps: 50})
+	ctx := context.Background()
+	a, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), 7, Params{Steps: 50}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := t.TempDir() + "/s.json"
-	if err := s.WriteFile(path); err != nil {
+	if err := a.Schedule.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
 	back, err := ReadSchedule(path, []spec.Contract{continuitySubject.Model.Contract()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := Run(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), s, t.TempDir())
-	b, _ := Run(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), back, t.TempDir())
+	b, _ := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), back, t.TempDir())
 	if a.Hash() != b.Hash() {
 		t.Fatal("a saved schedule replays differently")
 	}
@@ -149,5 +172,71 @@ func TestSeedsAndShards(t *testing.T) {
 		if _, err := ParseShard(bad); err == nil {
 			t.Errorf("shard %q accepted", bad)
 		}
+	}
+}
+
+// The racy continuity bugs (the upsert's check read outside its write
+// transaction; an in-process lock instead of a transaction, which orders
+// one handle's upserts and no other's) are found from one seed within the
+// default sweep, in process: the seed's scheduler pauses one upsert between
+// its read and its write while another's commits. Each failure shrinks to a
+// few steps, replays the same way every time, and the correct reference
+// passes the shrunk schedule.
+func TestRacyBugsAreReproducedFromOneSeed(t *testing.T) {
+	ctx := context.Background()
+	for _, bug := range []bugs.Bug{bugs.ContinuityUpsertCheckOutsideTx, bugs.ContinuityProcessLock} {
+		t.Run(bug.Name(), func(t *testing.T) {
+			backend := referenceBackend(bug)
+			for _, seed := range DefaultSeeds.Seeds(Shard{}) {
+				res, err := Explore(ctx, continuitySubject, backend, seed, Params{}, ScratchDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failure == nil {
+					continue
+				}
+				small, err := Shrink(ctx, continuitySubject, backend, res, ScratchDir(), 2000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(small.Schedule.Steps); n > 12 || small.Failure.Signature() != res.Failure.Signature() {
+					t.Fatalf("seed %d shrunk to %d steps, failing as %q:\n%s", seed, n, small.Failure.Signature(), small.InterleavingText(50))
+				}
+				overlapped := false
+				for _, row := range func() []Row { _, rows := small.Interleaving(); return rows }() {
+					for _, c := range row.Cells {
+						overlapped = overlapped || c == "┊"
+					}
+				}
+				if !overlapped {
+					t.Fatalf("seed %d: the shrunk failure has no operations in flight together:\n%s", seed, small.InterleavingText(50))
+				}
+				for range 100 {
+					again, err := Run(ctx, continuitySubject, backend, small.Schedule, ScratchDir())
+					if err != nil || again.Failure == nil || again.Failure.Signature() != small.Failure.Signature() || again.Hash() != small.Hash() {
+						t.Fatalf("a replay of the shrunk schedule did not fail the same way: %v %v", err, again.Failure)
+					}
+				}
+				if ok, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), small.Schedule, ScratchDir()); err != nil || ok.Failure != nil {
+					t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
+				}
+				t.Logf("seed %d: %d steps shrunk to %d:\n%s", seed, len(res.Schedule.Steps), len(small.Schedule.Steps), small.InterleavingText(50))
+				return
+			}
+			t.Fatalf("the default sweep never found %s", bug.Name())
+		})
+	}
+}
+
+// A backend without yield points still runs: operations interleave whole,
+// and the result says that interleavings inside operations were not
+// explored.
+func TestWholeOperationsRunAndSaySo(t *testing.T) {
+	res, err := Explore(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), 5, Params{Whole: true}, t.TempDir())
+	if err != nil || res.Failure != nil {
+		t.Fatal(err, res.Failure)
+	}
+	if res.Yielded || len(res.Unexplored()) != 1 || !strings.Contains(res.Unexplored()[0], "interleavings inside operations were not explored") {
+		t.Fatalf("yielded %v, unexplored %q", res.Yielded, res.Unexplored())
 	}
 }

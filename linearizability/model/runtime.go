@@ -111,7 +111,9 @@ type RuntimeState struct {
 	leases      map[string]rtLease
 	batches     []rtBatch // every session's, in enqueue order
 	// fence0 is the store's initial claim fencing token, once an answer has
-	// shown it (fence0Known); until then batches answer as if it were 0.
+	// shown it (fence0Known); until then batches answer as if it were 0,
+	// and it is the hole fence0Hole, which the first answer that shows a
+	// batch binds.
 	fence0      uint64
 	fence0Known bool
 	meta        string // "" is none
@@ -213,6 +215,8 @@ func (s RuntimeState) write(b *strings.Builder, p int) {
 	case pQueue:
 		if s.fence0Known {
 			fmt.Fprintf(b, "initial claim fence %d\n", s.fence0)
+		} else {
+			b.WriteString("initial claim fence " + fence0Hole + "\n")
 		}
 		for _, q := range s.batches {
 			fmt.Fprintf(b, "batch %s source %q %s %s merge %q available %d enqueued %d claims %d items %d",
@@ -281,6 +285,11 @@ func (s RuntimeState) Bind(values map[string]string) State {
 	}
 	if holds(pQueue) {
 		changed = append(changed, pQueue)
+		if v, ok := values[fence0Hole]; ok && !s.fence0Known {
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				s.fence0, s.fence0Known = n, true
+			}
+		}
 		batches := slices.Clone(s.batches)
 		for i := range batches {
 			q := &batches[i]
@@ -728,12 +737,12 @@ func (m Runtime) step(s RuntimeState, op spec.Op, now int64) []Branch {
 // token ledger may come in any order (the seed's loaders are not shown).
 func unordered(next State, read *r.SessionRead, rule string) Branch {
 	want := Branch{Outcome: OK(sortedRead(read)), Next: next}
-	return Branch{Outcome: OK(read), Next: next, Rule: rule, Match: func(got Outcome) (State, bool) {
+	return Branch{Outcome: OK(read), Next: next, Rule: rule, Match: func(got Outcome) (map[string]string, bool) {
 		g, ok := got.Result.(*r.SessionRead)
 		if got.Kind != "" || !ok {
 			return nil, false
 		}
-		return want.judge(OK(sortedRead(g)))
+		return want.Allows(OK(sortedRead(g)))
 	}}
 }
 
@@ -750,6 +759,10 @@ func sortedRead(read *r.SessionRead) *r.SessionRead {
 	return &c
 }
 
+// fence0Hole is the hole of the initial claim fencing token, while no
+// answer has shown it.
+var fence0Hole = Hole("initial_claim_fence", 0)
+
 // learnFence0 lets b, computed while the initial claim fence is unknown (as
 // if it were 0), match an answer with any initial fence: the batches it
 // shows fix it, for every batch from then on
@@ -762,16 +775,23 @@ func learnFence0(b Branch) Branch {
 	if b.Rule == "" {
 		b.Rule = ruleInitialFence
 	}
-	b.Match = func(got Outcome) (State, bool) {
+	b.Match = func(got Outcome) (map[string]string, bool) {
 		gb, eb := batchesOf(got.Result), batchesOf(want.Outcome.Result)
 		if got.Kind != "" || len(gb) != len(eb) || gb[0].ClaimFencingToken < eb[0].ClaimFencingToken {
 			return nil, false
 		}
 		d := gb[0].ClaimFencingToken - eb[0].ClaimFencingToken
-		next := want.Next.(RuntimeState)
-		next.fence0, next.fence0Known = d, true
-		known := Branch{Outcome: OK(shiftFences(want.Outcome.Result, d)), Next: next.sealed(pQueue), Distinct: want.Distinct}
-		return known.judge(got)
+		shifted := Branch{Outcome: OK(shiftFences(want.Outcome.Result, d)), Next: want.Next, Distinct: want.Distinct}
+		values, ok := shifted.Allows(got)
+		if !ok {
+			return nil, false
+		}
+		values = maps.Clone(values)
+		if values == nil {
+			values = map[string]string{}
+		}
+		values[fence0Hole] = strconv.FormatUint(d, 10)
+		return values, true
 	}
 	return b
 }
@@ -1034,9 +1054,9 @@ func (s RuntimeState) collect() []Branch {
 	return []Branch{
 		{Outcome: OK(r.GcReport{RemovedCheckpointCount: removed}), Next: n},
 		{Outcome: OK(fmt.Sprintf("a removed_checkpoint_count from 0 to %d", removed)), Next: n, Rule: ruleGC,
-			Match: func(got Outcome) (State, bool) {
+			Match: func(got Outcome) (map[string]string, bool) {
 				rep, ok := got.Result.(r.GcReport)
-				return n, ok && got.Kind == "" && rep.RemovedCheckpointCount >= 0 && rep.RemovedCheckpointCount <= removed
+				return nil, ok && got.Kind == "" && rep.RemovedCheckpointCount >= 0 && rep.RemovedCheckpointCount <= removed
 			}},
 	}
 }
