@@ -36,7 +36,7 @@ var Rules = []spec.Rule{
 		Latitude: "A backend may notice the unknown value at any point of the operation's order of checks: invalid_argument is accepted instead of, or before, any later check; the answer of every check before that point is accepted too (a lease refused, a max_batches of 0 answered none, a source key already queued answered its batch, a turn replay answered its first result, nothing claimable answered none)."},
 
 	// durability_tier
-	{ID: "runtime.durability_tier.durable", Op: "durability_tier", Says: "A store on a file is durable: closed and opened again on its path, it finds every acknowledged commit, lease, batch and meta. (A store the kit opens in memory answers ephemeral.)",
+	{ID: "runtime.durability_tier.durable", Op: "durability_tier", Says: "A store on a file is durable: closed and opened again on its path, it finds every acknowledged commit, lease, batch and meta. (The reference answers ephemeral for a store it opens in memory; the kit does not judge that answer.)",
 		Source: quoted("durability_tier", `fn durability_tier(&self) -> DurabilityTier {
         DurabilityTier::Durable`)},
 
