@@ -190,7 +190,7 @@ func TestACanceledCallIsIndefiniteAndItsLateReplyIsDropped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err = tgt.Apply(ctx, c.MaxFencingToken{})
-	if spec.KindOf(err) != adapters.ErrCanceled || adapters.Definite(adapters.ErrCanceled) {
+	if spec.KindOf(err) != spec.ErrCanceled || c.Contract.Definite(err) {
 		t.Fatalf("want an indefinite canceled, got %v", err)
 	}
 	var wg sync.WaitGroup
@@ -276,20 +276,6 @@ func TestDecodeResultChecksTheType(t *testing.T) {
 		got, err := spec.DecodeResult(tc.op, json.RawMessage(tc.raw))
 		if (err == nil) != tc.ok || (tc.ok && !reflect.DeepEqual(got, tc.want)) {
 			t.Errorf("%s %s: got %#v, %v", tc.op.Name(), tc.raw, got, err)
-		}
-	}
-}
-
-func TestDefinite(t *testing.T) {
-	for _, k := range c.Kinds {
-		if !adapters.Definite(k) {
-			t.Errorf("contract kind %s must be definite", k)
-		}
-	}
-	for k, want := range map[spec.Kind]bool{adapters.ErrBadRequest: true, adapters.ErrTimeout: false,
-		adapters.ErrCrashed: false, adapters.ErrBackendFailure: false, adapters.ErrCanceled: false, "": false, "made_up": false} {
-		if adapters.Definite(k) != want {
-			t.Errorf("Definite(%q) = %v, want %v", k, !want, want)
 		}
 	}
 }

@@ -56,7 +56,7 @@ type ExecOptions struct {
 // process, fails the operations in flight with an indefinite kind, and is
 // kept as the backend's failure (Err). A crash the kit caused (Kill, an
 // armed crash point) is not a failure: the operation in flight ends with
-// ErrCrashed, and Restart starts the program again on the same files.
+// spec.ErrCrashed, and Restart starts the program again on the same files.
 type Exec struct {
 	o    ExecOptions
 	mu   sync.Mutex
@@ -90,7 +90,7 @@ func StartExec(ctx context.Context, o ExecOptions) (*Exec, error) {
 func (e *Exec) start(ctx context.Context) error {
 	p, err := spawn(e.o, e.recordFailure)
 	if err != nil {
-		return spec.Errorf(ErrBackendFailure, "start %q: %w", strings.Join(e.o.Command, " "), err)
+		return spec.Errorf(spec.ErrBackendFailure, "start %q: %w", strings.Join(e.o.Command, " "), err)
 	}
 	raw, err := p.call(ctx, &Request{Type: TypeHello, Version: ProtocolVersion}, "hello")
 	if err == nil && raw.Error != nil {
@@ -205,7 +205,7 @@ func (e *Exec) Close() error {
 }
 
 // Kill ends the backend process with SIGKILL, as a fault: the operations in
-// flight end with ErrCrashed, and it is not a backend failure.
+// flight end with spec.ErrCrashed, and it is not a backend failure.
 func (e *Exec) Kill() error {
 	p := e.proc()
 	p.expect()
@@ -497,7 +497,7 @@ func (p *process) violation(msg string) error {
 func (p *process) violate(msg string) {
 	p.mu.Lock()
 	if p.cause == nil {
-		p.cause = spec.Errorf(ErrBackendFailure, "%s", msg)
+		p.cause = spec.Errorf(spec.ErrBackendFailure, "%s", msg)
 	}
 	p.mu.Unlock()
 	p.kill()
@@ -507,7 +507,7 @@ func (p *process) violate(msg string) {
 func (p *process) timeout(what string, id uint64) error {
 	p.mu.Lock()
 	if p.cause == nil {
-		p.cause = spec.Errorf(ErrTimeout, "%s (request %d): no reply within %s", what, id, p.o.Timeout)
+		p.cause = spec.Errorf(spec.ErrTimeout, "%s (request %d): no reply within %s", what, id, p.o.Timeout)
 	}
 	p.mu.Unlock()
 	p.kill()
@@ -551,9 +551,9 @@ func (p *process) finish(werr error) {
 	case cause != nil:
 		err = fmt.Errorf("%w%s", cause, p.stderrLines())
 	case expected:
-		err = spec.Errorf(ErrCrashed, "the backend process %s (a fault the kit injected)%s", status, inFlight)
+		err = spec.Errorf(spec.ErrCrashed, "the backend process %s (a fault the kit injected)%s", status, inFlight)
 	default:
-		err = spec.Errorf(ErrCrashed, "the backend process %s unexpectedly%s%s", status, inFlight, p.stderrLines())
+		err = spec.Errorf(spec.ErrCrashed, "the backend process %s unexpectedly%s%s", status, inFlight, p.stderrLines())
 	}
 	p.err = err
 	if cause != nil || !expected {
@@ -610,7 +610,7 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 		return nil, fmt.Errorf("%s (request %d): %w", what, req.ID, p.err)
 	case <-ctx.Done():
 		p.forget(req.ID, true)
-		return nil, spec.Errorf(ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
+		return nil, spec.Errorf(spec.ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
 	case <-timer.C:
 		return nil, p.timeout(what, req.ID)
 	}
@@ -630,7 +630,7 @@ func (p *process) forget(id uint64, abandon bool) {
 // checkKind makes sure an error kind a backend sent is one it may send for
 // this store: one of the contract's, or bad_request.
 func (p *process) checkKind(c Contract, e *WireError, what string) error {
-	if c.HasKind(e.Kind) || e.Kind == ErrBadRequest {
+	if c.HasKind(e.Kind) || e.Kind == spec.ErrBadRequest {
 		return nil
 	}
 	return p.violation(fmt.Sprintf("%s: the backend replied with error kind %q, which is not one of the %s store's kinds (%s) nor bad_request; its message: %s",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // docs/protocol.md holds tables generated from the Go types: every
@@ -101,16 +102,28 @@ func typesTable() string {
 	return b.String() + "\n"
 }
 
+// kindsTable is spec.KindTable as the page shows it: every store's kinds,
+// then the ones any store may meet.
 func kindsTable() string {
 	var b strings.Builder
 	b.WriteString("\n| kind | store | definite | sent by | means |\n|---|---|---|---|---|\n")
 	for _, c := range adapters.Contracts {
 		for _, k := range c.Kinds {
-			fmt.Fprintf(&b, "| `%s` | %s | %s | backend | an error of the contract's closed set (see `spec/%s`); the operation changed nothing |\n", k, c.Name, yesNo(adapters.Definite(k)), c.Name)
+			row, shared := spec.KindInfoOf(k)
+			if !shared {
+				row = spec.RuleKindInfo
+			}
+			if yes := c.Definite(spec.Errorf(k, "")); yes != row.Definite {
+				panic(fmt.Sprintf("%s %s: the table says definite %v, Definite %v", c.Name, k, row.Definite, yes))
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", k, c.Name, yesNo(row.Definite), row.SentBy, row.Means)
 		}
 	}
-	for _, k := range adapters.KitKinds {
-		fmt.Fprintf(&b, "| `%s` | any (protocol) | %s | %s | %s |\n", k.Kind, yesNo(k.Definite), k.SentBy, k.Means)
+	for _, row := range spec.KindTable {
+		if row.Kind == spec.ErrIO {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | any | %s | %s | %s |\n", row.Kind, yesNo(row.Definite), row.SentBy, row.Means)
 	}
 	return b.String() + "\n"
 }

@@ -199,7 +199,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &adapters.Recorder{Target: tgt}
+			rec := &adapters.Recorder{Target: tgt, Contract: c.Contract}
 			s := c.Proxy{Target: rec}
 			if err := sc.setup(ctx, s); err != nil {
 				t.Fatalf("setup: %v", err)
@@ -209,7 +209,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = sc.op(ctx, s)
-			if spec.KindOf(err) != adapters.ErrCrashed {
+			if spec.KindOf(err) != spec.ErrCrashed {
 				t.Fatalf("the operation at the crash point returned %v, want kind crashed", err)
 			}
 			hist := rec.History()
@@ -265,7 +265,7 @@ func TestKillBetweenOperationsKeepsAcknowledgedWrites(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
-	if err := s.UpsertContinuityRecord(ctx, rec("a", "s2", 2, 0), 6); spec.KindOf(err) != adapters.ErrCrashed {
+	if err := s.UpsertContinuityRecord(ctx, rec("a", "s2", 2, 0), 6); spec.KindOf(err) != spec.ErrCrashed {
 		t.Fatalf("an operation on a handle of the killed process: %v, want kind crashed", err)
 	}
 	if got := dumpContinuity(t, open()); !equalState(got, want) {
