@@ -27,8 +27,8 @@ type Recorder struct {
 	// Contract is the store's: whether an outcome is definite is its
 	// Definite (spec.KindTable).
 	Contract spec.Contract
-	mu     sync.Mutex
-	hist   []Entry
+	mu       sync.Mutex
+	hist     []Entry
 }
 
 func (r *Recorder) Apply(ctx context.Context, op spec.Op) (any, error) {
