@@ -108,7 +108,7 @@ func TestBackendFailures(t *testing.T) {
 			if tc.name == "endless_line" {
 				timeout = "20s" // reading 16 MiB must not race the timeout on a slow machine
 			}
-			out, errs, code := storecheck(t, "file", "run", "--seed", "1", "--timeout", timeout, "--", os.Args[0], "fake-backend", tc.name)
+			out, errs, code := storecheck(t, "file", "run", "--seed", "1", "--reply-timeout", timeout, "--", os.Args[0], "fake-backend", tc.name)
 			if took := time.Since(start); took > 20*time.Second {
 				t.Errorf("the run took %s", took)
 			}

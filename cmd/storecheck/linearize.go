@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -96,62 +94,25 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	return check
 }
 
-const linearizeFlags = "accepted flags: --store, --clients, --ops, --handles, --seed, --seeds, --shard, --check-timeout, --timeout, --duration, --report-dir, --fail-fast, --quiet"
-
 // linearize is "storecheck linearize": the linearizability check alone, for
 // one seed or a sweep of seeds (sharded for CI matrix jobs), against the
 // reference or the program after "--".
-func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
-	args, command, ok := splitCommand(args, "linearize", linearizeFlags, stderr)
+func linearize(inv invocation) int {
+	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
+	selected, ok := parseStores(f.str("store"), "linearize", stderr)
 	if !ok {
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("linearize", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	storeList := fs.String("store", strings.Join(stores, ","), "")
-	clients := fs.Int("clients", 8, "")
-	ops := fs.Int("ops", 2000, "")
-	handles := fs.Int("handles", 2, "")
-	seed := fs.String("seed", "", "")
-	seeds := fs.String("seeds", "", "")
-	shard := fs.String("shard", "1/1", "")
-	checkTimeout := fs.Duration("check-timeout", 60*time.Second, "")
-	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
-	duration := fs.Duration("duration", 0, "")
-	reportDir := fs.String("report-dir", "storecheck-report", "")
-	failFast := fs.Bool("fail-fast", false, "")
-	quiet := fs.Bool("quiet", false, "")
-	if err := config.apply(fs); err != nil {
-		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
+	if !f.atLeastOne(stderr, "clients", "ops", "handles") {
 		return exitUsage
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: storecheck linearize [--store LIST] [--clients N] [--ops N] [--handles N] [--seed N | --seeds A..B [--shard i/n]] [--check-timeout D] [--timeout D] [--duration D] [--report-dir DIR] [--fail-fast] [--quiet] [-- BACKEND ARGS...]")
-			return exitPassed
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		}
-		fmt.Fprintf(stderr, "storecheck linearize: %v; %s\n", err, linearizeFlags)
-		return exitUsage
-	}
-	selected, ok := parseStores(*storeList, "linearize", stderr)
-	if !ok {
-		return exitUsage
-	}
-	for name, v := range map[string]int{"--clients": *clients, "--ops": *ops, "--handles": *handles} {
-		if v <= 0 {
-			fmt.Fprintf(stderr, "storecheck linearize: %s must be at least 1, got %d\n", name, v)
-			return exitUsage
-		}
-	}
-	sr, sh, err := sweep(args, *seed, *seeds, *shard, fmt.Sprint(time.Now().Unix()))
+	clients, ops, handles := f.num("clients"), f.num("ops"), f.num("handles")
+	sr, sh, err := sweep(f, fmt.Sprint(time.Now().Unix()))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
 		return exitUsage
 	}
-	h, backend, err := harnessFor(h, config.backend(command), *timeout, false, stderr)
+	h, backend, err := harnessFor(reference.Harness(inv.ref), inv.backend, f.dur("reply-timeout"), false, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: backend failure: %v\n", err)
 		return exitBackend
@@ -159,22 +120,22 @@ func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	suffix := ""
 	if backend != nil {
 		defer backend.Close()
-		suffix = " -- " + strings.Join(config.backend(command), " ")
+		suffix = " -- " + strings.Join(inv.backend, " ")
 	}
 	seedList := sr.Seeds(sh)
 	started := time.Now()
-	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(args, " ") + suffix, Backend: h.Name, Seed: sr.First}
-	progress := reports.StartProgress(stderr, progressMode(*quiet), "histories", len(seedList)*len(selected))
+	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(f.line, " ") + suffix, Backend: h.Name, Seed: sr.First}
+	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "histories", len(seedList)*len(selected))
 	defer progress.Stop()
 sweep:
 	for _, s := range seedList {
 		for _, name := range selected {
 			k, _ := kitOf(name)
 			cfg := linearizeConfig{
-				run:       linearizability.Config{Clients: *clients, Ops: *ops, Handles: *handles, Seed: s, Duration: *duration},
-				timeout:   *checkTimeout,
-				reportDir: *reportDir,
-				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", *clients, *ops, *handles),
+				run:       linearizability.Config{Clients: clients, Ops: ops, Handles: handles, Seed: s, Duration: f.dur("duration")},
+				timeout:   f.dur("check-timeout"),
+				reportDir: f.str("report-dir"),
+				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", clients, ops, handles),
 			}
 			c := linearizeStore(context.Background(), h, k, cfg, stderr)
 			if c.Reproduce != "" {
@@ -182,10 +143,10 @@ sweep:
 			}
 			result.Checks = append(result.Checks, c)
 			progress.Done(1)
-			progress.Ops(*ops)
+			progress.Ops(ops)
 			if c.Outcome == reports.Failed {
 				progress.Failure()
-				if *failFast {
+				if f.on("fail-fast") {
 					break sweep
 				}
 			}
@@ -194,7 +155,7 @@ sweep:
 	progress.Stop()
 	result.Duration = time.Since(started)
 	reports.WriteText(stdout, result)
-	writeReports(fs, *reportDir, result, stderr)
+	writeReports(f, result, stderr)
 	if backend != nil && backend.Err() != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: backend failure (not a conformance verdict): %v\n", backend.Err())
 		return exitBackend
@@ -204,18 +165,10 @@ sweep:
 
 // check is "storecheck check HISTORY.json": a saved history checked again,
 // offline.
-func check(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	timeout := fs.Duration("timeout", 60*time.Second, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			err = fmt.Errorf("want exactly one history file, got %d arguments", fs.NArg())
-		}
-		fmt.Fprintf(stderr, "storecheck check: %v; usage: storecheck check [--timeout D] HISTORY.json\n", err)
-		return exitUsage
-	}
-	hist, err := linearizability.ReadFile(fs.Arg(0), contracts())
+func check(inv invocation) int {
+	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
+	file := f.args()[0]
+	hist, err := linearizability.ReadFile(file, contracts())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
@@ -225,12 +178,12 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "storecheck check: storecheck has no linearizability model of the %s store yet\n", hist.Store)
 		return exitUsage
 	}
-	res, err := linearizability.Check(k.model, hist, *timeout)
+	res, err := linearizability.Check(k.model, hist, f.dur("check-timeout"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "%s: %d operations of the %s store: %s\n", fs.Arg(0), len(hist.Entries), hist.Store, res.Summary())
+	fmt.Fprintf(stdout, "%s: %d operations of the %s store: %s\n", file, len(hist.Entries), hist.Store, res.Summary())
 	switch res.Verdict {
 	case linearizability.Linearizable:
 		return exitPassed

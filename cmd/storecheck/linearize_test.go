@@ -68,7 +68,7 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 		{[]string{"linearize", "--seed", "1", "--seeds", "1..3"}, "storecheck linearize: --seed and --seeds name the same thing; give one\n"},
 		{[]string{"linearize", "--shard", "0/1"}, "storecheck linearize: shard \"0/1\": want i/n with 1 <= i <= n\n"},
 		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(stores, ", ") + "\n"},
-		{[]string{"check"}, "storecheck check: want exactly one history file, got 0 arguments; usage: storecheck check [--timeout D] HISTORY.json\n"},
+		{[]string{"check"}, "storecheck check: want exactly 1 HISTORY.json, got 0 arguments; usage: storecheck check [flags] HISTORY.json\n"},
 		{[]string{"check", bad}, "storecheck check: " + bad + ": history entry 0: continuity has no operation \"nope\"\n"},
 	} {
 		var o, e bytes.Buffer

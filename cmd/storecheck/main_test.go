@@ -204,16 +204,17 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	h := reference.Options{}
+	runAccepted := "accepted flags: --store, --layers, --seed, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --verbose"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
+		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; " + runAccepted + "\n"},
 		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
-		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
-		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
-		{[]string{"run", "--"}, "storecheck run: no command after --; accepted flags: --store, --layers, --seed, --fail-fast, --verbose, --ops, --report-dir, --timeout\n"},
-		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; serve takes none\n"},
+		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; " + runAccepted + "\n"},
+		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; " + runAccepted + "\n"},
+		{[]string{"run", "--"}, "storecheck run: no command after --; " + runAccepted + "\n"},
+		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; usage: storecheck serve\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, selftest, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer

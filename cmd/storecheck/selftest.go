@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -20,8 +19,6 @@ import (
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
 )
-
-const selftestFlags = "accepted flags: --store, --shard, --exec-sample, --workers, --report-dir, --quiet"
 
 // The layers a mutant runs through, in table order.
 var selftestLayers = []string{"spec", "linearizability", "sim", "exec spec", "exec lin", "exec sim"}
@@ -38,31 +35,17 @@ type verdict struct {
 // through every layer of the kit, through the adapters a user would use, and
 // the unmodified reference through the same; it prints the detection table
 // and fails if a bug escapes every layer or the reference is flagged.
-func selftest(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("selftest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	storeList := fs.String("store", strings.Join(stores, ","), "")
-	shard := fs.String("shard", "1/1", "")
-	execSample := fs.Int("exec-sample", 1, "")
-	workers := fs.Int("workers", 2, "")
-	reportDir := fs.String("report-dir", "", "")
-	quiet := fs.Bool("quiet", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: storecheck selftest [--store LIST] [--shard i/n] [--exec-sample N] [--workers N] [--report-dir DIR] [--quiet]")
-			return exitPassed
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		}
-		fmt.Fprintf(stderr, "storecheck selftest: %v; %s\n", err, selftestFlags)
-		return exitUsage
-	}
-	selected, ok := parseStores(*storeList, "selftest", stderr)
+func selftest(inv invocation) int {
+	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
+	selected, ok := parseStores(f.str("store"), "selftest", stderr)
 	if !ok {
 		return exitUsage
 	}
-	sh, err := sim.ParseShard(*shard)
+	execSample, workers := f.num("exec-sample"), f.num("workers")
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	sh, err := sim.ParseShard(f.str("shard"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
 		return exitUsage
@@ -84,17 +67,17 @@ func selftest(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		subjects = append(subjects, b)
-		if perStore[store] < *execSample {
+		if perStore[store] < execSample {
 			perStore[store]++
 			sampled[b] = true
 		}
 	}
 
 	start := time.Now()
-	progress := reports.StartProgress(stderr, progressMode(*quiet), "backends", len(subjects))
+	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "backends", len(subjects))
 	table := make([]map[string]verdict, len(subjects))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(*workers, 1))
+	sem := make(chan struct{}, workers)
 	for i, b := range subjects {
 		wg.Add(1)
 		go func() {
@@ -112,13 +95,9 @@ func selftest(args []string, stdout, stderr io.Writer) int {
 	wg.Wait()
 	progress.Stop()
 
-	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(args, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start)}
+	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(f.line, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start)}
 	code := writeTable(stdout, subjects, table, &result)
-	if *reportDir != "" {
-		if err := reports.WriteDir(*reportDir, result); err != nil {
-			fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
-		}
-	}
+	writeReports(f, result, stderr)
 	return code
 }
 
@@ -147,9 +126,14 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 	// A layer in a process of its own: the specs always (Ginkgo runs one
 	// suite a process), and every layer over the exec adapter, against
 	// "storecheck serve" started with the same bug.
+	scratch, _ := os.MkdirTemp("", "storecheck-selftest-")
+	defer os.RemoveAll(scratch)
 	sub := func(args ...string) verdict {
 		cmd := exec.Command(self, args...)
 		cmd.Env = env
+		// Away from the folder's storecheck.json: it configures the
+		// checks of a backend, never the broken references'.
+		cmd.Dir = scratch
 		start := time.Now()
 		outb, err := cmd.CombinedOutput()
 		v := verdict{ran: true, took: time.Since(start)}
@@ -190,7 +174,7 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 		}
 		start := time.Now()
 		c := linearizeStore(context.Background(), h, k, linearizeConfig{
-			run: linearizability.Config{Seed: 1}, timeout: time.Minute, reportDir: os.TempDir(),
+			run: linearizability.Config{Seed: 1}, timeout: defaultCheckTimeout, reportDir: os.TempDir(),
 			command: "storecheck linearize"}, io.Discard)
 		lin.ran = true
 		if c.Outcome == reports.Failed && !lin.caught {

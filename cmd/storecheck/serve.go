@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 )
 
@@ -15,14 +16,15 @@ import (
 // crash point fires.
 const exitCrashPoint = 70
 
-// serve is "storecheck serve": the reference stores over the wire protocol
-// on stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
+// serveCommand is "storecheck serve" against the reference.
+func serveCommand(inv invocation) int {
+	return serve(inv.stdin, inv.stdout, inv.stderr, reference.Backend(inv.ref))
+}
+
+// serve is "storecheck serve": backend's stores over the wire protocol on
+// stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
 // point ends the process on the spot, without closing anything.
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, backend adapters.Backend) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "storecheck serve: unexpected argument %q; serve takes none\n", args[0])
-		return exitUsage
-	}
+func serve(stdin io.Reader, stdout, stderr io.Writer, backend adapters.Backend) int {
 	var mu sync.Mutex
 	armed := map[string]int{}
 	sqlitedb.SetCrashHook(func(point string) {

@@ -74,8 +74,8 @@ func TestSimUsageErrors(t *testing.T) {
 		{[]string{"sim", "--seeds", "5..1"}, "storecheck sim: seeds \"5..1\": the range ends before it starts\n"},
 		{[]string{"sim", "--shard", "3/2"}, "storecheck sim: shard \"3/2\": want i/n with 1 <= i <= n\n"},
 		{[]string{"sim", "--steps", "0"}, "storecheck sim: --steps must be at least 1, got 0\n"},
-		{[]string{"sim", "--"}, "storecheck sim: no command after --; " + simFlags + "\n"},
-		{[]string{"replay"}, "storecheck replay: want exactly one schedule file, got 0 arguments; usage: storecheck replay [--timeout D] SCHEDULE.json [-- BACKEND ARGS...]\n"},
+		{[]string{"sim", "--"}, "storecheck sim: no command after --; " + mustCommand("sim").accepted() + "\n"},
+		{[]string{"replay"}, "storecheck replay: want exactly 1 SCHEDULE.json, got 0 arguments; usage: storecheck replay [flags] SCHEDULE.json [-- BACKEND [ARG...]]\n"},
 	} {
 		_, errs, code := storecheck(t, "file", tc.args...)
 		if code != exitUsage || errs != tc.want {
