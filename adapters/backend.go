@@ -72,6 +72,7 @@ func Harness(b Backend) suite.Harness {
 			InMemory:          info.Capabilities.InMemory,
 			SQLiteLocking:     info.Capabilities.SQLiteLocking,
 			ClientSchemaTable: info.Capabilities.ClientSchemaTable,
+			SnapshotRevision:  info.Capabilities.SnapshotRevision,
 		},
 	}
 	for _, c := range Contracts {

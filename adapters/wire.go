@@ -84,6 +84,9 @@ type Capabilities struct {
 	// ClientSchemaTable: the kit may write a client store file of another
 	// schema marker or version itself, to check the gate at open.
 	ClientSchemaTable bool `json:"client_schema_table"`
+	// SnapshotRevision: how the continuity store computes snapshot
+	// revisions, "sha256" (the default) or "opaque".
+	SnapshotRevision string `json:"snapshot_revision,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
 	CrashPoints map[string][]string `json:"crash_points"`
 }

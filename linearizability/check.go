@@ -44,7 +44,7 @@ func Check(m model.Model, h History, timeout time.Duration) (Result, error) {
 		return Result{}, err
 	}
 	pm := Porcupine(m)
-	ops := operations(h)
+	ops := operations(m, h)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(pm, ops, timeout)
 	out := Result{Took: time.Since(start), info: info, model: pm, Partitions: len(pm.Partition(ops))}
@@ -63,19 +63,40 @@ func Check(m model.Model, h History, timeout time.Duration) (Result, error) {
 // returns after everything else: porcupine may then place it anywhere after
 // its call, including after every other operation, which is the same as
 // never having happened.
-func operations(h History) []porcupine.Operation {
+func operations(m model.Model, h History) []porcupine.Operation {
 	var last int64
+	nextClient := 0
 	for _, e := range h.Entries {
 		last = max(last, e.Call, e.Return)
+		nextClient = max(nextClient, e.Client+1)
 	}
-	ops := make([]porcupine.Operation, len(h.Entries))
+	splitter, _ := m.(model.Splitter)
+	ops := make([]porcupine.Operation, 0, len(h.Entries))
 	for i := range h.Entries {
 		e := &h.Entries[i]
 		ret := e.Return
 		if e.Indefinite {
 			ret = last + 1
 		}
-		ops[i] = porcupine.Operation{ClientId: e.Client, Input: e, Call: e.Call, Output: e.Outcome, Return: ret}
+		if splitter != nil && !e.Indefinite {
+			if parts, outs, ok := splitter.Split(e.Op, e.Outcome); ok {
+				// Each part is its own atomic step somewhere inside the
+				// operation's span: a client of its own, so the parts
+				// may take effect in any order between the call and the
+				// return.
+				for j, p := range parts {
+					part := *e
+					part.Op, part.Outcome = p, outs[j]
+					if j > 0 {
+						part.Client = nextClient
+						nextClient++
+					}
+					ops = append(ops, porcupine.Operation{ClientId: part.Client, Input: &part, Call: e.Call, Output: part.Outcome, Return: ret})
+				}
+				continue
+			}
+		}
+		ops = append(ops, porcupine.Operation{ClientId: e.Client, Input: e, Call: e.Call, Output: e.Outcome, Return: ret})
 	}
 	return ops
 }
@@ -252,7 +273,7 @@ func (r Result) Summary() string {
 // own: what a person reads first. It is h itself when h does not split, and
 // nil when every part passes on its own within timeout.
 func Smallest(m model.Model, h History, timeout time.Duration) *History {
-	parts := partition(m, operations(h))
+	parts := partition(m, operations(m, h))
 	sort.SliceStable(parts, func(i, j int) bool { return len(parts[i]) < len(parts[j]) })
 	for _, part := range parts {
 		sub := History{Store: h.Store, Seed: h.Seed, Command: h.Command}

@@ -12,7 +12,14 @@ import (
 )
 
 // Continuity is the continuity contract (spec/continuity) as a model.
-type Continuity struct{}
+type Continuity struct {
+	// OpaqueRevision is a backend that computes snapshot revisions its own
+	// way (capability snapshot_revision "opaque"): the model cannot tell a
+	// current revision from another, so delete_session_snapshot_if_current_revision
+	// may answer false, io, or true and delete (see the rule
+	// continuity.delete_session_snapshot_if_current_revision.revision).
+	OpaqueRevision bool
+}
 
 type crec struct {
 	c.Record
@@ -134,7 +141,7 @@ func (Continuity) Keys(op spec.Op) []string {
 	return nil // max_fencing_token reads everything
 }
 
-func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
+func (m Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 	s := st.(ContinuityState)
 	switch o := op.(type) {
 	case c.UpsertContinuityRecord:
@@ -143,10 +150,10 @@ func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 		version := r.CheckpointVersion
 		if ok {
 			if o.Fence < cur.Fence {
-				return One(s, Fail(c.ErrStaleFencingToken))
+				return Refused(s, "continuity.upsert_continuity_record.fence_not_lower", c.ErrStaleFencingToken)
 			}
 			if r.Generation < cur.Generation {
-				return One(s, Fail(c.ErrStaleContinuityGeneration))
+				return Refused(s, "continuity.upsert_continuity_record.generation_not_lower", c.ErrStaleContinuityGeneration)
 			}
 			if r.Generation == cur.Generation && cur.CheckpointVersion > version {
 				version = cur.CheckpointVersion
@@ -161,15 +168,15 @@ func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 		if hasRecord {
 			switch {
 			case cur.SessionID != w.SessionID || cur.Generation != w.Generation:
-				return One(s, Fail(c.ErrNotFound))
+				return Refused(s, "continuity.save_session_snapshot.record_must_match", c.ErrNotFound)
 			case w.FencingToken < cur.Fence:
-				return One(s, Fail(c.ErrStaleFencingToken))
+				return Refused(s, "continuity.save_session_snapshot.fence_not_lower", c.ErrStaleFencingToken)
 			case w.CheckpointVersion <= cur.CheckpointVersion:
-				return One(s, Fail(c.ErrStaleCheckpointVersion))
+				return Refused(s, "continuity.save_session_snapshot.version_must_advance", c.ErrStaleCheckpointVersion)
 			}
 		}
 		if sn, ok := s.snaps[w.SessionID]; ok && (sn.Identity != w.Identity || sn.Generation != w.Generation) {
-			return One(s, Fail(c.ErrCorruption))
+			return Refused(s, "continuity.save_session_snapshot.snapshot_owner", c.ErrCorruption)
 		}
 		next := s.withSnapshots(nil, map[c.SessionID]csnap{w.SessionID: {
 			Identity: w.Identity, Generation: w.Generation, Version: w.CheckpointVersion, Fence: w.FencingToken, Data: string(w.Data)}})
@@ -209,24 +216,36 @@ func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 
 	case c.DeleteSessionSnapshotIfCurrentRevision:
 		sn, ok := s.snaps[o.SessionID]
-		if !ok || c.SnapshotRevision([]byte(sn.Data)) != o.ExpectedRevision {
+		if !ok {
 			return One(s, OK(false))
 		}
-		return One(s.withSnapshots(func(k c.SessionID, _ csnap) bool { return k != o.SessionID }, nil), OK(true))
+		deleted := s.withSnapshots(func(k c.SessionID, _ csnap) bool { return k != o.SessionID }, nil)
+		if m.OpaqueRevision {
+			const rule = "continuity.delete_session_snapshot_if_current_revision.revision"
+			return []Branch{
+				{Outcome: OK(false), Next: s, Rule: rule},
+				{Outcome: Fail(c.ErrIO), Next: s, Rule: rule},
+				{Outcome: OK(true), Next: deleted, Rule: rule},
+			}
+		}
+		if c.SnapshotRevision([]byte(sn.Data)) != o.ExpectedRevision {
+			return []Branch{{Outcome: OK(false), Next: s, Rule: "continuity.delete_session_snapshot_if_current_revision.other_revision_keeps"}}
+		}
+		return []Branch{{Outcome: OK(true), Next: deleted, Rule: "continuity.delete_session_snapshot_if_current_revision.revision"}}
 
 	case c.RollbackContinuityRecord:
 		a := o.Attempt
 		if o.Previous != nil && o.Previous.Identity != a.Identity {
-			return One(s, Fail(c.ErrCorruption))
+			return Refused(s, "continuity.rollback_continuity_record.previous_same_identity", c.ErrCorruption)
 		}
 		cur, ok := s.records[a.Identity]
 		switch {
 		case !ok:
-			return One(s, Fail(c.ErrNotFound))
+			return Refused(s, "continuity.rollback_continuity_record.record_required", c.ErrNotFound)
 		case cur.Fence != o.Fence:
-			return One(s, Fail(c.ErrStaleFencingToken))
+			return Refused(s, "continuity.rollback_continuity_record.fence_exact", c.ErrStaleFencingToken)
 		case cur.AgentRuntimeID != a.AgentRuntimeID || cur.SessionID != a.SessionID || cur.Generation != a.Generation:
-			return One(s, Fail(c.ErrStaleContinuityGeneration))
+			return Refused(s, "continuity.rollback_continuity_record.attempt_current", c.ErrStaleContinuityGeneration)
 		}
 		next := s.withSnapshots(func(_ c.SessionID, sn csnap) bool {
 			return sn.Identity != a.Identity || sn.Generation != a.Generation
@@ -238,7 +257,7 @@ func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 
 	case c.DeleteContinuityRecord:
 		if cur, ok := s.records[o.Identity]; ok && o.Fence < cur.Fence {
-			return One(s, Fail(c.ErrStaleFencingToken))
+			return Refused(s, "continuity.delete_continuity_record.fence_not_lower", c.ErrStaleFencingToken)
 		}
 		next := s.withSnapshots(func(_ c.SessionID, sn csnap) bool { return sn.Identity != o.Identity }, nil)
 		return One(next.withRecord(o.Identity, nil), OK(nil))
@@ -254,6 +273,37 @@ func (Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 		return One(s, OK(max))
 	}
 	return One(s, Fail(spec.Kind("unknown_operation")))
+}
+
+// Split cuts a resolve_many of several identities into one read per
+// identity: the seed reads them one statement at a time, outside any
+// transaction (continuity.resolve_many.one_read_per_identity).
+func (Continuity) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
+	o, ok := op.(c.ResolveMany)
+	answer, isMap := got.Result.(map[c.Identity]c.Resolution)
+	if !ok || got.Kind != "" || !isMap {
+		return nil, nil, false
+	}
+	var ids []c.Identity
+	for _, id := range o.Identities {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < 2 || len(answer) != len(ids) {
+		return nil, nil, false
+	}
+	parts := make([]spec.Op, len(ids))
+	outs := make([]Outcome, len(ids))
+	for i, id := range ids {
+		r, found := answer[id]
+		if !found {
+			return nil, nil, false
+		}
+		parts[i] = c.ResolveMany{Identities: []c.Identity{id}}
+		outs[i] = OK(map[c.Identity]c.Resolution{id: r})
+	}
+	return parts, outs, true
 }
 
 func maxOf(a, b c.FencingToken) c.FencingToken {

@@ -128,6 +128,16 @@ type Eventful interface {
 	Events(s State, op spec.Op, nowMS int64, got Outcome) []string
 }
 
+// Splitter is a model some of whose operations are not one atomic step: a
+// read the seed runs as several statements outside any transaction, each of
+// which may see another moment of the store. Split cuts op, answered got,
+// into the parts that are each atomic, with the answer each gave; a checker
+// lets each part take effect at its own point inside the operation's span.
+// ok is false for an operation that is atomic.
+type Splitter interface {
+	Split(op spec.Op, got Outcome) (parts []spec.Op, outs []Outcome, ok bool)
+}
+
 // One is the single branch of an operation whose rules fix the answer.
 func One(next State, out Outcome) []Branch { return []Branch{{Outcome: out, Next: next}} }
 

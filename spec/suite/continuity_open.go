@@ -10,7 +10,7 @@ import (
 // Two handles on one file, and opening a locked database.
 func continuityOpenSpecs(fx *continuityFixture) {
 	Describe("two handles on one database", func() {
-		It("keep the fencing rules across handles, as two processes would", func() {
+		It("keep the fencing rules across handles, as two processes would", Rules("continuity.shared_files"), func() {
 			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
 			t := fx.open(fx.path)
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
@@ -22,7 +22,7 @@ func continuityOpenSpecs(fx *continuityFixture) {
 	})
 
 	Describe("open", func() {
-		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", func() {
+		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", Rules("continuity.open_waits_for_lock"), func() {
 			waitsForALockedDatabase(fx.h, fx.fresh, fx.h.Continuity, func(st cont.Store) {
 				Expect(st.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 1)).To(Succeed())
 			})

@@ -10,41 +10,41 @@ import (
 // Continuity records and their fences.
 func continuityRecordSpecs(fx *continuityFixture) {
 	Describe("upsert_continuity_record", func() {
-		It("creates the record that resolve_many then answers", func() {
+		It("creates the record that resolve_many then answers", Rules("continuity.upsert_continuity_record.writes_record"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
 			Expect(fx.resolved(contID)).To(Equal(&cont.Record{Identity: contID, AgentRuntimeID: "rt-1", SessionID: contSession, CheckpointVersion: 3}))
 		})
-		It("accepts the stored fence again and a newer one", func() {
+		It("accepts the stored fence again and a newer one", Rules("continuity.upsert_continuity_record.fence_not_lower"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
 			fx.upsert(fx.rec(contID, contSecond, 0, 0), 4)
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
 			Expect(fx.resolved(contID).SessionID).To(Equal(contSession))
 		})
-		It("rejects a fence lower than the stored one with stale_fencing_token", func() {
+		It("rejects a fence lower than the stored one with stale_fencing_token", Rules("continuity.upsert_continuity_record.fence_not_lower"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
 			before := fx.state()
 			fx.refused(before, fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSecond, 0, 0), 4), cont.ErrStaleFencingToken)
 		})
-		It("makes the presented fence the stored one", func() {
+		It("makes the presented fence the stored one", Rules("continuity.upsert_continuity_record.fence_stored"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 3)
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 9)
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(9)))
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 8), cont.ErrStaleFencingToken)
 		})
-		It("rejects a lower generation with stale_continuity_generation, even with a newer fence", func() {
+		It("rejects a lower generation with stale_continuity_generation, even with a newer fence", Rules("continuity.upsert_continuity_record.generation_not_lower"), func() {
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 2)
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 3), cont.ErrStaleContinuityGeneration)
 		})
-		It("checks the fence before the generation", func() {
+		It("checks the fence before the generation", Rules("continuity.upsert_continuity_record.fence_before_generation"), func() {
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 5)
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 4), cont.ErrStaleFencingToken)
 		})
-		It("accepts a higher generation", func() {
+		It("accepts a higher generation", Rules("continuity.upsert_continuity_record.generation_not_lower"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.upsert(fx.rec(contID, contSecond, 2, 0), 2)
 			Expect(fx.resolved(contID).Generation).To(Equal(cont.Generation(2)))
 		})
-		It("keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)", func() {
+		It("keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 10), 1)
 			fx.save(fx.write(contID, contSession, 0, 11, 2, "eleven"))
 			fx.upsert(fx.rec(contID, contSecond, 0, 10), 3)
@@ -52,12 +52,12 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(r.SessionID).To(Equal(contSecond))
 			Expect(r.CheckpointVersion).To(Equal(cont.CheckpointVersion(11)))
 		})
-		It("takes a higher checkpoint version within one generation", func() {
+		It("takes a higher checkpoint version within one generation", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 2), 1)
 			fx.upsert(fx.rec(contID, contSession, 0, 7), 1)
 			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(7)))
 		})
-		It("takes the presented checkpoint version in a new generation, even a lower one", func() {
+		It("takes the presented checkpoint version in a new generation, even a lower one", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 9), 1)
 			fx.upsert(fx.rec(contID, contSession, 1, 2), 2)
 			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(2)))
@@ -65,7 +65,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 	})
 
 	Describe("resolve_many", func() {
-		It("answers ready with the record or uninitialized, once per distinct identity asked", func() {
+		It("answers ready with the record or uninitialized, once per distinct identity asked", Rules("continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity"), func() {
 			fx.upsert(fx.rec(contID, contSession, 2, 5), 1)
 			m, err := fx.s.ResolveMany(fx.ctx, []cont.Identity{contID, contOther, contID})
 			Expect(err).NotTo(HaveOccurred())
@@ -74,7 +74,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 				contOther: {State: cont.Uninitialized},
 			}))
 		})
-		It("answers nothing when asked nothing", func() {
+		It("answers nothing when asked nothing", Rules("continuity.resolve_many.ready_or_uninitialized"), func() {
 			m, err := fx.s.ResolveMany(fx.ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(m).To(BeEmpty())
@@ -92,26 +92,26 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.upsert(attempt, 2)
 			fx.save(fx.write(contID, contSecond, 1, 1, 2, "attempt"))
 		})
-		It("restores the previous record and removes only the attempt generation's snapshots", func() {
+		It("restores the previous record and removes only the attempt generation's snapshots", Rules("continuity.rollback_continuity_record.restores"), func() {
 			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2)).To(Succeed())
 			Expect(fx.resolved(contID)).To(Equal(&previous))
 			Expect(fx.loaded(contSession)).To(Equal([]byte("previous")))
 			Expect(fx.loaded(contSecond)).To(BeNil())
 		})
-		It("deletes the record and the attempt's snapshots when there was no previous record", func() {
+		It("deletes the record and the attempt's snapshots when there was no previous record", Rules("continuity.rollback_continuity_record.restores"), func() {
 			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, nil, 2)).To(Succeed())
 			Expect(fx.resolved(contID)).To(BeNil())
 			Expect(fx.loaded(contSecond)).To(BeNil())
 			Expect(fx.loaded(contSession)).To(Equal([]byte("previous")), "an older generation's snapshot is not the attempt's")
 		})
-		It("never clobbers a newer attempt: stale_fencing_token", func() {
+		It("never clobbers a newer attempt: stale_fencing_token", Rules("continuity.rollback_continuity_record.fence_exact"), func() {
 			fx.upsert(cont.Record{Identity: contID, AgentRuntimeID: "rt-newer", SessionID: "session-c", Generation: 2}, 3)
 			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2), cont.ErrStaleFencingToken)
 		})
-		It("compares the fence exactly: a higher fence fails stale_fencing_token too", func() {
+		It("compares the fence exactly: a higher fence fails stale_fencing_token too", Rules("continuity.rollback_continuity_record.fence_exact"), func() {
 			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 3), cont.ErrStaleFencingToken)
 		})
-		It("rejects an attempt whose runtime, session or generation is not current with stale_continuity_generation", func() {
+		It("rejects an attempt whose runtime, session or generation is not current with stale_continuity_generation", Rules("continuity.rollback_continuity_record.attempt_current"), func() {
 			for _, m := range []func(*cont.Record){
 				func(r *cont.Record) { r.AgentRuntimeID = "rt-other" },
 				func(r *cont.Record) { r.SessionID = contSession },
@@ -122,18 +122,18 @@ func continuityRecordSpecs(fx *continuityFixture) {
 				fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, changed, &previous, 2), cont.ErrStaleContinuityGeneration)
 			}
 		})
-		It("does not compare the attempt's checkpoint version", func() {
+		It("does not compare the attempt's checkpoint version", Rules("continuity.rollback_continuity_record.attempt_current"), func() {
 			advanced := attempt
 			advanced.CheckpointVersion = 40
 			Expect(fx.s.RollbackContinuityRecord(fx.ctx, advanced, &previous, 2)).To(Succeed())
 			Expect(fx.resolved(contID)).To(Equal(&previous))
 		})
-		It("rejects a previous record of another identity with corruption", func() {
+		It("rejects a previous record of another identity with corruption", Rules("continuity.rollback_continuity_record.previous_same_identity"), func() {
 			wrong := previous
 			wrong.Identity = contOther
 			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &wrong, 2), cont.ErrCorruption)
 		})
-		It("fails not_found when the identity has no record", func() {
+		It("fails not_found when the identity has no record", Rules("continuity.rollback_continuity_record.record_required"), func() {
 			orphan := cont.Record{Identity: contOther, AgentRuntimeID: "rt-1", SessionID: "session-c"}
 			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, orphan, nil, 2), cont.ErrNotFound)
 		})
@@ -147,7 +147,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.save(fx.write(contID, contSecond, 1, 1, 5, "gen 1"))
 			fx.upsert(fx.rec(contOther, "session-c", 0, 0), 9)
 		})
-		It("deletes the record and every snapshot of the identity, at the stored fence or a newer one", func() {
+		It("deletes the record and every snapshot of the identity, at the stored fence or a newer one", Rules("continuity.delete_continuity_record.deletes_all"), func() {
 			Expect(fx.s.DeleteContinuityRecord(fx.ctx, contID, 5)).To(Succeed())
 			Expect(fx.resolved(contID)).To(BeNil())
 			Expect(fx.loaded(contSession)).To(BeNil())
@@ -156,16 +156,16 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(fx.s.DeleteContinuityRecord(fx.ctx, contOther, 10)).To(Succeed())
 			Expect(fx.resolved(contOther)).To(BeNil())
 		})
-		It("rejects a fence lower than the stored one with stale_fencing_token and keeps everything", func() {
+		It("rejects a fence lower than the stored one with stale_fencing_token and keeps everything", Rules("continuity.delete_continuity_record.fence_not_lower"), func() {
 			fx.refused(fx.state(), fx.s.DeleteContinuityRecord(fx.ctx, contID, 4), cont.ErrStaleFencingToken)
 		})
 	})
 
 	Describe("max_fencing_token", func() {
-		It("is 0 for an empty store", func() {
+		It("is 0 for an empty store", Rules("continuity.max_fencing_token.over_both_tables"), func() {
 			Expect(fx.maxFence()).To(BeZero())
 		})
-		It("is the maximum over records and snapshots", func() {
+		It("is the maximum over records and snapshots", Rules("continuity.max_fencing_token.over_both_tables"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "x"))
 			fx.upsert(fx.rec(contID, contSession, 0, 1), 15)
@@ -173,7 +173,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.save(fx.write(contOther, contSecond, 0, 1, 21, "snapshot only"))
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(21)), "a snapshot ahead of every record")
 		})
-		It("is the same after the store is closed and opened again", func() {
+		It("is the same after the store is closed and opened again", Rules("continuity.max_fencing_token.survives_reopen"), func() {
 			need(fx.h.Capabilities.Files, "files", "survival across reopen")
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 15)
 			fx.save(fx.write(contOther, contSecond, 0, 1, 3, "x"))

@@ -56,4 +56,10 @@ type Capabilities struct {
 	// the kit may write files of another marker or version to check the
 	// schema gate at open.
 	ClientSchemaTable bool
+	// SnapshotRevision is how the continuity store computes the revision
+	// delete_session_snapshot_if_current_revision compares (the seed leaves
+	// it to meerkat's session_projection_cas_token): "" or "sha256" for the
+	// lowercase hex SHA-256 of the stored bytes (continuity.SnapshotRevision),
+	// "opaque" for a revision the kit cannot compute.
+	SnapshotRevision string
 }
