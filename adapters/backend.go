@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -17,13 +18,13 @@ type Backend interface {
 	Info() Hello
 	// Open opens a Target of store: on o.Path, or in memory when o.Path is
 	// "". o.Clock is the only time the store may use.
-	Open(ctx context.Context, store string, o suite.Options) (Target, error)
+	Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error)
 	// Close releases the backend (an Exec backend's process ends).
 	Close() error
 }
 
 // Opener opens one store's Target.
-type Opener func(ctx context.Context, o suite.Options) (Target, error)
+type Opener func(ctx context.Context, o spec.OpenOptions) (Target, error)
 
 // inProcess is a Backend of Go stores in this process.
 type inProcess struct {
@@ -47,7 +48,7 @@ func InProcess(info Hello, openers map[string]Opener) Backend {
 
 func (b *inProcess) Info() Hello { return b.info }
 
-func (b *inProcess) Open(ctx context.Context, store string, o suite.Options) (Target, error) {
+func (b *inProcess) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
 	open := b.openers[store]
 	if open == nil {
 		return nil, fmt.Errorf("backend %s does not implement store %q", b.info.Name, store)
@@ -78,7 +79,7 @@ func Harness(b Backend) suite.Harness {
 	for _, c := range Contracts {
 		if slices.Contains(info.Stores, c.Name) {
 			store := c.Name
-			c.Bind(&h, func(ctx context.Context, o suite.Options) (Target, error) { return b.Open(ctx, store, o) })
+			c.Bind(&h, func(ctx context.Context, o spec.OpenOptions) (Target, error) { return b.Open(ctx, store, o) })
 		}
 	}
 	return h

@@ -36,8 +36,8 @@ var Contracts = []Contract{
 }
 
 // proxied turns an Opener into a suite opener of store type S.
-func proxied[S any](open Opener, proxy func(Target) S) func(context.Context, suite.Options) (S, error) {
-	return func(ctx context.Context, o suite.Options) (S, error) {
+func proxied[S any](open Opener, proxy func(Target) S) func(context.Context, spec.OpenOptions) (S, error) {
+	return func(ctx context.Context, o spec.OpenOptions) (S, error) {
 		t, err := open(ctx, o)
 		if err != nil {
 			var zero S

@@ -17,7 +17,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // Defaults of the exec adapter.
@@ -160,7 +159,7 @@ func (e *Exec) Err() error {
 func (e *Exec) PID() int { return e.proc().cmd.Process.Pid }
 
 // Open opens a database of store on the backend.
-func (e *Exec) Open(ctx context.Context, store string, o suite.Options) (Target, error) {
+func (e *Exec) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
 	c, ok := ContractOf(store)
 	if !ok {
 		return nil, fmt.Errorf("exec backend: unknown store %q", store)

@@ -15,7 +15,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // ServeOptions tunes Serve.
@@ -184,7 +183,7 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 			return nil, spec.Errorf(spec.ErrBadRequest, "open: give either a path or in_memory, not both or neither")
 		}
 		clock := clockwork.NewFakeClockAt(time.UnixMilli(req.NowMS))
-		t, err := s.b.Open(ctx, req.Store, suite.Options{Path: req.Path, Clock: clock})
+		t, err := s.b.Open(ctx, req.Store, spec.OpenOptions{Path: req.Path, Clock: clock})
 		if err != nil {
 			return nil, err
 		}

@@ -74,19 +74,11 @@ type Hello struct {
 	Capabilities Capabilities `json:"capabilities"`
 }
 
-// Capabilities are the optional features a backend declares in its hello.
+// Capabilities are the optional features a backend declares in its hello
+// (spec.Capabilities, inline), and the crash points it can be crashed at.
 // The kit checks nothing a backend does not declare, and guesses nothing.
 type Capabilities struct {
-	Files         bool `json:"files"`
-	SharedFiles   bool `json:"shared_files"`
-	InMemory      bool `json:"in_memory"`
-	SQLiteLocking bool `json:"sqlite_locking"`
-	// ClientSchemaTable: the kit may write a client store file of another
-	// schema marker or version itself, to check the gate at open.
-	ClientSchemaTable bool `json:"client_schema_table"`
-	// SnapshotRevision: how the continuity store computes snapshot
-	// revisions, "sha256" (the default) or "opaque".
-	SnapshotRevision string `json:"snapshot_revision,omitempty"`
+	spec.Capabilities
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
 	CrashPoints map[string][]string `json:"crash_points"`
 }

@@ -22,8 +22,7 @@ func Backend(o Options) adapters.Backend {
 	return adapters.InProcess(adapters.Hello{
 		Name: h.Name,
 		Capabilities: adapters.Capabilities{
-			Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, SQLiteLocking: h.Capabilities.SQLiteLocking,
-			InMemory: h.Capabilities.InMemory, ClientSchemaTable: h.Capabilities.ClientSchemaTable,
+			Capabilities: h.Capabilities,
 			CrashPoints: map[string][]string{
 				continuity.StoreName: refcontinuity.CrashPoints,
 				runtime.StoreName:    refruntime.CrashPoints,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // fakeBackend plays a misbehaving backend (this test binary started as
@@ -40,7 +41,7 @@ func fakeBackend(name string) {
 		switch req.Type {
 		case adapters.TypeHello:
 			reply(map[string]any{"id": req.ID, "result": adapters.Hello{Version: adapters.ProtocolVersion, Name: "fake " + name,
-				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Files: true}}})
+				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Capabilities: spec.Capabilities{Files: true}}}})
 			continue
 		case adapters.TypeOpen:
 			reply(map[string]any{"id": req.ID, "result": adapters.Opened{Handle: 1}})

@@ -166,6 +166,6 @@ func inProcess(h suite.Harness) adapters.Backend {
 		crash[k.contract.Name] = k.crashPoints
 	}
 	return adapters.InProcess(adapters.Hello{Name: h.Name, Capabilities: adapters.Capabilities{
-		Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, InMemory: h.Capabilities.InMemory,
-		CrashPoints: crash}}, openers)
+		Capabilities: spec.Capabilities{Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, InMemory: h.Capabilities.InMemory},
+		CrashPoints:  crash}}, openers)
 }
