@@ -29,8 +29,31 @@ type Options struct {
 	Bug bugs.Bug
 }
 
-// Harness is the suite's harness for the reference stores.
+// Harness is the suite's harness for the reference stores: through
+// operation values and the Backend's Targets, or, with Direct, the Go
+// stores themselves (the correct reference only).
 func Harness(o Options) suite.Harness {
+	if !o.Direct || o.Bug.Name() != "" {
+		h := adapters.Harness(Backend(o))
+		h.Capabilities = capabilities(o)
+		return h
+	}
+	return suite.Harness{
+		Name:         name(o),
+		Capabilities: capabilities(o),
+		Continuity: func(ctx context.Context, so suite.Options) (continuity.Store, error) {
+			return refcontinuity.Open(ctx, refcontinuity.Options{Path: so.Path})
+		},
+		Runtime: func(ctx context.Context, so suite.Options) (runtime.Store, error) {
+			return refruntime.Open(ctx, refruntime.Options{Path: so.Path, Clock: so.Clock})
+		},
+		Client: func(ctx context.Context, so suite.Options) (client.Store, error) {
+			return refclient.Open(ctx, refclient.Options{Path: so.Path, Clock: so.Clock})
+		},
+	}
+}
+
+func name(o Options) string {
 	name := "reference"
 	if o.InMemory {
 		name += " (in memory)"
@@ -38,46 +61,13 @@ func Harness(o Options) suite.Harness {
 	if o.Bug.Name() != "" {
 		name += " with bug " + o.Bug.Name()
 	}
-	return suite.Harness{
-		Name: name,
-		Capabilities: suite.Capabilities{
-			Files: !o.InMemory, SharedFiles: !o.InMemory, SQLiteLocking: !o.InMemory, InMemory: true,
-			ClientSchemaTable: !o.InMemory,
-		},
-		Continuity: func(ctx context.Context, so suite.Options) (continuity.Store, error) {
-			ref, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: so.Path, Bug: o.Bug})
-			if err != nil {
-				return nil, err
-			}
-			var s continuity.Store = ref
-			if o.Bug == bugs.ContinuityWriteBehind {
-				s = refcontinuity.NewWriteBehind(ref)
-			}
-			if o.Direct {
-				return s, nil
-			}
-			return continuity.Proxy{Target: adapters.Continuity(s)}, nil
-		},
-		Runtime: func(ctx context.Context, so suite.Options) (runtime.Store, error) {
-			s, err := refruntime.Open(ctx, refruntime.Options{Path: so.Path, Clock: so.Clock, Bug: o.Bug})
-			if err != nil {
-				return nil, err
-			}
-			if o.Direct {
-				return s, nil
-			}
-			return runtime.Proxy{Target: adapters.Runtime(s)}, nil
-		},
-		Client: func(ctx context.Context, so suite.Options) (client.Store, error) {
-			s, err := refclient.Open(ctx, refclient.Options{Path: so.Path, Clock: so.Clock, Bug: o.Bug})
-			if err != nil {
-				return nil, err
-			}
-			if o.Direct {
-				return s, nil
-			}
-			return client.Proxy{Target: adapters.Client(s)}, nil
-		},
+	return name
+}
+
+func capabilities(o Options) spec.Capabilities {
+	return spec.Capabilities{
+		Files: !o.InMemory, SharedFiles: !o.InMemory, SQLiteLocking: !o.InMemory, InMemory: true,
+		ClientSchemaTable: !o.InMemory,
 	}
 }
 
