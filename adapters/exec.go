@@ -185,7 +185,7 @@ func (e *Exec) Open(ctx context.Context, store string, o spec.OpenOptions) (Targ
 	if err := strictUnmarshal(rep.Result, &opened); err != nil || opened.Handle == 0 {
 		return nil, p.violation(fmt.Sprintf("%s: want {\"handle\": N} with N > 0, the backend answered %s", what, clip(rep.Result, 200)))
 	}
-	return &execTarget{p: p, c: c, handle: opened.Handle, clock: clock}, nil
+	return &execTarget{p: p, c: c, handle: opened.Handle, clock: clock, yields: e.Info().Capabilities.Yields}, nil
 }
 
 // Close ends the backend: its stdin closes, and it has the timeout to exit
@@ -244,6 +244,9 @@ type execTarget struct {
 	c      Contract
 	handle uint64
 	clock  clockwork.Clock
+	// yields: the backend declared yield points, so an operation whose
+	// context has a yielder asks for them.
+	yields bool
 }
 
 func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
@@ -255,7 +258,8 @@ func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode args: %w", what, err)
 	}
-	req := &Request{Type: TypeOp, Handle: t.handle, Store: t.c.Name, Op: op.Name(), Args: args, NowMS: t.clock.Now().UnixMilli()}
+	req := &Request{Type: TypeOp, Handle: t.handle, Store: t.c.Name, Op: op.Name(), Args: args, NowMS: t.clock.Now().UnixMilli(),
+		Yields: t.yields && spec.YielderOf(ctx) != nil}
 	rep, err := t.p.call(ctx, req, what)
 	if err != nil {
 		return nil, err
@@ -307,8 +311,10 @@ type process struct {
 }
 
 type call struct {
-	what string
-	ch   chan *Reply
+	// yields: the request asked to be paused at its yield points.
+	yields bool
+	what   string
+	ch     chan *Reply
 }
 
 func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
@@ -415,10 +421,16 @@ func (p *process) deliver(line []byte) bool {
 	id := *rep.ID
 	p.mu.Lock()
 	c := p.pending[id]
-	delete(p.pending, id)
 	abandoned := p.abandoned[id]
-	delete(p.abandoned, id)
+	if rep.Yield == "" || c == nil || !c.yields {
+		delete(p.pending, id)
+		delete(p.abandoned, id)
+	}
 	p.mu.Unlock()
+	if rep.Yield != "" && c != nil && !c.yields {
+		p.violate(fmt.Sprintf("a yield line for request %d, which asked for no yields%s: %s", id, p.inFlight(), clip(line, 200)))
+		return false
+	}
 	switch {
 	case c != nil:
 		c.ch <- &rep
@@ -573,7 +585,7 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
-	c := &call{what: what, ch: make(chan *Reply, 1)}
+	c := &call{what: what, ch: make(chan *Reply, 1), yields: req.Yields}
 	p.mu.Lock()
 	p.next++
 	req.ID = p.next
@@ -602,16 +614,36 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 	}
 	timer := time.NewTimer(p.o.Timeout)
 	defer timer.Stop()
-	select {
-	case rep := <-c.ch:
-		return rep, nil
-	case <-p.done:
-		return nil, fmt.Errorf("%s (request %d): %w", what, req.ID, p.err)
-	case <-ctx.Done():
-		p.forget(req.ID, true)
-		return nil, spec.Errorf(spec.ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
-	case <-timer.C:
-		return nil, p.timeout(what, req.ID)
+	for {
+		select {
+		case rep := <-c.ch:
+			if rep.Yield == "" {
+				return rep, nil
+			}
+			// Paused at a yield point: the kit's scheduler decides when it
+			// goes on, and the time it waits is not the backend's.
+			timer.Stop()
+			if err := spec.Yield(ctx, rep.Yield); err != nil {
+				p.forget(req.ID, true)
+				return nil, spec.Errorf(spec.ErrCrashed, "%s (request %d): stopped at the yield point %s: %v", what, req.ID, rep.Yield, err)
+			}
+			resume, _ := json.Marshal(Request{ID: req.ID, Type: TypeResume})
+			p.wmu.Lock()
+			_, werr := p.stdin.Write(append(resume, '\n'))
+			p.wmu.Unlock()
+			if werr != nil {
+				return nil, fmt.Errorf("%s (request %d): resume: %w", what, req.ID, p.err)
+			}
+			timer.Reset(p.o.Timeout)
+			continue
+		case <-p.done:
+			return nil, fmt.Errorf("%s (request %d): %w", what, req.ID, p.err)
+		case <-ctx.Done():
+			p.forget(req.ID, true)
+			return nil, spec.Errorf(spec.ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
+		case <-timer.C:
+			return nil, p.timeout(what, req.ID)
+		}
 	}
 }
 

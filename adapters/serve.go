@@ -35,7 +35,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	s := &server{b: b, o: o, w: bufio.NewWriter(out), handles: map[uint64]*handle{}}
+	s := &server{b: b, o: o, w: bufio.NewWriter(out), handles: map[uint64]*handle{}, resumes: map[uint64]chan struct{}{}}
 	r := bufio.NewReaderSize(in, 64<<10)
 	// Requests run on workers: an idle one takes the next request, and a
 	// new one starts when all are busy, so any number may be in flight.
@@ -55,6 +55,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 			if err := json.Unmarshal(line, req); err != nil {
 				fmt.Fprintf(o.Log, "storecheck serve: a request that is not JSON: %v: %s\n", err, clip(line, 200))
 				s.reply(req.ID, nil, spec.Errorf(spec.ErrBadRequest, "the request is not a JSON object: %v", err))
+			} else if req.Type == TypeResume {
+				s.resume(req.ID)
 			} else {
 				select {
 				case jobs <- req:
@@ -98,6 +100,52 @@ type server struct {
 	mu      sync.Mutex
 	next    uint64
 	handles map[uint64]*handle
+	// resumes are the operations paused at a yield point, by request id.
+	resumes map[uint64]chan struct{}
+}
+
+// yield pauses the operation of request id at place: it tells the kit, and
+// waits for the kit's resume (or the end of ctx).
+func (s *server) yield(ctx context.Context, id uint64, place string) error {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.resumes[id] = ch
+	s.mu.Unlock()
+	line, _ := json.Marshal(struct {
+		ID    uint64 `json:"id"`
+		Yield string `json:"yield"`
+	}{id, place})
+	s.write(line)
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		delete(s.resumes, id)
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// resume lets the operation of request id, paused at a yield point, go on.
+func (s *server) resume(id uint64) {
+	s.mu.Lock()
+	ch := s.resumes[id]
+	delete(s.resumes, id)
+	s.mu.Unlock()
+	if ch == nil {
+		fmt.Fprintf(s.o.Log, "storecheck serve: a resume of request %d, which waits at no yield point\n", id)
+		return
+	}
+	ch <- struct{}{}
+}
+
+func (s *server) write(line []byte) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.w.Write(line)
+	s.w.WriteByte('\n')
+	s.w.Flush()
 }
 
 // handle is one open database: its target, its contract, and its clock,
@@ -150,11 +198,7 @@ func (s *server) reply(id uint64, result any, err error) {
 			Error WireError `json:"error"`
 		}{id, WireError{Kind: kind, Message: msg}})
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.w.Write(line)
-	s.w.WriteByte('\n')
-	s.w.Flush()
+	s.write(line)
 }
 
 func (s *server) handle(ctx context.Context, req *Request) (any, error) {
@@ -217,6 +261,9 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 			return nil, spec.Errorf(spec.ErrBadRequest, "%v", err)
 		}
 		h.at(req.NowMS)
+		if req.Yields {
+			ctx = spec.WithYield(ctx, func(place string) error { return s.yield(ctx, req.ID, place) })
+		}
 		return h.target.Apply(ctx, op)
 	case TypeArmCrash:
 		known := false
@@ -231,5 +278,5 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		}
 		return nil, s.o.ArmCrash(req.Point, req.Nth)
 	}
-	return nil, spec.Errorf(spec.ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash)", req.Type)
+	return nil, spec.Errorf(spec.ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash, resume)", req.Type)
 }

@@ -21,6 +21,9 @@ const (
 	TypeClose    = "close"
 	TypeOp       = "op"
 	TypeArmCrash = "arm_crash"
+	// TypeResume lets an operation paused at a yield point go on. It names
+	// the operation's request id and gets no reply.
+	TypeResume = "resume"
 )
 
 // Request is one line the kit writes to the backend.
@@ -49,6 +52,9 @@ type Request struct {
 	// Point and Nth arm a crash point (arm_crash).
 	Point string `json:"point,omitempty"`
 	Nth   int    `json:"nth,omitempty"`
+	// Yields asks the backend to pause the operation at each of its yield
+	// points (op; only of a backend that declares yields).
+	Yields bool `json:"yields,omitempty"`
 }
 
 // Reply is one line the backend writes: the id it answers and either a
@@ -57,6 +63,10 @@ type Reply struct {
 	ID     *uint64         `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *WireError      `json:"error,omitempty"`
+	// Yield, instead of a result or an error, says the operation of
+	// request ID reached the yield point it names ("<op>/<place>") and
+	// waits for a resume.
+	Yield string `json:"yield,omitempty"`
 }
 
 // WireError is a failed request: a kind from the contract's closed set (or
@@ -79,6 +89,10 @@ type Hello struct {
 // The kit checks nothing a backend does not declare, and guesses nothing.
 type Capabilities struct {
 	spec.Capabilities
+	// Yields: an op request that asks for them is paused at each yield
+	// point (a line {"id": N, "yield": "<op>/<place>"}) until the kit sends
+	// {"type": "resume", "id": N}.
+	Yields bool `json:"yields,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
 	CrashPoints map[string][]string `json:"crash_points"`
 }

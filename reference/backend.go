@@ -26,6 +26,7 @@ func Backend(o Options) adapters.Backend {
 		Name: name(o),
 		Capabilities: adapters.Capabilities{
 			Capabilities: capabilities(o),
+			Yields:       true,
 			CrashPoints: map[string][]string{
 				continuity.StoreName: refcontinuity.CrashPoints,
 				runtime.StoreName:    refruntime.CrashPoints,

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"context"
-	"fmt"
+	"sync"
 
 	"github.com/jonboulle/clockwork"
 
@@ -16,13 +16,17 @@ import (
 // process, opened through b. A crash at an armed point ends the operation
 // the way a killed process would (its transaction uncommitted, or its answer
 // lost after the commit), and a kill drops the handle without writing what
-// it has not written yet (adapters.Crash).
+// it has not written yet (adapters.Crash). The store reaches the yield
+// points of the context it is given (spec.Yield) if it has any: the
+// reference does, before and after each of its transactions.
 func InProcess(b adapters.Backend, store string) Backend { return inProcess{b: b, store: store} }
 
 type inProcess struct {
 	b     adapters.Backend
 	store string
 }
+
+func (ip inProcess) CrashPoints() []string { return ip.b.Info().Capabilities.CrashPoints[ip.store] }
 
 func (ip inProcess) Start(ctx context.Context, _ int, path string, clock clockwork.Clock) (Process, error) {
 	t, err := ip.b.Open(ctx, ip.store, suite.Options{Path: path, Clock: clock})
@@ -71,24 +75,32 @@ func (p *inProcessProc) Close() error {
 }
 
 // Exec runs each simulated process as a backend program speaking the wire
-// protocol: a kill is a SIGKILL, and an armed crash point makes the program
-// exit at that point for real.
-func Exec(o adapters.ExecOptions, store string) Backend { return execBackend{o: o, store: store} }
+// protocol, one program per process: a kill is a SIGKILL, an armed crash
+// point makes the program exit at that point for real, and a backend that
+// declares yield points is asked to pause at each of them.
+func Exec(o adapters.ExecOptions, store string) Backend { return &execBackend{o: o, store: store} }
 
 type execBackend struct {
-	o     adapters.ExecOptions
-	store string
+	o      adapters.ExecOptions
+	store  string
+	mu     sync.Mutex
+	points []string
 }
 
-func (eb execBackend) Start(ctx context.Context, n int, path string, clock clockwork.Clock) (Process, error) {
+func (eb *execBackend) CrashPoints() []string {
+	eb.mu.Lock()
+	defer eb.mu.Unlock()
+	return eb.points
+}
+
+func (eb *execBackend) Start(ctx context.Context, n int, path string, clock clockwork.Clock) (Process, error) {
 	e, err := adapters.StartExec(ctx, eb.o)
 	if err != nil {
 		return nil, err
 	}
-	if len(e.Info().Capabilities.CrashPoints[eb.store]) == 0 {
-		e.Close()
-		return nil, fmt.Errorf("backend %s declares no crash points for the %s store: the simulator needs them", e.Info().Name, eb.store)
-	}
+	eb.mu.Lock()
+	eb.points = e.Info().Capabilities.CrashPoints[eb.store]
+	eb.mu.Unlock()
 	t, err := e.Open(ctx, eb.store, suite.Options{Path: path, Clock: clock})
 	if err != nil {
 		e.Close()

@@ -21,7 +21,7 @@ func BenchmarkSeed(b *testing.B) {
 	start := time.Now()
 	seed := int64(0)
 	for b.Loop() {
-		res, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), dir)
+		res, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, dir)
 		if err != nil || res.Failure != nil {
 			b.Fatal(err, res.Failure)
 		}

@@ -5,17 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
-	"github.com/storecheck/storecheck/spec"
 )
 
 // Coverage events every store's runs count.
@@ -26,8 +22,9 @@ const (
 	// EventAnswerLost: a process died after an operation's commit, before
 	// its answer.
 	EventAnswerLost = "answer lost after the commit"
-	// EventKill: a process was killed between operations.
-	EventKill = "process killed between operations"
+	// EventKill: a process was killed (between operations, or with one
+	// paused at a yield point).
+	EventKill = "process killed"
 )
 
 // Epoch is where every run's fake clock starts.
@@ -39,9 +36,14 @@ type Backend interface {
 	// Start starts process n on the database at path; clock is the only
 	// time it may read.
 	Start(ctx context.Context, n int, path string, clock clockwork.Clock) (Process, error)
+	// CrashPoints are the crash points the backend declares for the store
+	// (none: the simulator draws no crash steps, and says so).
+	CrashPoints() []string
 }
 
-// Process is one running backend process.
+// Process is one running backend process. Its Apply reaches the yield
+// points of the context it is given (spec.WithYield), if the backend has
+// any.
 type Process interface {
 	adapters.Target
 	// Arm makes the process crash at point during its next operation, if
@@ -54,17 +56,33 @@ type Process interface {
 
 // Result is what a run found.
 type Result struct {
+	// Schedule is every step the run took: a replay of it is the same run.
 	Schedule Schedule
-	// Trace is the run step by step; the same schedule gives the same trace,
-	// byte for byte.
+	// Trace is the run step by step; the same schedule gives the same
+	// trace, byte for byte. Moves is the same, by process.
 	Trace []string
+	Moves []Move
 	// Failure is the first divergence from the model, or nil.
 	Failure *Failure
+	// Inconclusive: the overlapping operations allowed more orders than
+	// the oracle keeps, so the run proves nothing (never a pass).
+	Inconclusive bool
+	// Yielded: some operation reached a yield point, so interleavings
+	// inside operations were explored; CrashPoints: the backend declared
+	// crash points, so crashes inside operations were.
+	Yielded, CrashPoints bool
 	// Coverage counts the events the run reached.
 	Coverage map[string]int
 	// Ops is how many operations ran; SimTime how far the clock went.
 	Ops     int
 	SimTime time.Duration
+}
+
+// Move is one line of a run, on the process it happened on.
+type Move struct {
+	Step    int
+	Process int
+	Text    string
 }
 
 // Hash is the trace's SHA-256, in hex.
@@ -73,13 +91,26 @@ func (r Result) Hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// Unexplored says what the run could not reach for want of a capability,
+// one line each ("" when nothing).
+func (r Result) Unexplored() []string {
+	var out []string
+	if !r.Yielded {
+		out = append(out, "interleavings inside operations were not explored: the backend reached no yield point (operations interleave whole)")
+	}
+	if !r.CrashPoints {
+		out = append(out, "crashes inside operations were not explored: the backend declares no crash points (processes are killed between and inside operations only)")
+	}
+	return out
+}
+
 // Failure is where the backend left the contract.
 type Failure struct {
-	// Step is the failing step's index in the schedule.
+	// Step is the failing step's index in the schedule (-1 before the
+	// first).
 	Step int
-	// What the step was, what the backend answered, and every answer the
-	// model allowed there (one per state the run may be in after the
-	// indefinite operations before it).
+	// What the operation was, what the backend answered, and every answer
+	// the model allowed there.
 	What string
 	Op   string
 	Got  model.Outcome
@@ -108,126 +139,26 @@ func (f *Failure) Signature() string {
 	return f.Op + " -> " + outcomeName(f.Got)
 }
 
-// Run executes a schedule against the backend in a fresh folder under dir
+// Run replays a schedule against the backend in a fresh folder under dir
 // and checks every answer against the model as it goes; it stops at the
 // first divergence.
 func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (Result, error) {
-	work, err := os.MkdirTemp(dir, "sim-")
+	e, cleanup, err := newEngine(ctx, subj, b, s, dir)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(work)
-	path := filepath.Join(work, s.Store+".db")
-	clock := clockwork.NewFakeClockAt(Epoch)
-	res := Result{Schedule: s, Coverage: map[string]int{}}
-	contract := subj.Model.Contract()
-
-	procs := make([]Process, s.Processes)
-	defer func() {
-		for _, p := range procs {
-			if p != nil {
-				p.Close()
-			}
-		}
-	}()
-	start := func(n int) error {
-		p, err := b.Start(ctx, n, path, clock)
-		if err != nil {
-			return err
-		}
-		procs[n] = p
-		return nil
+	defer cleanup()
+	e.res.CrashPoints = len(b.CrashPoints()) > 0
+	if e.res.Failure != nil {
+		return *e.res, nil
 	}
-	for n := range procs {
-		if err := start(n); err != nil {
-			res.Failure = &Failure{What: fmt.Sprintf("start process %d", n), Backend: err}
-			return res, nil
-		}
-	}
-
-	oracle := newOracle(subj.Model)
-	answers := spec.Answers{}
 	for i, st := range s.Steps {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return *e.res, err
 		}
-		line := fmt.Sprintf("%04d %s", i, st)
-		switch st.Kind {
-		case StepJump:
-			clock.Advance(time.Duration(st.JumpMS) * time.Millisecond)
-			res.SimTime += time.Duration(st.JumpMS) * time.Millisecond
-		case StepKill:
-			procs[st.Process].Kill()
-			if err := start(st.Process); err != nil {
-				res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("restart: %w", err)}
-				return res, nil
-			}
-			res.Coverage[EventKill]++
-		case StepOp:
-			// What the backend is sent: the step with its references to
-			// earlier answers resolved.
-			op := answers.Resolve(st.Op)
-			sent := st
-			sent.Op = op
-			line = fmt.Sprintf("%04d %s", i, sent)
-			n := s.ProcessOf(st.Client)
-			p := procs[n]
-			if st.CrashAt != "" {
-				if err := p.Arm(st.CrashAt); err != nil {
-					res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("arm %s: %w", st.CrashAt, err)}
-					return res, nil
-				}
-			}
-			v, err := p.Apply(ctx, op)
-			res.Ops++
-			got, definite := linearizability.Outcome(contract, v, err)
-			crashed := spec.KindOf(err) == spec.ErrCrashed
-			if st.CrashAt != "" || crashed {
-				// The process may have died at the point; either way, a
-				// process armed for one operation is started afresh.
-				p.Kill()
-				if err := start(n); err != nil {
-					res.Failure = &Failure{Step: i, What: line, Backend: fmt.Errorf("restart: %w", err)}
-					return res, nil
-				}
-			}
-			now := clock.Now().UnixMilli()
-			for _, e := range oracle.events(op, now, got, definite) {
-				res.Coverage[e]++
-			}
-			if crashed {
-				res.Coverage["crash at "+st.CrashAt]++
-				if strings.HasSuffix(st.CrashAt, "/after_commit") {
-					res.Coverage[EventAnswerLost]++
-				} else {
-					res.Coverage[EventCrashInside]++
-				}
-			}
-			if !definite {
-				line += " -> ? (" + string(got.Kind) + ")"
-				oracle.fork(op, now)
-				break
-			}
-			line += " -> " + got.String()
-			if got.Kind == "" && st.ID != "" {
-				answers[st.ID] = got.Result
-			}
-			if allowed, ok := oracle.step(op, now, got); !ok {
-				res.Trace = append(res.Trace, line)
-				res.Failure = &Failure{Step: i, What: fmt.Sprintf("%04d %s", i, sent), Op: op.Name(), Got: got,
-					Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
-				return res, nil
-			}
-			res.Coverage[op.Name()+":"+outcomeName(got)]++
+		if !e.do(i, st) {
+			break
 		}
-		res.Trace = append(res.Trace, line)
 	}
-	return res, nil
-}
-
-func outcomeName(o model.Outcome) string {
-	if o.Kind != "" {
-		return string(o.Kind)
-	}
-	return "ok"
+	return *e.res, nil
 }

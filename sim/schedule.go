@@ -1,9 +1,11 @@
 // Package sim is the deterministic simulator: one seed decides which logical
-// client moves next, what it does, how far the fake clock jumps, and when and
-// where a backend process crashes. The schedule the seed generates is
-// explicit data, so a failure can be saved, replayed, and shrunk to a small
-// schedule that still fails the same way. The oracle is the contract's model
-// (linearizability/model), stepped in the simulated order.
+// client issues which operation, and, at every yield point inside the
+// operations in flight, which process moves next; when the fake clock
+// jumps; and which fault strikes where. Every decision is recorded as a
+// step of an explicit schedule, so a failure can be saved, replayed, and
+// shrunk to a small schedule that still fails the same way. The oracle is
+// the contract's model (linearizability/model), which judges overlapping
+// operations by every order their overlap allows.
 package sim
 
 import (
@@ -11,19 +13,25 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/spec"
 )
 
 // Step kinds.
 const (
-	// StepOp: a client issues an operation on its process; CrashAt, when
-	// set, arms that crash point for this operation only.
+	// StepOp: a client issues an operation on its process. The operation
+	// runs to its first yield point (or to its end, for a backend without
+	// yield points). When the process still has an operation in flight,
+	// that one runs to its end first.
 	StepOp = "op"
-	// StepJump: the fake clock moves forward.
-	StepJump = "jump"
-	// StepKill: a process dies between operations and starts again on the
-	// same files.
-	StepKill = "kill"
+	// StepResume: the operation in flight on a process runs from the yield
+	// point it waits at to the next one (or to its end). A resume of a
+	// process with nothing in flight does nothing.
+	StepResume = "resume"
+	// StepFault: a fault (package fault) strikes: a clock jump, a kill, a
+	// crash point armed, a busy database, an I/O error, a lost reply, a
+	// pause, a restart. Faults that act on a process act on Process.
+	StepFault = "fault"
 )
 
 // Step is one move of a schedule.
@@ -34,19 +42,21 @@ type Step struct {
 	ID      string
 	Client  int
 	Op      spec.Op
-	CrashAt string
-	JumpMS  int64
 	Process int
+	Fault   fault.Fault
 }
 
 // Schedule is a whole simulated run: how many clients over how many
-// processes (client c runs on process c mod Processes), and the steps.
+// processes (client c runs on process c mod Processes), and every step.
 type Schedule struct {
 	Store     string
 	Seed      int64
 	Clients   int
 	Processes int
-	Steps     []Step
+	// Strategy says how the run chose who moves at each yield point
+	// ("pct depth 2", "random"), for the report; a replay does not read it.
+	Strategy string
+	Steps    []Step
 }
 
 // ProcessOf is the process client c runs on.
@@ -58,9 +68,8 @@ type stepJSON struct {
 	Client  int             `json:"client,omitempty"`
 	Op      string          `json:"op,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
-	CrashAt string          `json:"crash_at,omitempty"`
-	JumpMS  int64           `json:"jump_ms,omitempty"`
 	Process int             `json:"process,omitempty"`
+	Fault   json.RawMessage `json:"fault,omitempty"`
 }
 
 type scheduleJSON struct {
@@ -68,14 +77,17 @@ type scheduleJSON struct {
 	Seed      int64      `json:"seed"`
 	Clients   int        `json:"clients"`
 	Processes int        `json:"processes"`
+	Strategy  string     `json:"strategy,omitempty"`
 	Steps     []stepJSON `json:"steps"`
 }
 
-// MarshalJSON writes each operation as its name and arguments.
+// MarshalJSON writes each operation as its name and arguments, each fault
+// as fault.Marshal writes it.
 func (s Schedule) MarshalJSON() ([]byte, error) {
-	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Steps: make([]stepJSON, len(s.Steps))}
+	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
+		Steps: make([]stepJSON, len(s.Steps))}
 	for i, st := range s.Steps {
-		j := stepJSON{Kind: st.Kind, ID: st.ID, Client: st.Client, CrashAt: st.CrashAt, JumpMS: st.JumpMS, Process: st.Process}
+		j := stepJSON{Kind: st.Kind, ID: st.ID, Client: st.Client, Process: st.Process}
 		if st.Op != nil {
 			args, err := json.Marshal(st.Op)
 			if err != nil {
@@ -83,20 +95,27 @@ func (s Schedule) MarshalJSON() ([]byte, error) {
 			}
 			j.Op, j.Args = st.Op.Name(), args
 		}
+		if st.Fault != nil {
+			f, err := fault.Marshal(st.Fault)
+			if err != nil {
+				return nil, fmt.Errorf("step %d: %w", i, err)
+			}
+			j.Fault = f
+		}
 		out.Steps[i] = j
 	}
 	return json.MarshalIndent(out, "", " ")
 }
 
-// ReadSchedule decodes a saved schedule of contract's store, checking that
-// every step is well formed.
+// ReadSchedule decodes a saved schedule of one of contracts' stores,
+// checking that every step is well formed.
 func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Schedule{}, err
 	}
 	var raw scheduleJSON
-	if err := json.Unmarshal(b, &raw); err != nil {
+	if err := spec.StrictUnmarshal(b, &raw); err != nil {
 		return Schedule{}, fmt.Errorf("%s: %w", path, err)
 	}
 	var contract *spec.Contract
@@ -111,9 +130,13 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 	if raw.Clients < 1 || raw.Processes < 1 {
 		return Schedule{}, fmt.Errorf("%s: a schedule needs at least one client and one process", path)
 	}
-	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Steps: make([]Step, len(raw.Steps))}
+	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Strategy: raw.Strategy,
+		Steps: make([]Step, len(raw.Steps))}
 	for i, j := range raw.Steps {
-		st := Step{Kind: j.Kind, ID: j.ID, Client: j.Client, CrashAt: j.CrashAt, JumpMS: j.JumpMS, Process: j.Process}
+		st := Step{Kind: j.Kind, ID: j.ID, Client: j.Client, Process: j.Process}
+		if j.Process < 0 || j.Process >= raw.Processes {
+			return Schedule{}, fmt.Errorf("%s: step %d: process %d of %d", path, i, j.Process, raw.Processes)
+		}
 		switch j.Kind {
 		case StepOp:
 			if st.Op, err = contract.DecodeOp(j.Op, j.Args); err != nil {
@@ -122,16 +145,13 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 			if j.Client < 0 || j.Client >= raw.Clients {
 				return Schedule{}, fmt.Errorf("%s: step %d: client %d of %d", path, i, j.Client, raw.Clients)
 			}
-		case StepJump:
-			if j.JumpMS < 0 {
-				return Schedule{}, fmt.Errorf("%s: step %d: the clock cannot jump back (%d ms)", path, i, j.JumpMS)
-			}
-		case StepKill:
-			if j.Process < 0 || j.Process >= raw.Processes {
-				return Schedule{}, fmt.Errorf("%s: step %d: process %d of %d", path, i, j.Process, raw.Processes)
+		case StepResume:
+		case StepFault:
+			if st.Fault, err = fault.Unmarshal(j.Fault); err != nil {
+				return Schedule{}, fmt.Errorf("%s: step %d: %w", path, i, err)
 			}
 		default:
-			return Schedule{}, fmt.Errorf("%s: step %d: unknown kind %q (want op, jump or kill)", path, i, j.Kind)
+			return Schedule{}, fmt.Errorf("%s: step %d: unknown kind %q (want op, resume or fault)", path, i, j.Kind)
 		}
 		s.Steps[i] = st
 	}
@@ -150,15 +170,11 @@ func (s Schedule) WriteFile(path string) error {
 // String is the step as a trace shows it.
 func (st Step) String() string {
 	switch st.Kind {
-	case StepJump:
-		return fmt.Sprintf("clock +%dms", st.JumpMS)
-	case StepKill:
-		return fmt.Sprintf("kill process %d", st.Process)
+	case StepResume:
+		return fmt.Sprintf("process %d: resume", st.Process)
+	case StepFault:
+		return fmt.Sprintf("process %d: %s", st.Process, st.Fault)
 	}
 	args, _ := json.Marshal(st.Op)
-	s := fmt.Sprintf("client %d: %s %s", st.Client, st.Op.Name(), args)
-	if st.CrashAt != "" {
-		s += " [crash at " + st.CrashAt + "]"
-	}
-	return s
+	return fmt.Sprintf("client %d: %s %s", st.Client, st.Op.Name(), args)
 }

@@ -3,11 +3,14 @@ package sim
 import (
 	"context"
 	"slices"
+	"time"
+
+	"github.com/storecheck/storecheck/fault"
 )
 
 // Shrink reduces a failing schedule to a small one that still fails the same
-// way (the same Failure.Signature): fewer steps, fewer clients and processes,
-// fewer crashes, smaller clock jumps. It tries at most budget runs and
+// way (the same Failure.Signature): fewer steps (operations, switches at
+// yield points, faults), fewer clients and processes, smaller clock jumps. It tries at most budget runs and
 // returns the smallest failing schedule it found with its result.
 func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir string, budget int) (Result, error) {
 	sig := failing.Failure.Signature()
@@ -56,30 +59,24 @@ func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir st
 				}
 			}
 		}
-		// Fewer crashes, and smaller jumps.
+		// Smaller jumps and pauses.
 		for i := 0; i < len(best.Schedule.Steps); i++ {
-			st := best.Schedule.Steps[i]
-			if st.CrashAt != "" {
-				steps := slices.Clone(best.Schedule.Steps)
-				steps[i].CrashAt = ""
-				if ok, err := try(with(steps)); err != nil {
-					return best, err
-				} else if ok {
-					progress = true
+			for {
+				st := best.Schedule.Steps[i]
+				smaller, ok := halved(st.Fault)
+				if st.Kind != StepFault || !ok {
+					break
 				}
-			}
-			for st.Kind == StepJump && st.JumpMS > 0 {
 				steps := slices.Clone(best.Schedule.Steps)
-				steps[i].JumpMS = st.JumpMS / 2
-				ok, err := try(with(steps))
+				steps[i].Fault = smaller
+				kept, err := try(with(steps))
 				if err != nil {
 					return best, err
 				}
-				if !ok {
+				if !kept {
 					break
 				}
 				progress = true
-				st = best.Schedule.Steps[i]
 			}
 		}
 		// Fewer clients and processes: fold client c onto c mod k.
@@ -111,4 +108,19 @@ func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir st
 		}
 	}
 	return best, nil
+}
+
+// halved is a clock jump or a pause half as long, while it is not zero.
+func halved(f fault.Fault) (fault.Fault, bool) {
+	switch v := f.(type) {
+	case fault.ClockJump:
+		if v.By > 0 {
+			return fault.ClockJump{By: (v.By / 2).Truncate(time.Millisecond)}, true
+		}
+	case fault.Pause:
+		if v.For > 0 {
+			return fault.Pause{Op: v.Op, For: (v.For / 2).Truncate(time.Millisecond)}, true
+		}
+	}
+	return nil, false
 }

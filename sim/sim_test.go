@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
@@ -25,20 +26,31 @@ func referenceBackend(b bugs.Bug) Backend {
 	return InProcess(reference.Backend(reference.Options{Bug: b}), "continuity")
 }
 
-// The same seed gives the same trace, byte for byte.
+// The same seed gives the same trace, byte for byte, and the schedule it
+// records replays to that same trace.
 func TestSameSeedSameTrace(t *testing.T) {
 	ctx := context.Background()
 	for seed := range int64(30) {
-		a, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), t.TempDir())
+		a, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), Generate(continuitySubject, seed, Params{}), t.TempDir())
+		b, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Hash() != b.Hash() || len(a.Trace) != 200 {
-			t.Fatalf("seed %d: two runs, two traces (%d and %d steps)", seed, len(a.Trace), len(b.Trace))
+		if a.Hash() != b.Hash() || a.Ops < 200 {
+			t.Fatalf("seed %d: two runs, two traces (%d and %d lines, %d operations)", seed, len(a.Trace), len(b.Trace), a.Ops)
+		}
+		c, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), a.Schedule, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Hash() != a.Hash() {
+			t.Fatalf("seed %d: the recorded schedule replays to another trace", seed)
+		}
+		if !a.Yielded {
+			t.Fatalf("seed %d: the reference reached no yield point", seed)
 		}
 	}
 }
@@ -50,7 +62,10 @@ func TestDefaultSweepCoversTheRareEventsAndNeverFlagsTheReference(t *testing.T) 
 	err := Sweep(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(),
 		func(r Result) {
 			if r.Failure != nil {
-				t.Errorf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure)
+				t.Errorf("seed %d: the reference was flagged: %v\n%s", r.Schedule.Seed, r.Failure, strings.Join(r.Trace, "\n"))
+			}
+			if r.Inconclusive {
+				t.Errorf("seed %d: inconclusive", r.Schedule.Seed)
 			}
 			cov.Add(r)
 		}, nil)
@@ -69,7 +84,7 @@ func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
 	ctx := context.Background()
 	backend := referenceBackend(bugs.ContinuityWriteBehind)
 	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
-		res, err := Run(ctx, continuitySubject, backend, Generate(continuitySubject, seed, Params{Processes: 1}), ScratchDir())
+		res, err := Explore(ctx, continuitySubject, backend, seed, Params{Processes: 1}, ScratchDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +103,12 @@ func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
 		}
 		crashed := false
 		for _, st := range small.Schedule.Steps {
-			crashed = crashed || st.Kind == StepKill || st.CrashAt != ""
+			if st.Kind == StepFault {
+				switch st.Fault.(type) {
+				case fault.Kill, fault.CrashAt:
+					crashed = true
+				}
+			}
 		}
 		if !crashed {
 			t.Fatalf("with one process the failure needs a crash:\n%s", strings.Join(small.Trace, "\n"))
@@ -105,17 +125,20 @@ func TestWriteBehindIsFoundByACrashAndShrunk(t *testing.T) {
 }
 
 func TestSchedulesRoundTrip(t *testing.T) {
-	s := Generate(continuitySubject, 7, Params{Steps: 50})
+	ctx := context.Background()
+	a, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), 7, Params{Steps: 50}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := t.TempDir() + "/s.json"
-	if err := s.WriteFile(path); err != nil {
+	if err := a.Schedule.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
 	back, err := ReadSchedule(path, []spec.Contract{continuitySubject.Model.Contract()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := Run(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), s, t.TempDir())
-	b, _ := Run(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), back, t.TempDir())
+	b, _ := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), back, t.TempDir())
 	if a.Hash() != b.Hash() {
 		t.Fatal("a saved schedule replays differently")
 	}

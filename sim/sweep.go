@@ -106,7 +106,7 @@ func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				res, err := Run(ctx, subj, b, Generate(subj, seeds[i], p), dir)
+				res, err := Explore(ctx, subj, b, seeds[i], p, dir)
 				results[i] <- slot{res, err}
 			}
 		}()

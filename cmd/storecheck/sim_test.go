@@ -46,8 +46,12 @@ func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 	k, _ := kitOf("continuity")
 	for _, seed := range []int64{3, 11} {
 		path := filepath.Join(t.TempDir(), "schedule.json")
-		s := sim.Generate(k.subject(nil), seed, sim.Params{Steps: 80})
-		if err := s.WriteFile(path); err != nil {
+		backend := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
+		explored, err := sim.Explore(context.Background(), k.subject(nil), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
+		if err != nil || explored.Failure != nil {
+			t.Fatal(err, explored.Failure)
+		}
+		if err := explored.Schedule.WriteFile(path); err != nil {
 			t.Fatal(err)
 		}
 		var hashes []string
@@ -106,7 +110,7 @@ func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
 			broken := sim.InProcess(inProcess(reference.Harness(reference.Options{Bug: tc.bug})), k.contract.Name)
 			correct := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
 			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
-				res, err := sim.Run(ctx, subj, broken, sim.Generate(subj, seed, tc.params), sim.ScratchDir())
+				res, err := sim.Explore(ctx, subj, broken, seed, tc.params, sim.ScratchDir())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/storecheck/storecheck/spec"
 )
@@ -78,9 +77,10 @@ type Branch struct {
 	Distinct []Distinct
 	// Match, when set, judges an answer in place of Outcome (a value the
 	// contract bounds but does not fix, such as "greater than every earlier
-	// one"): the state the answer leaves, or false. Outcome then says in
-	// words what is allowed, for reports.
-	Match func(got Outcome) (State, bool)
+	// one"): whether got is allowed, and the values it binds to the holes
+	// of Next (numbers as decimal text). Outcome then says in words what is
+	// allowed, for reports.
+	Match func(got Outcome) (map[string]string, bool)
 }
 
 // Distinct says that the values bound to Holes, taken together, must differ
@@ -172,6 +172,16 @@ func Judge(m Model, s State, op spec.Op, nowMS int64, got Outcome) ([]State, []B
 
 // judge is whether b allows got, and the state it then leaves.
 func (b Branch) judge(got Outcome) (State, bool) {
+	values, ok := b.Allows(got)
+	if !ok {
+		return nil, false
+	}
+	return Bind(b.Next, values), true
+}
+
+// Allows reports whether got is this branch's answer, and the values got
+// binds to the branch's holes.
+func (b Branch) Allows(got Outcome) (map[string]string, bool) {
 	if b.Match != nil {
 		return b.Match(got)
 	}
@@ -179,7 +189,7 @@ func (b Branch) judge(got Outcome) (State, bool) {
 		return nil, false
 	}
 	if b.Outcome.Kind != "" {
-		return b.Next, true
+		return nil, true
 	}
 	values, ok := Unify(b.Outcome.Result, got.Result)
 	if !ok {
@@ -190,13 +200,19 @@ func (b Branch) judge(got Outcome) (State, bool) {
 			return nil, false
 		}
 	}
+	return values, true
+}
+
+// Bind fills the holes of s that values binds (s unchanged when it holds
+// no holes or is not a Binder).
+func Bind(s State, values map[string]string) State {
 	if len(values) == 0 {
-		return b.Next, true
+		return s
 	}
-	if bs, ok := b.Next.(Binder); ok {
-		return bs.Bind(values), true
+	if bs, ok := s.(Binder); ok {
+		return bs.Bind(values)
 	}
-	return b.Next, true
+	return s
 }
 
 func (d Distinct) allows(values map[string]string) bool {
@@ -281,9 +297,6 @@ func (b Branch) Describe() string {
 	}
 	return b.Outcome.String() + " [" + b.Rule + "]"
 }
-
-// joinAllowed is Allowed as one line.
-func joinAllowed(branches []Branch) string { return strings.Join(Allowed(branches), " or ") }
 
 // Follow is Judge over a set of states: the states, among every state one of
 // states leaves, that allow got. When none does it returns nil and every

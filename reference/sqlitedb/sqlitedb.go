@@ -126,12 +126,25 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 // Write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits when
 // fn returns nil. A contract error from fn passes through unchanged; any
 // other failure becomes the contract's io kind, naming op. After the commit
-// it reaches the crash point "<op>/after_commit".
+// it reaches the crash point "<op>/after_commit". It reaches the yield
+// points "<op>/before_write" before it waits for the writer, and
+// "<op>/after_write" once the writer is free again (spec.Yield).
 func (db *DB) Write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	return db.write(ctx, op, true, fn)
 }
 
 func (db *DB) write(ctx context.Context, op string, point bool, fn func(tx *sql.Tx) error) error {
+	if err := spec.Yield(ctx, op+"/before_write"); err != nil {
+		return err
+	}
+	if err := db.writeLocked(ctx, op, point, fn); err != nil {
+		return err
+	}
+	return spec.Yield(ctx, op+"/after_write")
+}
+
+// writeLocked runs fn under the writer, which no yield point may hold.
+func (db *DB) writeLocked(ctx context.Context, op string, point bool, fn func(tx *sql.Tx) error) error {
 	select {
 	case db.writeSlot <- struct{}{}:
 	case <-ctx.Done():
@@ -151,6 +164,7 @@ func (db *DB) write(ctx context.Context, op string, point bool, fn func(tx *sql.
 }
 
 // Read runs fn in one read transaction: a consistent view of the database.
+// It reaches the yield points "<op>/before_read" and "<op>/after_read".
 func (db *DB) Read(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	if db.readers == nil {
 		return db.Write(ctx, op, fn)
@@ -158,7 +172,13 @@ func (db *DB) Read(ctx context.Context, op string, fn func(tx *sql.Tx) error) er
 	if db.closed.Load() {
 		return spec.Errorf(db.ioKind, "%s: store is closed", op)
 	}
-	return db.run(ctx, op, db.readers.BeginTx, fn)
+	if err := spec.Yield(ctx, op+"/before_read"); err != nil {
+		return err
+	}
+	if err := db.run(ctx, op, db.readers.BeginTx, fn); err != nil {
+		return err
+	}
+	return spec.Yield(ctx, op+"/after_read")
 }
 
 func (db *DB) run(ctx context.Context, op string, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(tx *sql.Tx) error) error {

@@ -29,7 +29,7 @@ var Rules = []spec.Rule{
 	},
 	{
 		ID: "continuity.upsert_continuity_record.fence_stored", Op: "upsert_continuity_record",
-		Says: "The presented fence becomes the stored one, so a later write under an older fence is refused.",
+		Says:   "The presented fence becomes the stored one, so a later write under an older fence is refused.",
 		Source: spec.Quoted(seed, "upsert_continuity_record", `fencing_token = excluded.fencing_token",`),
 	},
 	{
@@ -110,26 +110,26 @@ var Rules = []spec.Rule{
 	},
 	{
 		ID: "continuity.save_session_snapshot.without_record", Op: "save_session_snapshot",
-		Says: "With no record for the identity the snapshot is still saved, and no record is created.",
+		Says:   "With no record for the identity the snapshot is still saved, and no record is created.",
 		Source: spec.Quoted(seed, "save_session_snapshot_owned", `if record_was_present && tx.changes() == 0 {`),
 	},
 
 	// ----- load_session_snapshot -----
 	{
 		ID: "continuity.load_session_snapshot.latest_bytes", Op: "load_session_snapshot",
-		Says: "Load answers the bytes of the session's latest save, exactly, or none for a session with no snapshot; sessions are kept apart.",
+		Says:   "Load answers the bytes of the session's latest save, exactly, or none for a session with no snapshot; sessions are kept apart.",
 		Source: spec.Quoted(seed, "load_session_snapshot", `.prepare_cached("SELECT data FROM session_snapshots WHERE session_id = ?1")`),
 	},
 	{
 		ID: "continuity.load_session_snapshot.empty_is_bytes", Op: "load_session_snapshot",
-		Says: "An empty snapshot loads as empty bytes, not as none.",
+		Says:   "An empty snapshot loads as empty bytes, not as none.",
 		Source: spec.Quoted(seed, "load_session_snapshot", `Ok(row.map(|data| SessionSnapshot { data }))`),
 	},
 
 	// ----- resolve_many -----
 	{
 		ID: "continuity.resolve_many.ready_or_uninitialized", Op: "resolve_many",
-		Says: "Resolve answers once per distinct identity asked: ready with its record, or uninitialized; nothing when asked nothing.",
+		Says:   "Resolve answers once per distinct identity asked: ready with its record, or uninitialized; nothing when asked nothing.",
 		Source: spec.Quoted(seed, "resolve_many", `map.insert(id.clone(), ContinuityResolveState::Uninitialized);`),
 	},
 	{
@@ -156,7 +156,7 @@ var Rules = []spec.Rule{
 	},
 	{
 		ID: "continuity.session_snapshot_matches_current.row_fence_is_provenance", Op: "session_snapshot_matches_current",
-		Says: "The snapshot row's own fence may precede the current one (it is provenance), but a snapshot fence above the candidate's never matches.",
+		Says:   "The snapshot row's own fence may precede the current one (it is provenance), but a snapshot fence above the candidate's never matches.",
 		Source: spec.Quoted(seed, "exact_snapshot_match_requires_the_current_continuity_head", `"the historical row fence is provenance and may precede current write authority"`),
 	},
 
@@ -186,7 +186,7 @@ var Rules = []spec.Rule{
 	// ----- rollback_continuity_record -----
 	{
 		ID: "continuity.rollback_continuity_record.previous_same_identity", Op: "rollback_continuity_record",
-		Says: "A previous record of another identity than the attempt's fails corruption, before anything is read.",
+		Says:   "A previous record of another identity than the attempt's fails corruption, before anything is read.",
 		Source: spec.Quoted(seed, "rollback_continuity_record", `"reset rollback identity mismatch: attempted {}, previous {}",`),
 	},
 	{
@@ -198,7 +198,7 @@ var Rules = []spec.Rule{
 	},
 	{
 		ID: "continuity.rollback_continuity_record.fence_exact", Op: "rollback_continuity_record",
-		Says: "The record's fence must equal the presented one exactly: a lower or a higher fence fails stale_fencing_token, so a newer attempt is never clobbered.",
+		Says:   "The record's fence must equal the presented one exactly: a lower or a higher fence fails stale_fencing_token, so a newer attempt is never clobbered.",
 		Source: spec.Quoted(seed, "rollback_continuity_record", `if current_token != fencing_token.get() {`),
 	},
 	{
@@ -252,9 +252,9 @@ var Rules = []spec.Rule{
 
 	// ----- the whole store -----
 	{
-		ID:   "continuity.shared_files",
-		Says: "Two handles on one file (as two processes would hold) keep the fencing rules between them.",
-		Source: spec.Quoted(seed, "LocalContinuityStore::open", `//! Implements CONTRACT-06. Designed for single-process, local-disk persistence.`),
+		ID:       "continuity.shared_files",
+		Says:     "Two handles on one file (as two processes would hold) keep the fencing rules between them.",
+		Source:   spec.Quoted(seed, "LocalContinuityStore::open", `//! Implements CONTRACT-06. Designed for single-process, local-disk persistence.`),
 		Latitude: "The seed serializes its writers with an in-process mutex and promises nothing across processes, so the kit checks two handles on one file only for a backend that declares the capability shared_files.",
 	},
 	{

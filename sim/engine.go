@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// errKilled is what an operation paused at a yield point is told when its
+// process is killed under it.
+var errKilled = spec.Errorf(spec.ErrCrashed, "the process was killed at a yield point")
+
+// engine carries out steps against the backend's processes, one operation
+// in flight per process: an operation runs on a goroutine of its own, and
+// the engine lets exactly one of them move at a time, from one yield point
+// to the next, so that what the backend does is a function of the steps.
+type engine struct {
+	ctx     context.Context
+	subj    Subject
+	backend Backend
+	sched   Schedule
+	path    string
+	clock   *clockwork.FakeClock
+	procs   []*proc
+	oracle  *oracle
+	answers spec.Answers
+	res     *Result
+	// calls counts the operations sent, for the oracle.
+	calls int
+}
+
+// proc is one backend process of the run.
+type proc struct {
+	n int
+	// work runs the process's operations on one goroutine for the whole
+	// run: a fresh goroutine per operation would grow its stack again for
+	// every one (SQLite's calls run deep).
+	work   chan func()
+	p      Process
+	inj    *fault.Injector
+	flight *flight
+	armed  string        // a crash point armed for its next operation
+	pause  time.Duration // a pause before its next operation is sent
+}
+
+// flight is an operation in flight on a process.
+type flight struct {
+	step   int // the step that sent it
+	call   int // its number for the oracle
+	client int
+	id     string
+	op     spec.Op
+	now    int64
+	place  string // the yield point it waits at
+	armed  string
+	events chan event
+	resume chan error
+}
+
+// event is what an operation's goroutine tells the engine: that it reached
+// a yield point, or that it returned.
+type event struct {
+	place string
+	done  bool
+	res   any
+	err   error
+}
+
+func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (*engine, func(), error) {
+	work, err := os.MkdirTemp(dir, "sim-")
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"),
+		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
+		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy},
+			Coverage: map[string]int{}}}
+	e.procs = make([]*proc, s.Processes)
+	cleanup := func() {
+		for _, p := range e.procs {
+			if p != nil {
+				defer close(p.work)
+			}
+			if p != nil && p.p != nil {
+				if p.flight != nil {
+					e.abandon(p)
+					p.p.Kill()
+				}
+				p.p.Close()
+			}
+		}
+		os.RemoveAll(work)
+	}
+	for n := range e.procs {
+		e.procs[n] = &proc{n: n, work: make(chan func())}
+		go func(work chan func()) {
+			for fn := range work {
+				fn()
+			}
+		}(e.procs[n].work)
+		if err := e.start(e.procs[n]); err != nil {
+			e.res.Failure = &Failure{Step: -1, What: fmt.Sprintf("start process %d", n), Backend: err}
+			return e, cleanup, nil
+		}
+	}
+	return e, cleanup, nil
+}
+
+func (e *engine) start(p *proc) error {
+	bp, err := e.backend.Start(e.ctx, p.n, e.path, e.clock)
+	if err != nil {
+		return err
+	}
+	p.p, p.inj = bp, fault.Wrap(bp, e.sched.Store)
+	return nil
+}
+
+// do carries out step i. It returns false when the run must stop (a
+// failure, or a backend that broke).
+func (e *engine) do(i int, st Step) bool {
+	e.res.Schedule.Steps = append(e.res.Schedule.Steps, st)
+	switch st.Kind {
+	case StepOp:
+		return e.send(i, st)
+	case StepResume:
+		p := e.procs[st.Process]
+		if p.flight == nil {
+			e.trace(i, st.Process, "resume: nothing in flight")
+			return true
+		}
+		return e.advance(i, p, nil)
+	case StepFault:
+		return e.strike(i, st)
+	}
+	e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("unknown step kind %q", st.Kind)})
+	return false
+}
+
+// send starts a client's operation on its process, once the operation its
+// process has in flight has run to its end.
+func (e *engine) send(i int, st Step) bool {
+	p := e.procs[e.sched.ProcessOf(st.Client)]
+	for p.flight != nil {
+		if !e.advance(i, p, nil) {
+			return false
+		}
+	}
+	if p.pause > 0 {
+		e.clock.Advance(p.pause)
+		e.res.SimTime += p.pause
+		p.pause = 0
+	}
+	op := e.answers.Resolve(st.Op)
+	f := &flight{step: i, call: e.calls, client: st.Client, id: st.ID, op: op, now: e.clock.Now().UnixMilli(),
+		armed: p.armed, events: make(chan event, 1), resume: make(chan error)}
+	e.calls++
+	p.armed = ""
+	if f.armed != "" {
+		if err := p.p.Arm(f.armed); err != nil {
+			e.fail(&Failure{Step: i, What: e.describe(i, st, op), Backend: fmt.Errorf("arm %s: %w", f.armed, err)})
+			return false
+		}
+	}
+	p.flight = f
+	e.oracle.call(f.call, op, f.now)
+	e.res.Ops++
+	args := describeOp(op)
+	if f.armed != "" {
+		args += " [crash at " + f.armed + "]"
+	}
+	e.trace(i, p.n, fmt.Sprintf("client %d: %s", st.Client, args))
+	ctx := spec.WithYield(e.ctx, func(place string) error {
+		f.events <- event{place: place}
+		return <-f.resume
+	})
+	inj := p.inj
+	p.work <- func() {
+		res, err := inj.Apply(ctx, op)
+		f.events <- event{done: true, res: res, err: err}
+	}
+	return e.await(i, p)
+}
+
+// advance lets p's operation move from its yield point to the next (or to
+// its end); stop, when not nil, makes it stop there instead.
+func (e *engine) advance(i int, p *proc, stop error) bool {
+	p.flight.resume <- stop
+	return e.await(i, p)
+}
+
+// await waits for p's operation to reach a yield point or to return.
+func (e *engine) await(i int, p *proc) bool {
+	f := p.flight
+	ev := <-f.events
+	if !ev.done {
+		f.place = ev.place
+		e.res.Yielded = true
+		e.res.Coverage["yield at "+ev.place]++
+		e.trace(i, p.n, "  … "+ev.place)
+		return true
+	}
+	p.flight = nil
+	return e.returned(i, p, f, ev.res, ev.err)
+}
+
+// returned judges what an operation answered.
+func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
+	contract := e.subj.Model.Contract()
+	got, definite := linearizability.Outcome(contract, res, err)
+	crashed := spec.KindOf(err) == spec.ErrCrashed
+	if f.armed != "" || crashed {
+		// The process may have died at the point; either way, a process
+		// armed for one operation is started afresh.
+		p.p.Kill()
+		if err := e.start(p); err != nil {
+			e.fail(&Failure{Step: i, What: e.describe(f.step, Step{}, f.op), Backend: fmt.Errorf("restart: %w", err)})
+			return false
+		}
+	}
+	for _, ev := range e.oracle.events(f.op, f.now, got, definite) {
+		e.res.Coverage[ev]++
+	}
+	if crashed && f.armed != "" {
+		e.res.Coverage["crash at "+f.armed]++
+		if strings.HasSuffix(f.armed, "/after_commit") {
+			e.res.Coverage[EventAnswerLost]++
+		} else {
+			e.res.Coverage[EventCrashInside]++
+		}
+	}
+	if spec.IsNotSent(err) {
+		e.trace(i, p.n, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
+		e.oracle.dropped(f.call)
+		return true
+	}
+	if !definite {
+		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
+		e.oracle.indefinite(f.call)
+		return true
+	}
+	e.trace(i, p.n, "  → "+got.String())
+	if got.Kind == "" && f.id != "" {
+		e.answers[f.id] = got.Result
+	}
+	allowed, ok := e.oracle.ret(f.call, got)
+	if e.oracle.inconclusive {
+		e.res.Inconclusive = true
+	}
+	if !ok {
+		e.fail(&Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
+			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)})
+		return false
+	}
+	e.res.Coverage[f.op.Name()+":"+outcomeName(got)]++
+	return true
+}
+
+// strike injects a fault.
+func (e *engine) strike(i int, st Step) bool {
+	p := e.procs[st.Process]
+	e.trace(i, p.n, st.Fault.String())
+	switch f := st.Fault.(type) {
+	case fault.ClockJump:
+		e.clock.Advance(f.By)
+		e.res.SimTime += f.By
+	case fault.Pause:
+		p.pause += f.For
+	case fault.CrashAt:
+		p.armed = f.Point
+	case fault.Kill:
+		e.res.Coverage[EventKill]++
+		// The paused operation stops first (in process it may hold a lock
+		// of its own that the kill needs; over the wire the adapter gives
+		// up on it at once), then the process dies.
+		if p.flight != nil {
+			e.abandon(p)
+		}
+		p.p.Kill()
+		if err := e.start(p); err != nil {
+			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("restart: %w", err)})
+			return false
+		}
+	case fault.Restart:
+		for p.flight != nil {
+			if !e.advance(i, p, nil) {
+				return false
+			}
+		}
+		p.p.Close()
+		if err := e.start(p); err != nil {
+			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("restart: %w", err)})
+			return false
+		}
+	case fault.Busy, fault.IOError, fault.LostReply:
+		if err := st.Fault.Inject(e.ctx, &fault.Env{Boundary: p.inj}); err != nil {
+			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
+			return false
+		}
+	default:
+		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("the simulator cannot inject %T", f)})
+		return false
+	}
+	return true
+}
+
+// abandon stops p's paused operation where it is, as a killed process
+// would: it is indefinite.
+func (e *engine) abandon(p *proc) {
+	f := p.flight
+	p.flight = nil
+	f.resume <- errKilled
+	for ev := range f.events {
+		if ev.done {
+			break
+		}
+		f.resume <- errKilled
+	}
+	e.oracle.indefinite(f.call)
+}
+
+// drain runs every operation still in flight to its end, process by
+// process, as steps of the schedule.
+func (e *engine) drain(steps func() int) bool {
+	for _, p := range e.procs {
+		for p.flight != nil {
+			i := steps()
+			if !e.do(i, Step{Kind: StepResume, Process: p.n}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (e *engine) fail(f *Failure) {
+	if e.res.Failure == nil {
+		e.res.Failure = f
+	}
+}
+
+// trace adds a line of the run: the step, the process, what happened.
+func (e *engine) trace(i, process int, text string) {
+	e.res.Trace = append(e.res.Trace, fmt.Sprintf("%04d p%d %s", i, process, text))
+	e.res.Moves = append(e.res.Moves, Move{Step: i, Process: process, Text: text})
+}
+
+func (e *engine) describe(i int, st Step, op spec.Op) string {
+	return fmt.Sprintf("%04d client %d: %s", i, st.Client, describeOp(op))
+}
+
+func describeOp(op spec.Op) string {
+	args, _ := json.Marshal(op)
+	return op.Name() + " " + string(args)
+}
+
+func outcomeName(o model.Outcome) string {
+	if o.Kind != "" {
+		return string(o.Kind)
+	}
+	return "ok"
+}

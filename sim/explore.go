@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// Subject is what the simulator knows of one store.
+type Subject struct {
+	Model model.Model
+	// NewWorkload makes the workload of one run (workloads remember what
+	// each client did).
+	NewWorkload func() linearizability.Workload
+	// CrashPoints are the reference's crash points, "<operation>/<place>"
+	// (a backend declares its own: Backend.CrashPoints).
+	CrashPoints []string
+	// RareEvents are the coverage events the default sweep must reach.
+	RareEvents []string
+}
+
+// Deadliner is a workload whose operations set deadlines (a lease's or a
+// claim's expiry): the clock jumps are biased to land on, just before and
+// just after them.
+type Deadliner interface {
+	Deadlines(op spec.Op, nowMS int64) []int64
+}
+
+// Observer is a workload that can read back everything its clients wrote:
+// the operations a run issues once every operation in flight has ended, so
+// that a lost write shows even when no later operation happened to read it.
+type Observer interface {
+	Observe() []spec.Op
+}
+
+// Params sizes a run.
+type Params struct {
+	// Steps is how many operations the clients issue (default 200), before
+	// the operations in flight are run to their ends and the state is read
+	// back.
+	Steps int
+	// Clients and Processes: default 8 clients over 2 processes.
+	Clients, Processes int
+}
+
+func (p Params) withDefaults() Params {
+	if p.Steps <= 0 {
+		p.Steps = 200
+	}
+	if p.Clients <= 0 {
+		p.Clients = 8
+	}
+	if p.Processes <= 0 {
+		p.Processes = 2
+	}
+	return p
+}
+
+// Swarm is a run's mix of faults and its scheduling strategy, drawn from its
+// seed, so that a sweep of seeds covers very different runs: some calm, some
+// crashing constantly, some spending their time on clock boundaries, some
+// preempting operations deep inside, some at their edges only.
+type Swarm struct {
+	JumpRate, KillRate, CrashRate, RestartRate float64
+	// BusyRate, IOErrorRate, LostReplyRate and PauseRate are the faults at
+	// the adapter boundary.
+	BusyRate, IOErrorRate, LostReplyRate, PauseRate float64
+	// BoundaryRate is the share of jumps that land on a deadline (exactly,
+	// 1ms before or 1ms after).
+	BoundaryRate float64
+	MaxJumpMS    int64
+	// Depth is the PCT depth (Burckhardt et al., ASPLOS 2010): d-1
+	// priority change points; 0 picks who moves uniformly at random.
+	Depth int
+}
+
+// DrawSwarm draws the fault mix and the strategy from r.
+func DrawSwarm(r *rand.Rand) Swarm {
+	pick := func(choices ...float64) float64 { return choices[r.IntN(len(choices))] }
+	return Swarm{
+		JumpRate:      pick(0, 0.05, 0.15, 0.3),
+		KillRate:      pick(0, 0, 0.01, 0.04),
+		CrashRate:     pick(0, 0.05, 0.2),
+		RestartRate:   pick(0, 0, 0.01),
+		BusyRate:      pick(0, 0, 0.02),
+		IOErrorRate:   pick(0, 0, 0.02),
+		LostReplyRate: pick(0, 0, 0.02),
+		PauseRate:     pick(0, 0, 0.02),
+		BoundaryRate:  pick(0.2, 0.5, 0.8),
+		MaxJumpMS:     int64(pick(100, 2_000, 30_000)),
+		Depth:         int(pick(0, 1, 2, 2, 3, 3, 4)),
+	}
+}
+
+// Strategy names how the run chose who moves next.
+func (s Swarm) Strategy() string {
+	if s.Depth == 0 {
+		return "random"
+	}
+	return fmt.Sprintf("pct depth %d", s.Depth)
+}
+
+// Explore is the run of seed: the seed decides, as the run goes, which
+// client issues what, which process moves at each yield point (PCT, or
+// uniformly, as the swarm says), and which fault strikes when. Every
+// decision is a step of the result's schedule, so Run replays it exactly.
+// When the clients have issued p.Steps operations, the operations in flight
+// run to their ends and the workload reads back what it wrote.
+func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params, dir string) (Result, error) {
+	p = p.withDefaults()
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	swarm := DrawSwarm(r)
+	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy()}
+	e, cleanup, err := newEngine(ctx, subj, b, s, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cleanup()
+	points := b.CrashPoints()
+	e.res.CrashPoints = len(points) > 0
+	if e.res.Failure != nil {
+		return *e.res, nil
+	}
+	x := &explorer{r: r, swarm: swarm, workload: subj.NewWorkload(), p: p, points: points,
+		clients: make([]*rand.Rand, p.Clients), counts: make([]int, p.Clients)}
+	for i := range x.clients {
+		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
+	}
+	x.deadliner, _ = x.workload.(Deadliner)
+	x.sched = newScheduler(rand.New(rand.NewPCG(uint64(seed), 0x9c7)), p.Processes, swarm.Depth, p.Steps*3)
+	step := 0
+	next := func() int { step++; return step - 1 }
+	for issued := 0; issued < p.Steps; {
+		if err := ctx.Err(); err != nil {
+			return *e.res, err
+		}
+		steps, isOp := x.next(e)
+		if isOp {
+			issued++
+		}
+		for _, st := range steps {
+			if !e.do(next(), st) {
+				return *e.res, nil
+			}
+		}
+	}
+	if !e.drain(next) {
+		return *e.res, nil
+	}
+	if o, ok := x.workload.(Observer); ok {
+		for _, op := range o.Observe() {
+			c := 0
+			st := Step{Kind: StepOp, ID: spec.OpID(c, x.counts[c]), Client: c, Op: op}
+			x.counts[c]++
+			if !e.do(next(), st) || !e.drain(next) {
+				return *e.res, nil
+			}
+		}
+	}
+	return *e.res, nil
+}
+
+// explorer decides a run's steps from its seed.
+type explorer struct {
+	r         *rand.Rand
+	swarm     Swarm
+	workload  linearizability.Workload
+	deadliner Deadliner
+	p         Params
+	points    []string
+	clients   []*rand.Rand
+	counts    []int
+	deadlines []int64
+	sched     *scheduler
+}
+
+// next is the run's next steps, and whether they issue an operation.
+func (x *explorer) next(e *engine) ([]Step, bool) {
+	sw := x.swarm
+	now := e.clock.Now().UnixMilli() - Epoch.UnixMilli()
+	faults := []struct {
+		rate float64
+		make func() Step
+	}{
+		{sw.JumpRate, func() Step {
+			jump := 1 + x.r.Int64N(sw.MaxJumpMS)
+			if future := x.deadlinesAfter(now); len(future) > 0 && x.r.Float64() < sw.BoundaryRate {
+				target := future[x.r.IntN(len(future))] + int64(x.r.IntN(3)) - 1
+				jump = max(target-now, 0)
+			}
+			return Step{Kind: StepFault, Fault: fault.ClockJump{By: time.Duration(jump) * time.Millisecond}}
+		}},
+		{sw.KillRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.Kill{}} }},
+		{sw.RestartRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.Restart{}} }},
+		{sw.BusyRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.Busy{}} }},
+		{sw.IOErrorRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.IOError{}} }},
+		{sw.LostReplyRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.LostReply{}} }},
+		{sw.PauseRate, func() Step {
+			return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes),
+				Fault: fault.Pause{For: time.Duration(1+x.r.Int64N(sw.MaxJumpMS)) * time.Millisecond}}
+		}},
+	}
+	f := x.r.Float64()
+	for _, c := range faults {
+		if f < c.rate {
+			return []Step{c.make()}, false
+		}
+		f -= c.rate
+	}
+	busy := make([]bool, len(e.procs))
+	for i, p := range e.procs {
+		busy[i] = p.flight != nil
+	}
+	x.sched.sync(busy)
+	n := x.sched.pick()
+	if busy[n] {
+		return []Step{{Kind: StepResume, Process: n}}, false
+	}
+	// Process n is idle: one of its clients issues its next operation.
+	var mine []int
+	for c := range x.p.Clients {
+		if c%x.p.Processes == n {
+			mine = append(mine, c)
+		}
+	}
+	if len(mine) == 0 {
+		return []Step{{Kind: StepResume, Process: n}}, false
+	}
+	c := mine[x.r.IntN(len(mine))]
+	at := e.clock.Now().UnixMilli()
+	op := linearizability.NextOp(x.workload, x.clients[c], c, x.counts[c], at)
+	st := Step{Kind: StepOp, ID: spec.OpID(c, x.counts[c]), Client: c, Op: op}
+	x.counts[c]++
+	if x.deadliner != nil {
+		x.deadlines = append(x.deadlines, x.deadliner.Deadlines(op, at)...)
+	}
+	if points := pointsOf(x.points, op.Name()); len(points) > 0 && x.r.Float64() < sw.CrashRate {
+		// The crash point is armed as a step of its own, just before.
+		arm := Step{Kind: StepFault, Process: n, Fault: fault.CrashAt{Point: points[x.r.IntN(len(points))]}}
+		return []Step{arm, st}, true
+	}
+	return []Step{st}, true
+}
+
+func (x *explorer) deadlinesAfter(now int64) []int64 {
+	var out []int64
+	for _, d := range x.deadlines {
+		if d-Epoch.UnixMilli() >= now {
+			out = append(out, d-Epoch.UnixMilli())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func pointsOf(all []string, op string) []string {
+	var out []string
+	for _, p := range all {
+		if strings.HasPrefix(p, op+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+)
+
+// scheduler decides which process moves next. With depth d > 0 it is PCT
+// (Burckhardt, Kothari, Musuvathi, Nagarakatte, ASPLOS 2010): every thread
+// gets a random priority, the highest-priority thread always runs, and at
+// d-1 change points, drawn uniformly over the run's k decisions, the thread
+// that runs drops below every other; a bug that needs d ordering
+// constraints is then found by a run with probability at least
+// 1/(n·k^(d-1)) for n threads. Here a thread is one operation: when a
+// process's operation ends, the next one it issues is a new thread with a
+// fresh priority. With depth 0 every decision is uniform.
+type scheduler struct {
+	r      *rand.Rand
+	depth  int
+	prio   []float64
+	busy   []bool
+	change []int // the decisions at which the running thread is demoted
+	demote int   // how many change points have passed
+	n      int   // decisions so far
+}
+
+func newScheduler(r *rand.Rand, procs, depth, k int) *scheduler {
+	s := &scheduler{r: r, depth: depth, prio: make([]float64, procs), busy: make([]bool, procs)}
+	for i := range s.prio {
+		s.prio[i] = s.fresh()
+	}
+	for range max(depth-1, 0) {
+		s.change = append(s.change, r.IntN(max(k, 1)))
+	}
+	slices.Sort(s.change)
+	return s
+}
+
+// fresh is a new thread's priority: above every demoted one.
+func (s *scheduler) fresh() float64 { return float64(s.depth) + s.r.Float64() }
+
+// sync tells the scheduler which processes have an operation in flight: a
+// process whose operation ended will run a new thread.
+func (s *scheduler) sync(busy []bool) {
+	for i, b := range busy {
+		if s.busy[i] && !b {
+			s.prio[i] = s.fresh()
+		}
+		s.busy[i] = b
+	}
+}
+
+// pick is the process that moves at this decision.
+func (s *scheduler) pick() int {
+	defer func() { s.n++ }()
+	if s.depth == 0 {
+		return s.r.IntN(len(s.prio))
+	}
+	top := s.highest()
+	for s.demote < len(s.change) && s.change[s.demote] <= s.n {
+		s.demote++
+		s.prio[top] = float64(s.demote) - 1 + s.r.Float64()/2
+		top = s.highest()
+	}
+	return top
+}
+
+func (s *scheduler) highest() int {
+	top := 0
+	for i, p := range s.prio {
+		if p > s.prio[top] {
+			top = i
+		}
+	}
+	return top
+}
