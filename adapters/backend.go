@@ -3,10 +3,8 @@ package adapters
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // Backend is a backend as the kit sees it: the stores it implements and the
@@ -57,30 +55,3 @@ func (b *inProcess) Open(ctx context.Context, store string, o spec.OpenOptions) 
 }
 
 func (b *inProcess) Close() error { return nil }
-
-// Harness is the suite's harness for any backend: the capabilities are the
-// ones the backend declared, each store it implements opens through Open
-// and reaches the suite as the contract's Proxy, and each store it does not
-// implement keeps a nil opener, so the suite skips its specs with that
-// reason.
-func Harness(b Backend) suite.Harness {
-	info := b.Info()
-	h := suite.Harness{
-		Name: info.Name,
-		Capabilities: suite.Capabilities{
-			Files:             info.Capabilities.Files,
-			SharedFiles:       info.Capabilities.SharedFiles,
-			InMemory:          info.Capabilities.InMemory,
-			SQLiteLocking:     info.Capabilities.SQLiteLocking,
-			ClientSchemaTable: info.Capabilities.ClientSchemaTable,
-			SnapshotRevision:  info.Capabilities.SnapshotRevision,
-		},
-	}
-	for _, c := range Contracts {
-		if slices.Contains(info.Stores, c.Name) {
-			store := c.Name
-			c.Bind(&h, func(ctx context.Context, o spec.OpenOptions) (Target, error) { return b.Open(ctx, store, o) })
-		}
-	}
-	return h
-}

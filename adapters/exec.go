@@ -241,7 +241,7 @@ func (e *Exec) ArmCrash(ctx context.Context, point string, nth int) error {
 // execTarget is one open database of an Exec backend.
 type execTarget struct {
 	p      *process
-	c      Contract
+	c      spec.Contract
 	handle uint64
 	clock  clockwork.Clock
 	// yields: the backend declared yield points, so an operation whose
@@ -660,7 +660,7 @@ func (p *process) forget(id uint64, abandon bool) {
 
 // checkKind makes sure an error kind a backend sent is one it may send for
 // this store: one of the contract's, or bad_request.
-func (p *process) checkKind(c Contract, e *WireError, what string) error {
+func (p *process) checkKind(c spec.Contract, e *WireError, what string) error {
 	if c.HasKind(e.Kind) || e.Kind == spec.ErrBadRequest {
 		return nil
 	}

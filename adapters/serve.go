@@ -152,7 +152,7 @@ func (s *server) write(line []byte) {
 // which follows the now_ms of the requests on it.
 type handle struct {
 	target   Target
-	contract Contract
+	contract spec.Contract
 	mu       sync.Mutex
 	clock    *clockwork.FakeClock
 }

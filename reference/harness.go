@@ -5,7 +5,6 @@ package reference
 import (
 	"context"
 
-	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	refclient "github.com/storecheck/storecheck/reference/client"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
@@ -34,7 +33,7 @@ type Options struct {
 // stores themselves (the correct reference only).
 func Harness(o Options) suite.Harness {
 	if !o.Direct || o.Bug.Name() != "" {
-		h := adapters.Harness(Backend(o))
+		h := suite.HarnessOf(Backend(o))
 		h.Capabilities = capabilities(o)
 		return h
 	}

@@ -48,7 +48,7 @@ func harnessFor(h suite.Harness, command []string, timeout time.Duration, verbos
 		if backend, err = adapters.StartExec(context.Background(), o); err != nil {
 			return h, nil, err
 		}
-		h = adapters.Harness(backend)
+		h = suite.HarnessOf(backend)
 	}
 	h.Capabilities = config.withdraw(h.Capabilities)
 	return h, backend, nil

@@ -50,7 +50,7 @@ func run(inv invocation) int {
 	started := time.Now()
 	result := reports.Run{Backend: h.Name, Seed: seed}
 	if layers["spec"] {
-		result.Checks = suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose})
+		result.Checks = specChecks(suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose}))
 	}
 	if layers["linearizability"] && !(failFast && result.Failed()) {
 		cfg := linearizeConfig{
@@ -77,4 +77,14 @@ func run(inv invocation) int {
 		return exitBackend
 	}
 	return exitCode(result)
+}
+
+// specChecks are the suite's results as checks of the spec layer.
+func specChecks(rs []suite.Result) []reports.Check {
+	out := make([]reports.Check, len(rs))
+	for i, r := range rs {
+		out[i] = reports.Check{Store: r.Store, Layer: suite.Layer, Name: r.Name, Outcome: reports.Outcome(r.Outcome),
+			Message: r.Message, Duration: r.Duration}
+	}
+	return out
 }

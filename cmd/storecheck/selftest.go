@@ -187,7 +187,7 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 		start = time.Now()
 		var firstFail time.Duration
 		failed := false
-		sim.Sweep(context.Background(), k.subject(nil), sim.InProcess(inProcess(h), name), sim.DefaultSeeds.Seeds(sim.Shard{}),
+		sim.Sweep(context.Background(), k.subject(nil), sim.InProcess(reference.Backend(ref), name), sim.DefaultSeeds.Seeds(sim.Shard{}),
 			sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
 				if r.Failure != nil && !failed {
 					failed, firstFail = true, time.Since(start)

@@ -22,7 +22,7 @@ import (
 // the contract's model; each failure is shrunk and saved.
 func simulation(inv invocation) int {
 	f, stdout, stderr, command := inv.f, inv.stdout, inv.stderr, inv.backend
-	h := reference.Harness(inv.ref)
+	ref := reference.Backend(inv.ref)
 	selected, ok := parseStores(f.str("store"), "sim", stderr)
 	if !ok {
 		return exitUsage
@@ -50,7 +50,7 @@ func simulation(inv invocation) int {
 		suffix = " -- " + strings.Join(command, " ")
 	}
 
-	result := reports.Run{Tool: "storecheck", Backend: h.Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(f.line, " ") + suffix}
+	result := reports.Run{Tool: "storecheck", Backend: ref.Info().Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(f.line, " ") + suffix}
 	if command != nil {
 		result.Backend = strings.Join(command, " ")
 	}
@@ -86,7 +86,7 @@ func simulation(inv invocation) int {
 			points = info.Capabilities.CrashPoints[name]
 			backend = sim.Exec(o, name)
 		} else {
-			backend = sim.InProcess(inProcess(h), name)
+			backend = sim.InProcess(ref, name)
 			points = k.crashPoints
 		}
 		subj := k.subject(points)
@@ -184,7 +184,7 @@ func replay(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck replay: storecheck has no model of the %s store yet\n", s.Store)
 		return exitUsage
 	}
-	backend := sim.InProcess(inProcess(reference.Harness(inv.ref)), s.Store)
+	backend := sim.InProcess(reference.Backend(inv.ref), s.Store)
 	if command != nil {
 		backend = sim.Exec(adapters.ExecOptions{Command: command, Timeout: f.dur("reply-timeout")}, s.Store)
 	}

@@ -46,7 +46,7 @@ func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 	k, _ := kitOf("continuity")
 	for _, seed := range []int64{3, 11} {
 		path := filepath.Join(t.TempDir(), "schedule.json")
-		backend := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
+		backend := sim.InProcess(reference.Backend(reference.Options{}), k.contract.Name)
 		explored, err := sim.Explore(context.Background(), k.subject(nil), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
 		if err != nil || explored.Failure != nil {
 			t.Fatal(err, explored.Failure)
@@ -107,8 +107,8 @@ func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
 			t.Parallel()
 			k, _ := kitOf(storeOfBug(tc.bug))
 			subj := k.subject(nil)
-			broken := sim.InProcess(inProcess(reference.Harness(reference.Options{Bug: tc.bug})), k.contract.Name)
-			correct := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
+			broken := sim.InProcess(reference.Backend(reference.Options{Bug: tc.bug}), k.contract.Name)
+			correct := sim.InProcess(reference.Backend(reference.Options{}), k.contract.Name)
 			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
 				res, err := sim.Explore(ctx, subj, broken, seed, tc.params, sim.ScratchDir())
 				if err != nil {
@@ -143,7 +143,7 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 		t.Run(k.contract.Name, func(t *testing.T) {
 			t.Parallel()
 			cov := sim.Coverage{}
-			backend := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
+			backend := sim.InProcess(reference.Backend(reference.Options{}), k.contract.Name)
 			err := sim.Sweep(context.Background(), k.subject(nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
 				func(r sim.Result) {
 					if r.Failure != nil {

@@ -152,20 +152,3 @@ func (k kit) subject(crashPoints []string) sim.Subject {
 	}
 	return sim.Subject{Model: k.model, NewWorkload: k.workload, CrashPoints: crashPoints, RareEvents: k.rareEvents}
 }
-
-// inProcess is h as a Backend of Go stores in this process.
-func inProcess(h suite.Harness) adapters.Backend {
-	openers := map[string]adapters.Opener{}
-	for _, k := range kits {
-		if open := k.target(h); open != nil {
-			openers[k.contract.Name] = open
-		}
-	}
-	crash := map[string][]string{}
-	for _, k := range kits {
-		crash[k.contract.Name] = k.crashPoints
-	}
-	return adapters.InProcess(adapters.Hello{Name: h.Name, Capabilities: adapters.Capabilities{
-		Capabilities: spec.Capabilities{Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, InMemory: h.Capabilities.InMemory},
-		CrashPoints:  crash}}, openers)
-}

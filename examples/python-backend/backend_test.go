@@ -27,8 +27,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
-		h := adapters.Harness(e)
-		r := reports.Run{Backend: h.Name, Seed: 1, Checks: suite.Run(h, suite.Config{Seed: 1})}
+		h := suite.HarnessOf(e)
+		r := reports.Run{Backend: h.Name, Seed: 1}
+		for _, res := range suite.Run(h, suite.Config{Seed: 1}) {
+			r.Checks = append(r.Checks, reports.Check{Store: res.Store, Layer: suite.Layer, Name: res.Name, Outcome: reports.Outcome(res.Outcome), Message: res.Message})
+		}
 		e.Close()
 		reports.WriteText(os.Stdout, r)
 		switch {
