@@ -21,7 +21,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
-
 )
 
 // Epoch is where every spec's fake clock starts: a fixed instant, so that
