@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // Verdict is the checker's answer. The three are kept apart: an unknown
@@ -29,8 +30,28 @@ type Result struct {
 	Verdict    Verdict
 	Partitions int
 	Took       time.Duration
-	info       porcupine.LinearizationInfo
-	model      porcupine.Model
+	// Stuck explains an illegal history in words: for every part of it
+	// that no order explains, smallest part first, the operation no order
+	// could place.
+	Stuck []Stuck
+	info  porcupine.LinearizationInfo
+	model porcupine.Model
+}
+
+// Stuck is one illegal part of a history, explained: the longest order of
+// its operations the contract allows (Placed), and the operation that had
+// to come next, by its return, and that nothing after Placed lets answer
+// what it answered.
+type Stuck struct {
+	// Part is the part's position among the history's parts, Size its
+	// number of operations.
+	Part, Size int
+	Placed     []*Entry
+	Entry      *Entry
+	// Allowed is every answer the model allows Entry after Placed, with
+	// the rule that decides it; Rules the rules they name.
+	Allowed []string
+	Rules   []string
 }
 
 // Visualize writes porcupine's interactive HTML view of the check: each
@@ -47,16 +68,102 @@ func Check(m model.Model, h History, timeout time.Duration) (Result, error) {
 	ops := operations(m, h)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(pm, ops, timeout)
-	out := Result{Took: time.Since(start), info: info, model: pm, Partitions: len(pm.Partition(ops))}
+	parts := pm.Partition(ops)
+	out := Result{Took: time.Since(start), info: info, model: pm, Partitions: len(parts)}
 	switch res {
 	case porcupine.Ok:
 		out.Verdict = Linearizable
 	case porcupine.Illegal:
 		out.Verdict = Illegal
+		out.Stuck = stuck(m, parts, info)
 	default:
 		out.Verdict = Unknown
 	}
 	return out, nil
+}
+
+// stuck explains each illegal part from porcupine's longest partial
+// linearizations: the operation not placed with the earliest return is the
+// one that had to come next, and the model says what it could have
+// answered there.
+func stuck(m model.Model, parts [][]porcupine.Operation, info porcupine.LinearizationInfo) []Stuck {
+	partials := info.PartialLinearizationsOperations()
+	var out []Stuck
+	for p, part := range parts {
+		if p >= len(partials) {
+			break
+		}
+		var longest []porcupine.Operation
+		for _, l := range partials[p] {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) >= len(part) {
+			continue
+		}
+		placed := map[*Entry]bool{}
+		st := Stuck{Part: p + 1, Size: len(part)}
+		for _, op := range longest {
+			e := op.Input.(*Entry)
+			placed[e] = true
+			st.Placed = append(st.Placed, e)
+		}
+		var next *porcupine.Operation
+		for i := range part {
+			if e := part[i].Input.(*Entry); !placed[e] && (next == nil || part[i].Return < next.Return) {
+				next = &part[i]
+			}
+		}
+		if next == nil {
+			continue
+		}
+		st.Entry = next.Input.(*Entry)
+		states := stateSet{m.Init()}
+		for _, e := range st.Placed {
+			states = step(m, states, e)
+		}
+		var branches []model.Branch
+		for _, s := range states {
+			branches = append(branches, m.Step(s, st.Entry.Op, st.Entry.NowMS)...)
+		}
+		st.Allowed, st.Rules = model.Allowed(branches), model.Rules(branches)
+		out = append(out, st)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
+	return out
+}
+
+// Explain is an illegal check in words: every stuck part, smallest first,
+// with the operation no order could place (its client, arguments and
+// answer), what the model allowed there, and the rules (explained by
+// contract's table).
+func (r Result) Explain(contract spec.Contract) string {
+	var b strings.Builder
+	for i, st := range r.Stuck {
+		e := st.Entry
+		args, _ := json.Marshal(e.Op)
+		fmt.Fprintf(&b, "part %d of %d (%d operations): client %d's %s %s at %dms answered %s,\n", i+1, len(r.Stuck), st.Size,
+			e.Client, e.Op.Name(), args, e.NowMS, e.Outcome)
+		fmt.Fprintf(&b, "  but after the longest order of the operations before it (%d placed), the contract allows only %s\n",
+			len(st.Placed), strings.Join(st.Allowed, " or "))
+		for _, id := range st.Rules {
+			fmt.Fprintf(&b, "  rule %s\n", contract.Explain(id))
+		}
+		if n := len(st.Placed); n > 0 {
+			from := max(0, n-5)
+			fmt.Fprintf(&b, "  the last %d placed:\n", n-from)
+			for _, p := range st.Placed[from:] {
+				pargs, _ := json.Marshal(p.Op)
+				out := p.Outcome.String()
+				if p.Indefinite {
+					out = "? (indefinite)"
+				}
+				fmt.Fprintf(&b, "    client %d: %s %s at %dms -> %s\n", p.Client, p.Op.Name(), pargs, p.NowMS, out)
+			}
+		}
+	}
+	return b.String()
 }
 
 // operations turns a history into porcupine's form. An indefinite entry

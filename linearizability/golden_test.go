@@ -38,6 +38,18 @@ func TestGoldenHistories(t *testing.T) {
 			if res.Verdict != want {
 				t.Fatalf("verdict %s, want %s", res.Verdict, want)
 			}
+			// An illegal history is explained: the operation no order can
+			// place, and what the model allowed it.
+			if want == Illegal {
+				if len(res.Stuck) == 0 || res.Stuck[0].Entry == nil || len(res.Stuck[0].Allowed) == 0 {
+					t.Fatalf("an illegal history with no explanation: %+v", res.Stuck)
+				}
+				text := res.Explain(goldenModels[h.Store].Contract())
+				if !strings.Contains(text, res.Stuck[0].Entry.Op.Name()) || !strings.Contains(text, "allows only") {
+					t.Fatalf("explanation: %s", text)
+				}
+				t.Log(text)
+			}
 			// A saved history reads back the same.
 			saved := filepath.Join(t.TempDir(), "h.json")
 			if err := h.WriteFile(saved); err != nil {

@@ -111,6 +111,33 @@ func fence(r *rand.Rand, step int) c.FencingToken {
 
 var snapshotData = []string{"", "alpha", "beta"}
 
+// Observe reads back everything the clients can write: every identity's
+// record, every session's snapshot, the fencing high-water mark.
+func (w *continuityWorkload) Observe() []spec.Op {
+	var ids []c.Identity
+	for i := range max(w.Identities, 1) {
+		ids = append(ids, c.Identity(fmt.Sprint("agent-", i)))
+	}
+	ops := []spec.Op{c.ResolveMany{Identities: ids}, c.MaxFencingToken{}}
+	for _, id := range ids {
+		seen := map[c.SessionID]bool{}
+		for n := range max(w.Sessions, 1) {
+			sess := c.SessionID(fmt.Sprint("session-", n))
+			if w.Partitioned {
+				sess = c.SessionID(fmt.Sprintf("%s/session-%d", id, n))
+			}
+			if !seen[sess] {
+				seen[sess] = true
+				ops = append(ops, c.LoadSessionSnapshot{SessionID: sess})
+			}
+		}
+		if !w.Partitioned {
+			break
+		}
+	}
+	return ops
+}
+
 func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 	cl := w.client(client)
 	if len(cl.plan) > 0 {

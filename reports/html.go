@@ -28,6 +28,8 @@ td.n { text-align: right; }
 pre { background: #f6f8fa; padding: .8em; overflow-x: auto; white-space: pre-wrap; }
 iframe { width: 100%; height: 32em; border: 1px solid #ccc; }
 section.failure { border-left: 4px solid #b00020; padding-left: 1em; margin: 1.5em 0; }
+table.interleaving td { font-family: monospace; font-size: 12px; white-space: pre-wrap; vertical-align: top; max-width: 40em; }
+p.note { color: #555; font-style: italic; }
 </style>
 </head>
 <body>
@@ -43,6 +45,11 @@ section.failure { border-left: 4px solid #b00020; padding-left: 1em; margin: 1.5
 {{if .Reproduce}}<p>Reproduce: <code>{{.Reproduce}}</code></p>{{end}}
 {{range .Artifacts}}<p><a href="{{.Path}}">{{.Name}}</a></p>
 {{if eq .Name "visualization"}}<iframe src="{{.Path}}" title="porcupine visualization"></iframe>{{end}}
+{{end}}{{with .Interleaving}}<h3>The interleaving, one column per process</h3>
+<table class="interleaving"><tr><th>step</th>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="n">{{.Step}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{range .Notes}}<p class="note">{{.}}</p>{{end}}
 {{end}}{{if .Details}}<details open><summary>Minimal history / shrunk schedule</summary><pre>{{.Details}}</pre></details>{{end}}
 </section>
 {{end}}

@@ -37,6 +37,23 @@ type Check struct {
 	Details string `json:"details,omitempty"`
 	// Artifacts are files the check left, relative to the report folder.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Interleaving is a simulated run laid out one column per process.
+	Interleaving *Interleaving `json:"interleaving,omitempty"`
+}
+
+// Interleaving is a run one column per process: where one operation's check
+// and another's write crossed.
+type Interleaving struct {
+	Columns []string          `json:"columns"`
+	Rows    []InterleavingRow `json:"rows"`
+	// Notes say what the run could not explore, and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// InterleavingRow is one step of an interleaving.
+type InterleavingRow struct {
+	Step  int      `json:"step"`
+	Cells []string `json:"cells"`
 }
 
 // Artifact is a file a check left: a saved history, a visualization, a

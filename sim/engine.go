@@ -38,6 +38,8 @@ type engine struct {
 	res     *Result
 	// calls counts the operations sent, for the oracle.
 	calls int
+	// whole: operations are never paused at yield points.
+	whole bool
 }
 
 // proc is one backend process of the run.
@@ -180,10 +182,13 @@ func (e *engine) send(i int, st Step) bool {
 		args += " [crash at " + f.armed + "]"
 	}
 	e.trace(i, p.n, fmt.Sprintf("client %d: %s", st.Client, args))
-	ctx := spec.WithYield(e.ctx, func(place string) error {
-		f.events <- event{place: place}
-		return <-f.resume
-	})
+	ctx := e.ctx
+	if !e.whole {
+		ctx = spec.WithYield(ctx, func(place string) error {
+			f.events <- event{place: place}
+			return <-f.resume
+		})
+	}
 	inj := p.inj
 	p.work <- func() {
 		res, err := inj.Apply(ctx, op)

@@ -49,6 +49,10 @@ type Params struct {
 	Steps int
 	// Clients and Processes: default 8 clients over 2 processes.
 	Clients, Processes int
+	// Whole runs every operation whole, never pausing it at a yield point:
+	// operations then interleave only between one another (the simulator
+	// as a backend without yield points gets it).
+	Whole bool
 }
 
 func (p Params) withDefaults() Params {
@@ -124,6 +128,7 @@ func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 		return Result{}, err
 	}
 	defer cleanup()
+	e.whole = p.Whole
 	points := b.CrashPoints()
 	e.res.CrashPoints = len(points) > 0
 	if e.res.Failure != nil {

@@ -174,3 +174,69 @@ func TestSeedsAndShards(t *testing.T) {
 		}
 	}
 }
+
+// The racy continuity bugs (the upsert's check read outside its write
+// transaction; an in-process lock instead of a transaction, which orders
+// one handle's upserts and no other's) are found from one seed within the
+// default sweep, in process: the seed's scheduler pauses one upsert between
+// its read and its write while another's commits. Each failure shrinks to a
+// few steps, replays the same way every time, and the correct reference
+// passes the shrunk schedule.
+func TestRacyBugsAreReproducedFromOneSeed(t *testing.T) {
+	ctx := context.Background()
+	for _, bug := range []bugs.Bug{bugs.ContinuityUpsertCheckOutsideTx, bugs.ContinuityProcessLock} {
+		t.Run(bug.Name(), func(t *testing.T) {
+			backend := referenceBackend(bug)
+			for _, seed := range DefaultSeeds.Seeds(Shard{}) {
+				res, err := Explore(ctx, continuitySubject, backend, seed, Params{}, ScratchDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failure == nil {
+					continue
+				}
+				small, err := Shrink(ctx, continuitySubject, backend, res, ScratchDir(), 2000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(small.Schedule.Steps); n > 12 || small.Failure.Signature() != res.Failure.Signature() {
+					t.Fatalf("seed %d shrunk to %d steps, failing as %q:\n%s", seed, n, small.Failure.Signature(), small.InterleavingText(50))
+				}
+				overlapped := false
+				for _, row := range func() []Row { _, rows := small.Interleaving(); return rows }() {
+					for _, c := range row.Cells {
+						overlapped = overlapped || c == "┊"
+					}
+				}
+				if !overlapped {
+					t.Fatalf("seed %d: the shrunk failure has no operations in flight together:\n%s", seed, small.InterleavingText(50))
+				}
+				for range 100 {
+					again, err := Run(ctx, continuitySubject, backend, small.Schedule, ScratchDir())
+					if err != nil || again.Failure == nil || again.Failure.Signature() != small.Failure.Signature() || again.Hash() != small.Hash() {
+						t.Fatalf("a replay of the shrunk schedule did not fail the same way: %v %v", err, again.Failure)
+					}
+				}
+				if ok, err := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), small.Schedule, ScratchDir()); err != nil || ok.Failure != nil {
+					t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
+				}
+				t.Logf("seed %d: %d steps shrunk to %d:\n%s", seed, len(res.Schedule.Steps), len(small.Schedule.Steps), small.InterleavingText(50))
+				return
+			}
+			t.Fatalf("the default sweep never found %s", bug.Name())
+		})
+	}
+}
+
+// A backend without yield points still runs: operations interleave whole,
+// and the result says that interleavings inside operations were not
+// explored.
+func TestWholeOperationsRunAndSaySo(t *testing.T) {
+	res, err := Explore(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), 5, Params{Whole: true}, t.TempDir())
+	if err != nil || res.Failure != nil {
+		t.Fatal(err, res.Failure)
+	}
+	if res.Yielded || len(res.Unexplored()) != 1 || !strings.Contains(res.Unexplored()[0], "interleavings inside operations were not explored") {
+		t.Fatalf("yielded %v, unexplored %q", res.Yielded, res.Unexplored())
+	}
+}

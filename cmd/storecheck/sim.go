@@ -105,7 +105,7 @@ func simulation(inv invocation) int {
 				}
 				c.Outcome = reports.Failed
 				c.Message = res.Failure.Error()
-				c.Details, c.Artifacts = shrinkAndSave(subj, backend, res, shrinkBudget, reportDir, name, suffix, stderr)
+				c.Details, c.Artifacts, c.Interleaving = shrinkAndSave(subj, backend, res, shrinkBudget, reportDir, name, suffix, stderr)
 			}
 			result.Checks = append(result.Checks, c)
 		}, func() bool { return failFast && failed.Load() })
@@ -130,7 +130,7 @@ func simulation(inv invocation) int {
 
 // shrinkAndSave shrinks a failing run and saves the small schedule and its
 // trace; it returns the trace for the report, and the files.
-func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, reportDir, store, suffix string, stderr io.Writer) (string, []reports.Artifact) {
+func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, reportDir, store, suffix string, stderr io.Writer) (string, []reports.Artifact, *reports.Interleaving) {
 	small := res
 	if budget > 0 && res.Failure.Backend == nil {
 		var err error
@@ -140,11 +140,16 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 		}
 	}
 	details := fmt.Sprintf("shrunk from %d to %d steps:\n%s\n%v", len(res.Schedule.Steps), len(small.Schedule.Steps),
-		strings.Join(small.Trace, "\n"), small.Failure)
+		small.InterleavingText(48), small.Failure)
+	columns, rows := small.Interleaving()
+	grid := &reports.Interleaving{Columns: columns, Notes: small.Unexplored()}
+	for _, r := range rows {
+		grid.Rows = append(grid.Rows, reports.InterleavingRow{Step: r.Step, Cells: r.Cells})
+	}
 	folder := fmt.Sprintf("sim-%s-seed-%d", store, res.Schedule.Seed)
 	if err := os.MkdirAll(filepath.Join(reportDir, folder), 0o755); err != nil {
 		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
-		return details, nil
+		return details, nil, grid
 	}
 	schedule := filepath.Join(folder, "schedule.json")
 	trace := filepath.Join(folder, "trace.txt")
@@ -152,8 +157,10 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
 	}
 	os.WriteFile(filepath.Join(reportDir, trace), []byte(strings.Join(small.Trace, "\n")+"\n"+small.Failure.Error()+"\n"), 0o644)
+	os.WriteFile(filepath.Join(reportDir, folder, "interleaving.txt"), []byte(small.InterleavingText(60)+small.Failure.Error()+"\n"), 0o644)
 	details += "\nreplay: storecheck replay " + filepath.Join(reportDir, schedule) + suffix
-	return details, []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace}}
+	return details, []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
+		{Name: "interleaving", Path: filepath.Join(folder, "interleaving.txt")}}, grid
 }
 
 // writeCoverage prints what the sweep reached of the store's rare events.
