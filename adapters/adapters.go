@@ -8,9 +8,6 @@ import (
 	"context"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/client"
-	"github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Target is one open store of a backend.
@@ -65,12 +62,3 @@ func (l local[S]) Crash() error { return Crash(l.store) }
 func Local[S interface{ Close() error }](s S, apply func(ctx context.Context, s S, op spec.Op) (any, error)) Target {
 	return local[S]{store: s, apply: apply}
 }
-
-// Continuity is the in-process Target of a Go continuity store.
-func Continuity(s continuity.Store) Target { return Local(s, continuity.Apply) }
-
-// Client is the in-process Target of a Go client store.
-func Client(s client.Store) Target { return Local(s, client.Apply) }
-
-// Runtime is the in-process Target of a Go runtime store.
-func Runtime(s runtime.Store) Target { return Local(s, runtime.Apply) }

@@ -14,6 +14,9 @@ import (
 type Backend interface {
 	// Info is what the backend declared: name, stores, capabilities.
 	Info() Hello
+	// Contract is the contract the backend speaks store by (false: it
+	// implements no such store).
+	Contract(store string) (spec.Contract, bool)
 	// Open opens a Target of store: on o.Path, or in memory when o.Path is
 	// "". o.Clock is the only time the store may use.
 	Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error)
@@ -24,34 +27,71 @@ type Backend interface {
 // Opener opens one store's Target.
 type Opener func(ctx context.Context, o spec.OpenOptions) (Target, error)
 
+// LocalStore is one store of an InProcess backend: its contract, and how
+// to open it.
+type LocalStore struct {
+	Contract spec.Contract
+	Open     Opener
+}
+
 // inProcess is a Backend of Go stores in this process.
 type inProcess struct {
-	info    Hello
-	openers map[string]Opener
+	info   Hello
+	stores []LocalStore
 }
 
 // InProcess is a Backend of Go stores in this process: info declares its
-// name and capabilities (its Version and Stores are filled in), openers open
-// each store it implements, by store name.
-func InProcess(info Hello, openers map[string]Opener) Backend {
+// name and capabilities (its Version and Stores are filled in), stores are
+// the stores it implements, in order.
+func InProcess(info Hello, stores ...LocalStore) Backend {
 	info.Version = ProtocolVersion
 	info.Stores = nil
-	for _, c := range Contracts {
-		if openers[c.Name] != nil {
-			info.Stores = append(info.Stores, c.Name)
-		}
+	for _, s := range stores {
+		info.Stores = append(info.Stores, s.Contract.Name)
 	}
-	return &inProcess{info: info, openers: openers}
+	return &inProcess{info: info, stores: stores}
 }
 
 func (b *inProcess) Info() Hello { return b.info }
 
+func (b *inProcess) store(name string) (LocalStore, bool) {
+	for _, s := range b.stores {
+		if s.Contract.Name == name {
+			return s, true
+		}
+	}
+	return LocalStore{}, false
+}
+
+func (b *inProcess) Contract(store string) (spec.Contract, bool) {
+	s, ok := b.store(store)
+	return s.Contract, ok
+}
+
 func (b *inProcess) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
-	open := b.openers[store]
-	if open == nil {
+	s, ok := b.store(store)
+	if !ok {
 		return nil, fmt.Errorf("backend %s does not implement store %q", b.info.Name, store)
 	}
-	return open(ctx, o)
+	return s.Open(ctx, o)
 }
 
 func (b *inProcess) Close() error { return nil }
+
+// contractIn finds store's contract among cs.
+func contractIn(cs []spec.Contract, store string) (spec.Contract, bool) {
+	for _, c := range cs {
+		if c.Name == store {
+			return c, true
+		}
+	}
+	return spec.Contract{}, false
+}
+
+// clip is b as a string, cut to n bytes.
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return fmt.Sprintf("%s... (%d bytes)", b[:n], len(b))
+	}
+	return string(b)
+}

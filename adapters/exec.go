@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,9 @@ const (
 type ExecOptions struct {
 	// Command is the program and its arguments.
 	Command []string
+	// Contracts are the stores the kit speaks with it: a store its hello
+	// declares must be one of them.
+	Contracts []spec.Contract
 	// Env is added to this process's environment for the program.
 	Env []string
 	// Timeout bounds the wait for each reply (DefaultTimeout when 0). A
@@ -73,6 +77,9 @@ func StartExec(ctx context.Context, o ExecOptions) (*Exec, error) {
 	if len(o.Command) == 0 {
 		return nil, errors.New("exec backend: no command")
 	}
+	if len(o.Contracts) == 0 {
+		return nil, errors.New("exec backend: no contracts to speak (ExecOptions.Contracts)")
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -106,7 +113,7 @@ func (e *Exec) start(ctx context.Context) error {
 	}
 	if err == nil {
 		for _, s := range info.Stores {
-			if _, ok := ContractOf(s); !ok {
+			if _, ok := contractIn(e.o.Contracts, s); !ok {
 				err = p.violation(fmt.Sprintf("hello: the backend declares an unknown store %q", s))
 				break
 			}
@@ -155,12 +162,21 @@ func (e *Exec) Err() error {
 	return e.err
 }
 
+// Contract is the contract of store, when the kit speaks it and the
+// backend's hello declares it.
+func (e *Exec) Contract(store string) (spec.Contract, bool) {
+	if !slices.Contains(e.Info().Stores, store) {
+		return spec.Contract{}, false
+	}
+	return contractIn(e.o.Contracts, store)
+}
+
 // PID is the backend process's id.
 func (e *Exec) PID() int { return e.proc().cmd.Process.Pid }
 
 // Open opens a database of store on the backend.
 func (e *Exec) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
-	c, ok := ContractOf(store)
+	c, ok := e.Contract(store)
 	if !ok {
 		return nil, fmt.Errorf("exec backend: unknown store %q", store)
 	}

@@ -8,15 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/spec"
 )
 
 // docs/protocol.md holds tables generated from the Go types: every
 // operation's args and result for every registered store, the error kinds,
 // the crash points. This test regenerates them and fails when the page
-// differs, so a store that registers in adapters.Contracts cannot land
+// differs, so a store that registers in internal/stores cannot land
 // without its rows. STORECHECK_UPDATE_DOCS=1 rewrites the page.
 func TestProtocolPageTables(t *testing.T) {
 	const path = "../docs/protocol.md"
@@ -53,7 +52,7 @@ func TestProtocolPageTables(t *testing.T) {
 
 func operationsTable() string {
 	var b strings.Builder
-	for _, c := range adapters.Contracts {
+	for _, c := range stores.Contracts() {
 		fmt.Fprintf(&b, "\n#### %s\n\n| op | args | result |\n|---|---|---|\n", c.Name)
 		for _, op := range c.Ops {
 			result := "`null`"
@@ -86,7 +85,7 @@ func typesTable() string {
 		}
 	}
 	var b strings.Builder
-	for _, c := range adapters.Contracts {
+	for _, c := range stores.Contracts() {
 		order = nil
 		for _, op := range c.Ops {
 			walk(reflect.TypeOf(op), true)
@@ -107,7 +106,7 @@ func typesTable() string {
 func kindsTable() string {
 	var b strings.Builder
 	b.WriteString("\n| kind | store | definite | sent by | means |\n|---|---|---|---|---|\n")
-	for _, c := range adapters.Contracts {
+	for _, c := range stores.Contracts() {
 		for _, k := range c.Kinds {
 			row, shared := spec.KindInfoOf(k)
 			if !shared {
@@ -129,7 +128,7 @@ func kindsTable() string {
 }
 
 func crashPointsTable() string {
-	points := reference.Backend(reference.Options{}).Info().Capabilities.CrashPoints
+	points := stores.Reference().Info().Capabilities.CrashPoints
 	var stores []string
 	for s := range points {
 		stores = append(stores, s)

@@ -219,8 +219,8 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		}
 		return s.b.Info(), nil
 	case TypeOpen:
-		c, ok := ContractOf(req.Store)
-		if !ok || !slices.Contains(s.b.Info().Stores, req.Store) {
+		c, ok := s.b.Contract(req.Store)
+		if !ok {
 			return nil, spec.Errorf(spec.ErrBadRequest, "open: this backend does not implement store %q (it has %v)", req.Store, s.b.Info().Stores)
 		}
 		if (req.Path == "") == !req.InMemory {

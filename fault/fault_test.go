@@ -22,7 +22,7 @@ func injected(t *testing.T) (*fault.Env, c.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := fault.Wrap(adapters.Continuity(s), c.StoreName)
+	in := fault.Wrap(adapters.Local[c.Store](s, c.Apply), c.StoreName)
 	t.Cleanup(func() { in.Close() })
 	return &fault.Env{Clock: clockwork.NewFakeClock(), Boundary: in}, c.Proxy{Target: in}
 }

@@ -32,15 +32,10 @@ type planned struct {
 	pause time.Duration
 }
 
-// Wrap puts an Injector in front of t, a Target of store. The store's
-// contract must have an "io" kind: the kind a busy or failing database
-// yields.
+// Wrap puts an Injector in front of t, a Target of store. A busy or failing
+// database yields spec.ErrIO, the kind every contract has.
 func Wrap(t adapters.Target, store string) *Injector {
-	in := &Injector{target: t}
-	if c, ok := adapters.ContractOf(store); ok && c.HasKind(spec.ErrIO) {
-		in.ioKind = spec.ErrIO
-	}
-	return in
+	return &Injector{target: t, ioKind: spec.ErrIO}
 }
 
 func (in *Injector) plan(p planned) {

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/spec/suite"
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // withdraw turns off the capabilities the config withdraws.
-func (c *Config) withdraw(caps suite.Capabilities) suite.Capabilities {
+func (c *Config) withdraw(caps spec.Capabilities) spec.Capabilities {
 	if c == nil {
 		return caps
 	}
@@ -34,22 +35,46 @@ func (c *Config) withdraw(caps suite.Capabilities) suite.Capabilities {
 	return caps
 }
 
-// harnessFor is h, or, when a backend command is given, the harness of that
-// program through the exec adapter (the caller closes it); either way with
-// the capabilities the config withdraws taken off.
-func harnessFor(h suite.Harness, command []string, timeout time.Duration, verbose bool, stderr io.Writer) (suite.Harness, *adapters.Exec, error) {
-	var backend *adapters.Exec
+// withdrawn is a Backend with some of its declared capabilities taken off.
+type withdrawn struct {
+	adapters.Backend
+	caps spec.Capabilities
+}
+
+func (w withdrawn) Info() adapters.Hello {
+	info := w.Backend.Info()
+	info.Capabilities.Capabilities = w.caps
+	return info
+}
+
+// backendFor is the backend a command checks: ref (the reference, in this
+// process), or, when a backend command is given, that program through the
+// exec adapter (returned too: the caller closes it); either way with the
+// capabilities the config withdraws taken off. Everything downstream (the
+// suite through suite.HarnessOf, the linearizability check, the simulator)
+// opens its Targets through it.
+func backendFor(ref adapters.Backend, command []string, timeout time.Duration, verbose bool, stderr io.Writer) (adapters.Backend, *adapters.Exec, error) {
+	b := ref
+	var exec *adapters.Exec
 	if command != nil {
-		o := adapters.ExecOptions{Command: command, Timeout: timeout}
+		o := execOptions(command, timeout)
 		if verbose {
 			o.Stderr = stderr
 		}
 		var err error
-		if backend, err = adapters.StartExec(context.Background(), o); err != nil {
-			return h, nil, err
+		if exec, err = adapters.StartExec(context.Background(), o); err != nil {
+			return nil, nil, err
 		}
-		h = suite.HarnessOf(backend)
+		b = exec
 	}
-	h.Capabilities = config.withdraw(h.Capabilities)
-	return h, backend, nil
+	if config != nil && len(config.Capabilities) > 0 {
+		b = withdrawn{b, config.withdraw(b.Info().Capabilities.Capabilities)}
+	}
+	return b, exec, nil
+}
+
+// execOptions runs command over the wire protocol, speaking every
+// registered store.
+func execOptions(command []string, timeout time.Duration) adapters.ExecOptions {
+	return adapters.ExecOptions{Command: command, Timeout: timeout, Contracts: stores.Contracts()}
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/storecheck/storecheck/internal/bugs"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -42,12 +42,16 @@ type command struct {
 
 // invocation is what a command runs with.
 type invocation struct {
-	f       *flags
+	f *flags
+	// backend is the command after "--" (else the config's): a program to
+	// check over the wire protocol instead of ref.
 	backend []string
 	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
-	ref     reference.Options
+	// ref is the in-process backend checked when no program is named: the
+	// reference (stores.Reference), the one the tests check too.
+	ref adapters.Backend
 }
 
 // commands are storecheck's commands, in help order; run is the default.
@@ -98,9 +102,9 @@ func commandNames() []string {
 	return names
 }
 
-// cli runs storecheck with args against the reference opened with ref and
+// cli runs storecheck with args, checking ref when no program is named, and
 // returns the exit code.
-func cli(args []string, stdout, stderr io.Writer, ref reference.Options) int {
+func cli(args []string, stdout, stderr io.Writer, ref adapters.Backend) int {
 	name := "run"
 	if len(args) > 0 {
 		switch a := args[0]; {
@@ -110,6 +114,9 @@ func cli(args []string, stdout, stderr io.Writer, ref reference.Options) int {
 		case !strings.HasPrefix(a, "-"):
 			name, args = a, args[1:]
 		}
+	}
+	if name == selftestSubject {
+		return runSelftestSubject(args, stdout, stderr)
 	}
 	cmd, ok := commandNamed(name)
 	if !ok {
@@ -151,8 +158,8 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 	var selected []string
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
-		if _, ok := kitOf(s); !ok {
-			fmt.Fprintf(stderr, "storecheck %s: unknown store %q; accepted: %s\n", cmd, s, strings.Join(stores, ", "))
+		if _, ok := stores.Lookup(s); !ok {
+			fmt.Fprintf(stderr, "storecheck %s: unknown store %q; accepted: %s\n", cmd, s, strings.Join(storeNames, ", "))
 			return nil, false
 		}
 		selected = append(selected, s)
@@ -162,26 +169,6 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 
 // config is the configuration file of this invocation (nil: none).
 var config *Config
-
-// bugEnv names a deliberate bug the reference is opened with ("none": the
-// reference itself): storecheck selftest sets it for the processes it starts (a "storecheck run" of the
-// specs, a "storecheck serve" behind the exec adapter), so that they check
-// a broken reference. It is for selftest alone.
-const bugEnv = "STORECHECK_SELFTEST_BUG"
-
-// referenceFromEnv is the reference the environment asks for: the correct
-// one, or the bug selftest named.
-func referenceFromEnv() (reference.Options, error) {
-	name := os.Getenv(bugEnv)
-	if name == "" || name == "none" {
-		return reference.Options{}, nil
-	}
-	b, ok := bugs.ByName(name)
-	if !ok {
-		return reference.Options{}, fmt.Errorf("%s=%q names no deliberate bug", bugEnv, name)
-	}
-	return reference.Options{Bug: b}, nil
-}
 
 // writeReports writes every form of the report (JUnit XML, JSON, HTML, text)
 // into the report folder when --report-dir was given (on the command line

@@ -15,6 +15,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/internal/stores"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
@@ -26,8 +27,9 @@ import (
 func startServe(t testing.TB) *adapters.Exec {
 	t.Helper()
 	e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{
-		Command: []string{os.Args[0], "serve"},
-		Env:     []string{harnessEnv + "=file"},
+		Command:   []string{os.Args[0], "serve"},
+		Env:       []string{harnessEnv + "=file"},
+		Contracts: stores.Contracts(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +285,7 @@ func TestRunPassesServeThroughTheExecAdapter(t *testing.T) {
 	if code != exitPassed {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 	}
-	for _, store := range stores {
+	for _, store := range storeNames {
 		m := tally(store, "spec").FindStringSubmatch(out)
 		if m == nil || m[1] == "0" || m[2] != "0" || m[3] != "0" {
 			t.Fatalf("want a %s line with passes, no failures and no skips:\n%s", store, out)

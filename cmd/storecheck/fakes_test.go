@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/spec"
 )
 
@@ -136,7 +136,7 @@ func TestBackendFailures(t *testing.T) {
 
 func TestABackendThatCannotStartIsABackendFailure(t *testing.T) {
 	var out, errs strings.Builder
-	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, reference.Options{})
+	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, stores.Reference())
 	if code != exitBackend || !strings.Contains(errs.String(), "storecheck run: backend failure: backend_failure: start") ||
 		!strings.Contains(errs.String(), "no such file or directory") {
 		t.Fatalf("exit %d, want %d\n%s", code, exitBackend, errs.String())

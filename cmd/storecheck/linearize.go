@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
-	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reports"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // linearizeConfig is what a linearizability run of one store needs.
@@ -24,25 +24,26 @@ type linearizeConfig struct {
 	command string
 }
 
-// linearizeStore runs concurrent clients against one store of h, checks the
-// history, and writes a failure folder when it is not linearizable.
-func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeConfig, stderr io.Writer) reports.Check {
-	check := reports.Check{Store: k.contract.Name, Layer: "linearizability"}
+// linearizeStore runs concurrent clients against store s of backend b,
+// checks the history, and writes a failure folder when it is not
+// linearizable.
+func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg linearizeConfig, stderr io.Writer) reports.Check {
+	check := reports.Check{Store: s.Name(), Layer: "linearizability"}
 	dir, err := os.MkdirTemp("", "storecheck-linearize-")
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, err.Error()
 		return check
 	}
 	defer os.RemoveAll(dir)
-	if k.model == nil {
+	if s.Model == nil {
 		check.Name = "concurrent history"
-		check.Outcome, check.Message = reports.Skipped, "storecheck has no linearizability model of the "+k.contract.Name+" store yet"
+		check.Outcome, check.Message = reports.Skipped, "storecheck has no linearizability model of the "+s.Name()+" store yet"
 		return check
 	}
-	open, handles := k.opener(h, dir)
+	open, handles := opener(b, s, dir)
 	if open == nil {
 		check.Name = "concurrent history"
-		check.Outcome, check.Message = reports.Skipped, "backend does not implement the "+k.contract.Name+" store"
+		check.Outcome, check.Message = reports.Skipped, "backend does not implement the "+s.Name()+" store"
 		return check
 	}
 	rc := cfg.run
@@ -52,13 +53,13 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	rc = rc.WithDefaults()
 	check.Name = fmt.Sprintf("%d clients, %d operations, %d handles, seed %d", rc.Clients, rc.Ops, rc.Handles, rc.Seed)
 	start := time.Now()
-	hist, err := linearizability.Run(ctx, k.contract, open, k.workload(), rc)
+	hist, err := linearizability.Run(ctx, s.Contract, open, s.Workload(), rc)
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "run: "+err.Error()
 		return check
 	}
-	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, k.contract.Name, rc.Seed)
-	res, err := linearizability.Check(k.model, hist, cfg.timeout)
+	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	res, err := linearizability.Check(s.Model, hist, cfg.timeout)
 	check.Duration = time.Since(start)
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "history: "+err.Error()
@@ -77,7 +78,7 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	}
 	check.Reproduce = hist.Command
 	if res.Verdict == linearizability.Illegal {
-		check.Details = minimalHistory(k, hist, cfg.timeout)
+		check.Details = minimalHistory(s, hist, cfg.timeout)
 	}
 	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res)
 	if err != nil {
@@ -112,7 +113,7 @@ func linearize(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
 		return exitUsage
 	}
-	h, backend, err := harnessFor(reference.Harness(inv.ref), inv.backend, f.dur("reply-timeout"), false, stderr)
+	b, backend, err := backendFor(inv.ref, inv.backend, f.dur("reply-timeout"), false, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: backend failure: %v\n", err)
 		return exitBackend
@@ -124,20 +125,20 @@ func linearize(inv invocation) int {
 	}
 	seedList := sr.Seeds(sh)
 	started := time.Now()
-	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(f.line, " ") + suffix, Backend: h.Name, Seed: sr.First}
+	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(f.line, " ") + suffix, Backend: b.Info().Name, Seed: sr.First}
 	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "histories", len(seedList)*len(selected))
 	defer progress.Stop()
 sweep:
-	for _, s := range seedList {
+	for _, seed := range seedList {
 		for _, name := range selected {
-			k, _ := kitOf(name)
+			s, _ := stores.Lookup(name)
 			cfg := linearizeConfig{
-				run:       linearizability.Config{Clients: clients, Ops: ops, Handles: handles, Seed: s, Duration: f.dur("duration")},
+				run:       linearizability.Config{Clients: clients, Ops: ops, Handles: handles, Seed: seed, Duration: f.dur("duration")},
 				timeout:   f.dur("check-timeout"),
 				reportDir: f.str("report-dir"),
 				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", clients, ops, handles),
 			}
-			c := linearizeStore(context.Background(), h, k, cfg, stderr)
+			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			if c.Reproduce != "" {
 				c.Reproduce += suffix
 			}
@@ -168,17 +169,17 @@ sweep:
 func check(inv invocation) int {
 	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
 	file := f.args()[0]
-	hist, err := linearizability.ReadFile(file, contracts())
+	hist, err := linearizability.ReadFile(file, stores.Contracts())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
 	}
-	k, _ := kitOf(hist.Store)
-	if k.model == nil {
+	s, _ := stores.Lookup(hist.Store)
+	if s.Model == nil {
 		fmt.Fprintf(stderr, "storecheck check: storecheck has no linearizability model of the %s store yet\n", hist.Store)
 		return exitUsage
 	}
-	res, err := linearizability.Check(k.model, hist, f.dur("check-timeout"))
+	res, err := linearizability.Check(s.Model, hist, f.dur("check-timeout"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
@@ -196,12 +197,12 @@ func check(inv invocation) int {
 // minimalHistory is what a person reads of a failing history: the smallest
 // independent part that fails, cut to its shortest failing prefix, whose
 // last operations are where it went wrong.
-func minimalHistory(k kit, hist linearizability.History, timeout time.Duration) string {
+func minimalHistory(s stores.Store, hist linearizability.History, timeout time.Duration) string {
 	part := &hist
-	if small := linearizability.Smallest(k.model, hist, timeout); small != nil {
+	if small := linearizability.Smallest(s.Model, hist, timeout); small != nil {
 		part = small
 	}
-	prefix := linearizability.ShortestPrefix(k.model, *part, timeout)
+	prefix := linearizability.ShortestPrefix(s.Model, *part, timeout)
 	if prefix == nil {
 		return ""
 	}

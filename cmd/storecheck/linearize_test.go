@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 )
 
 // A race the specs cannot see fails linearize, leaves a folder with the
@@ -30,7 +30,7 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 		t.Errorf("summary lacks the command:\n%s", summary)
 	}
 	var o, e bytes.Buffer
-	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, reference.Options{}); code != exitFailed {
+	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, stores.Reference()); code != exitFailed {
 		t.Fatalf("check of the saved history: exit %d\n%s%s", code, o.String(), e.String())
 	}
 	if !strings.Contains(o.String(), "illegal") {
@@ -39,7 +39,7 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 }
 
 func TestCheckGoldenHistories(t *testing.T) {
-	h := reference.Options{}
+	h := stores.Reference()
 	files, _ := filepath.Glob("../../linearizability/testdata/*/*/*.json")
 	if len(files) == 0 {
 		t.Fatal("no golden histories")
@@ -57,7 +57,7 @@ func TestCheckGoldenHistories(t *testing.T) {
 }
 
 func TestLinearizeAndCheckUsageErrors(t *testing.T) {
-	h := reference.Options{}
+	h := stores.Reference()
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"store":"continuity","entries":[{"op":"nope"}]}`), 0o644)
 	for _, tc := range []struct {
@@ -67,7 +67,7 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 		{[]string{"linearize", "--clients", "0"}, "storecheck linearize: --clients must be at least 1, got 0\n"},
 		{[]string{"linearize", "--seed", "1", "--seeds", "1..3"}, "storecheck linearize: --seed and --seeds name the same thing; give one\n"},
 		{[]string{"linearize", "--shard", "0/1"}, "storecheck linearize: shard \"0/1\": want i/n with 1 <= i <= n\n"},
-		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(stores, ", ") + "\n"},
+		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(storeNames, ", ") + "\n"},
 		{[]string{"check"}, "storecheck check: want exactly 1 HISTORY.json, got 0 arguments; usage: storecheck check [flags] HISTORY.json\n"},
 		{[]string{"check", bad}, "storecheck check: " + bad + ": history entry 0: continuity has no operation \"nope\"\n"},
 	} {
@@ -85,7 +85,7 @@ func TestLinearizeThroughTheExecAdapter(t *testing.T) {
 	if code != exitPassed || strings.Contains(out, "inconclusive") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, store := range stores {
+	for _, store := range storeNames {
 		if !tally(store, "linearizability").MatchString(out) {
 			t.Errorf("no %s line:\n%s", store, out)
 		}

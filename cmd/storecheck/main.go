@@ -23,15 +23,11 @@
 package main
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/storecheck/storecheck/internal/stores"
 )
 
 func main() {
-	ref, err := referenceFromEnv()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "storecheck: %v\n", err)
-		os.Exit(exitUsage)
-	}
-	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, ref))
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, stores.Reference()))
 }

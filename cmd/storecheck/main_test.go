@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 )
 
 // Ginkgo runs one suite per process, so tests that run the suite start this
@@ -19,26 +19,15 @@ import (
 const harnessEnv = "STORECHECK_TEST_HARNESS"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(bugEnv) != "" {
-		// A process storecheck selftest started.
-		ref, err := referenceFromEnv()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(exitUsage)
-		}
-		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, ref))
-	}
 	if name, ok := os.LookupEnv(harnessEnv); ok {
 		if len(os.Args) == 3 && os.Args[1] == "fake-backend" {
 			fakeBackend(os.Args[2])
 			os.Exit(0)
 		}
-		o := reference.Options{}
+		o := stores.Options{}
 		switch {
 		case name == "memory":
 			o.InMemory = true
-		case name == "direct":
-			o.Direct = true
 		case strings.HasPrefix(name, "bug:"):
 			b, ok := bugs.ByName(strings.TrimPrefix(name, "bug:"))
 			if !ok {
@@ -47,7 +36,7 @@ func TestMain(m *testing.M) {
 			}
 			o.Bug = b
 		}
-		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, o))
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, stores.Backend(o)))
 	}
 	os.Exit(m.Run())
 }
@@ -81,15 +70,15 @@ func tally(store, layer string) *regexp.Regexp {
 }
 
 func TestRunPassesTheReference(t *testing.T) {
-	for _, harness := range []string{"file", "memory", "direct"} {
+	for _, harness := range []string{"file", "memory"} {
 		t.Run(harness, func(t *testing.T) {
 			out, errs, code := storecheck(t, harness, "run", "--seed", "7", "--report-dir", t.TempDir())
 			if code != exitPassed {
 				t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 			}
-			for _, store := range stores {
+			for _, store := range storeNames {
 				layers := []string{"spec"}
-				if k, _ := kitOf(store); k.model != nil {
+				if k, _ := stores.Lookup(store); k.Model != nil {
 					layers = append(layers, "linearizability")
 				}
 				for _, layer := range layers {
@@ -119,7 +108,7 @@ func TestNoArgumentsRunsTheSuite(t *testing.T) {
 	if err != nil && code == 0 {
 		t.Fatal(err)
 	}
-	if code != exitPassed || tally(stores[0], "spec").FindString(out) == "" {
+	if code != exitPassed || tally(storeNames[0], "spec").FindString(out) == "" {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
@@ -150,7 +139,7 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 			}
 			// A bug breaks one store: its name starts with the store's.
 			var only string
-			for _, s := range stores {
+			for _, s := range storeNames {
 				if strings.HasPrefix(b.Name(), s+"_") {
 					only = s
 				}
@@ -188,7 +177,7 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 			if len(expectedFailures[b]) == 0 {
 				t.Skip("no spec catches this bug: the linearizability check does")
 			}
-			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--store", storeOfBug(b), "--layers", "spec", "--seed", "1", "--", os.Args[0], "serve")
+			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--store", b.Store(), "--layers", "spec", "--seed", "1", "--", os.Args[0], "serve")
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 			}
@@ -203,14 +192,14 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	h := reference.Options{}
+	h := stores.Reference()
 	runAccepted := "accepted flags: --store, --layers, --seed, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --verbose"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; " + runAccepted + "\n"},
-		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores, ", ") + "\n"},
+		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(storeNames, ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; " + runAccepted + "\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; " + runAccepted + "\n"},
 		{[]string{"run", "--"}, "storecheck run: no command after --; " + runAccepted + "\n"},

@@ -56,7 +56,7 @@ const defaultCheckTimeout = 60 * time.Second
 
 // options are every command's flags, in help order.
 var options = []option{
-	{name: "store", arg: "LIST", def: strings.Join(stores, ","), help: "stores to check, comma-separated"},
+	{name: "store", arg: "LIST", def: strings.Join(storeNames, ","), help: "stores to check, comma-separated"},
 	{name: "layers", arg: "LIST", def: "spec,linearizability", help: "layers to run, comma-separated: spec, linearizability"},
 	{name: "seed", kind: kindInt64, arg: "N", help: "one seed (default: run and linearize take the clock's Unix seconds and print them; sim sweeps --seeds)"},
 	{name: "seeds", arg: "A..B", help: "seeds to sweep (default: sim's default sweep " + sim.DefaultSeeds.String() + "; linearize one --seed)"},

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
-	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -38,7 +38,7 @@ func run(inv invocation) int {
 	}
 	failFast, verbose, ops := f.on("fail-fast"), f.on("verbose"), f.num("ops")
 
-	h, backend, err := harnessFor(reference.Harness(inv.ref), inv.backend, f.dur("reply-timeout"), verbose, stderr)
+	b, backend, err := backendFor(inv.ref, inv.backend, f.dur("reply-timeout"), verbose, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck run: backend failure: %v\n", err)
 		return exitBackend
@@ -46,6 +46,7 @@ func run(inv invocation) int {
 	if backend != nil {
 		defer backend.Close()
 	}
+	h := suite.HarnessOf(b)
 
 	started := time.Now()
 	result := reports.Run{Backend: h.Name, Seed: seed}
@@ -60,8 +61,8 @@ func run(inv invocation) int {
 			command:   fmt.Sprintf("storecheck linearize --ops %d", ops),
 		}
 		for _, name := range selected {
-			k, _ := kitOf(name)
-			c := linearizeStore(context.Background(), h, k, cfg, stderr)
+			s, _ := stores.Lookup(name)
+			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			result.Checks = append(result.Checks, c)
 			if failFast && c.Outcome == reports.Failed {
 				break

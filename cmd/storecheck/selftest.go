@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
-	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
 )
@@ -61,8 +61,8 @@ func selftest(inv invocation) int {
 	subjects := []bugs.Bug{{}}
 	sampled := map[bugs.Bug]bool{}
 	perStore := map[string]int{}
-	for i, b := range bugs.All() {
-		store := storeOfBug(b)
+	for i, b := range stores.Bugs() {
+		store := b.Store()
 		if !slices.Contains(selected, store) || i%sh.N != sh.I-1 {
 			continue
 		}
@@ -84,11 +84,11 @@ func selftest(inv invocation) int {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			stores := selected
+			names := selected
 			if b.Name() != "" {
-				stores = []string{storeOfBug(b)}
+				names = []string{b.Store()}
 			}
-			table[i] = checkBackend(self, b, stores, b.Name() == "" || sampled[b])
+			table[i] = checkBackend(self, b, names, b.Name() == "" || sampled[b])
 			progress.Done(1)
 		}()
 	}
@@ -101,27 +101,41 @@ func selftest(inv invocation) int {
 	return code
 }
 
-// storeOfBug is the store a bug breaks: its name starts with the store's.
-func storeOfBug(b bugs.Bug) string {
-	for _, s := range stores {
-		if strings.HasPrefix(b.Name(), s+"_") {
-			return s
-		}
+// selftestSubject is the command selftest starts its processes with:
+// "storecheck selftest-subject BUG COMMAND [ARG...]" runs COMMAND against
+// the reference with BUG ("none": the reference itself). It is selftest's
+// alone: no help lists it, and no other command or environment variable
+// opens a broken reference.
+const selftestSubject = "selftest-subject"
+
+// runSelftestSubject is "storecheck selftest-subject BUG COMMAND ...".
+func runSelftestSubject(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 2 {
+		fmt.Fprintf(stderr, "storecheck %s: want BUG COMMAND [ARG...]\n", selftestSubject)
+		return exitUsage
 	}
-	return ""
+	b, ok := bugs.ByName(args[0])
+	if !ok && args[0] != "none" {
+		fmt.Fprintf(stderr, "storecheck %s: %q names no deliberate bug\n", selftestSubject, args[0])
+		return exitUsage
+	}
+	return cli(args[1:], stdout, stderr, stores.Backend(stores.Options{Bug: b}))
+}
+
+// subjectName is b as selftestSubject takes it.
+func subjectName(b bugs.Bug) string {
+	if b.Name() == "" {
+		return "none"
+	}
+	return b.Name()
 }
 
 // checkBackend runs the reference with bug b (none: the reference itself)
 // through every layer for the stores.
-func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[string]verdict {
+func checkBackend(self string, b bugs.Bug, names []string, overExec bool) map[string]verdict {
 	out := map[string]verdict{}
-	ref := reference.Options{Bug: b}
-	h := reference.Harness(ref)
-	env := append(os.Environ(), bugEnv+"="+b.Name())
-	if b.Name() == "" {
-		env = append(os.Environ(), bugEnv+"=none")
-	}
-	storeArg := strings.Join(stores, ",")
+	ref := stores.Backend(stores.Options{Bug: b})
+	storeArg := strings.Join(names, ",")
 
 	// A layer in a process of its own: the specs always (Ginkgo runs one
 	// suite a process), and every layer over the exec adapter, against
@@ -129,8 +143,7 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 	scratch, _ := os.MkdirTemp("", "storecheck-selftest-")
 	defer os.RemoveAll(scratch)
 	sub := func(args ...string) verdict {
-		cmd := exec.Command(self, args...)
-		cmd.Env = env
+		cmd := exec.Command(self, append([]string{selftestSubject, subjectName(b)}, args...)...)
 		// Away from the folder's storecheck.json: it configures the
 		// checks of a backend, never the broken references'.
 		cmd.Dir = scratch
@@ -146,15 +159,15 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 		}
 		return v
 	}
-	serve := []string{"--", self, "serve"}
+	serve := []string{"--", self, selftestSubject, subjectName(b), "serve"}
 	out["spec"] = sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
 	if overExec {
 		out["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
 		dir, _ := os.MkdirTemp("", "storecheck-selftest-")
 		defer os.RemoveAll(dir)
 		var modelled []string
-		for _, name := range stores {
-			if k, _ := kitOf(name); k.model != nil {
+		for _, name := range names {
+			if s, _ := stores.Lookup(name); s.Model != nil {
 				modelled = append(modelled, name)
 			}
 		}
@@ -167,13 +180,13 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 
 	lin := verdict{}
 	simv := verdict{}
-	for _, name := range stores {
-		k, _ := kitOf(name)
-		if k.model == nil {
+	for _, name := range names {
+		s, _ := stores.Lookup(name)
+		if s.Model == nil {
 			continue
 		}
 		start := time.Now()
-		c := linearizeStore(context.Background(), h, k, linearizeConfig{
+		c := linearizeStore(context.Background(), ref, s, linearizeConfig{
 			run: linearizability.Config{Seed: 1}, timeout: defaultCheckTimeout, reportDir: os.TempDir(),
 			command: "storecheck linearize"}, io.Discard)
 		lin.ran = true
@@ -187,7 +200,7 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 		start = time.Now()
 		var firstFail time.Duration
 		failed := false
-		sim.Sweep(context.Background(), k.subject(nil), sim.InProcess(reference.Backend(ref), name), sim.DefaultSeeds.Seeds(sim.Shard{}),
+		sim.Sweep(context.Background(), subject(s, nil), sim.InProcess(ref, name), sim.DefaultSeeds.Seeds(sim.Shard{}),
 			sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
 				if r.Failure != nil && !failed {
 					failed, firstFail = true, time.Since(start)
@@ -222,7 +235,7 @@ func writeTable(w io.Writer, subjects []bugs.Bug, table []map[string]verdict, re
 	var escaped, flagged []string
 	code := exitPassed
 	for i, b := range subjects {
-		name, store := b.Name(), storeOfBug(b)
+		name, store := b.Name(), b.Store()
 		if name == "" {
 			name, store = "reference (no bug)", "all"
 		}

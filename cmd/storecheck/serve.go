@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 )
 
@@ -16,9 +15,10 @@ import (
 // crash point fires.
 const exitCrashPoint = 70
 
-// serveCommand is "storecheck serve" against the reference.
+// serveCommand is "storecheck serve": the in-process backend (the
+// reference) over the wire.
 func serveCommand(inv invocation) int {
-	return serve(inv.stdin, inv.stdout, inv.stderr, reference.Backend(inv.ref))
+	return serve(inv.stdin, inv.stdout, inv.stderr, inv.ref)
 }
 
 // serve is "storecheck serve": backend's stores over the wire protocol on

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
 )
@@ -22,7 +22,7 @@ import (
 // the contract's model; each failure is shrunk and saved.
 func simulation(inv invocation) int {
 	f, stdout, stderr, command := inv.f, inv.stdout, inv.stderr, inv.backend
-	ref := reference.Backend(inv.ref)
+	ref := inv.ref
 	selected, ok := parseStores(f.str("store"), "sim", stderr)
 	if !ok {
 		return exitUsage
@@ -61,8 +61,8 @@ func simulation(inv invocation) int {
 	var failed atomic.Bool
 	backendFailed := false
 	for _, name := range selected {
-		k, _ := kitOf(name)
-		if k.model == nil {
+		st, _ := stores.Lookup(name)
+		if st.Model == nil {
 			result.Checks = append(result.Checks, reports.Check{Store: name, Layer: "sim", Name: "seeds " + sr.String(),
 				Outcome: reports.Skipped, Message: "storecheck has no model of the " + name + " store yet"})
 			continue
@@ -70,7 +70,7 @@ func simulation(inv invocation) int {
 		var backend sim.Backend
 		var points []string
 		if command != nil {
-			o := adapters.ExecOptions{Command: command, Timeout: timeout}
+			o := execOptions(command, timeout)
 			probe, err := adapters.StartExec(context.Background(), o)
 			if err != nil {
 				fmt.Fprintf(stderr, "storecheck sim: backend failure: %v\n", err)
@@ -87,9 +87,9 @@ func simulation(inv invocation) int {
 			backend = sim.Exec(o, name)
 		} else {
 			backend = sim.InProcess(ref, name)
-			points = k.crashPoints
+			points = ref.Info().Capabilities.CrashPoints[name]
 		}
-		subj := k.subject(points)
+		subj := subject(st, points)
 		coverage := sim.Coverage{}
 		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
@@ -113,10 +113,10 @@ func simulation(inv invocation) int {
 			fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
 			return exitBackend
 		}
-		if missing := coverage.Missing(k.rareEvents); len(missing) > 0 && sr == sim.DefaultSeeds && sh.N == 1 {
+		if missing := coverage.Missing(rareEvents(st)); len(missing) > 0 && sr == sim.DefaultSeeds && sh.N == 1 {
 			fmt.Fprintf(stderr, "storecheck sim: the %s sweep did not reach: %s\n", name, strings.Join(missing, "; "))
 		}
-		writeCoverage(stdout, name, coverage, k.rareEvents)
+		writeCoverage(stdout, name, coverage, rareEvents(st))
 	}
 	progress.Stop()
 	result.Duration = time.Since(start)
@@ -181,21 +181,21 @@ func writeCoverage(w io.Writer, store string, c sim.Coverage, rare []string) {
 // replay is "storecheck replay FILE": a saved schedule run again, once.
 func replay(inv invocation) int {
 	f, stdout, stderr, command := inv.f, inv.stdout, inv.stderr, inv.backend
-	s, err := sim.ReadSchedule(f.args()[0], contracts())
+	s, err := sim.ReadSchedule(f.args()[0], stores.Contracts())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitUsage
 	}
-	k, _ := kitOf(s.Store)
-	if k.model == nil {
+	st, _ := stores.Lookup(s.Store)
+	if st.Model == nil {
 		fmt.Fprintf(stderr, "storecheck replay: storecheck has no model of the %s store yet\n", s.Store)
 		return exitUsage
 	}
-	backend := sim.InProcess(reference.Backend(inv.ref), s.Store)
+	backend := sim.InProcess(inv.ref, s.Store)
 	if command != nil {
-		backend = sim.Exec(adapters.ExecOptions{Command: command, Timeout: f.dur("reply-timeout")}, s.Store)
+		backend = sim.Exec(execOptions(command, f.dur("reply-timeout")), s.Store)
 	}
-	res, err := sim.Run(context.Background(), k.subject(nil), backend, s, sim.ScratchDir())
+	res, err := sim.Run(context.Background(), subject(st, nil), backend, s, sim.ScratchDir())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitBackend

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -22,7 +23,7 @@ const suiteEnv = "STORECHECK_PYTHON_BACKEND_SUITE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(suiteEnv) != "" {
-		e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{Command: []string{"python3", "backend.py"}})
+		e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{Command: []string{"python3", "backend.py"}, Contracts: stores.Contracts()})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
