@@ -87,6 +87,8 @@ type Hello struct {
 // Capabilities are the optional features a backend declares in its hello
 // (spec.Capabilities, inline), and the crash points it can be crashed at.
 // The kit checks nothing a backend does not declare, and guesses nothing.
+//
+// Every capability is optional in the hello: one left out is not declared.
 type Capabilities struct {
 	spec.Capabilities
 	// Yields: an op request that asks for them is paused at each yield
@@ -94,7 +96,7 @@ type Capabilities struct {
 	// {"type": "resume", "id": N}.
 	Yields bool `json:"yields,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
-	CrashPoints map[string][]string `json:"crash_points"`
+	CrashPoints map[string][]string `json:"crash_points,omitempty"`
 }
 
 // Opened is the backend's answer to open.

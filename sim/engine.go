@@ -275,6 +275,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 func (e *engine) strike(i int, st Step) bool {
 	p := e.procs[st.Process]
 	e.trace(i, p.n, st.Fault.String())
+	e.res.Coverage["fault "+fault.Name(st.Fault)]++
 	switch f := st.Fault.(type) {
 	case fault.ClockJump:
 		e.clock.Advance(f.By)

@@ -75,6 +75,14 @@ func TestDefaultSweepCoversTheRareEventsAndNeverFlagsTheReference(t *testing.T) 
 	if missing := cov.Missing(continuitySubject.RareEvents); len(missing) > 0 {
 		t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
 	}
+	// Every fault package fault defines is drawn by some seed.
+	var faults []string
+	for _, name := range fault.Names {
+		faults = append(faults, "fault "+name)
+	}
+	if missing := cov.Missing(faults); len(missing) > 0 {
+		t.Fatalf("the default sweep never drew: %s", strings.Join(missing, "; "))
+	}
 }
 
 // A write-behind cache that acknowledges upserts before they are durable:

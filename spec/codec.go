@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
+	"strings"
 )
 
 // Contract describes one store to the parts of the kit that work with any
@@ -84,7 +86,8 @@ func DecodeResult(op Op, raw json.RawMessage) (any, error) {
 }
 
 // StrictUnmarshal decodes exactly one JSON value into v, refusing unknown
-// fields and anything after the value.
+// fields, missing ones (every field without omitempty must be there, even
+// as null), and anything after the value.
 func StrictUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -93,6 +96,100 @@ func StrictUnmarshal(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return requireFields(data, reflect.TypeOf(v), "")
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// requireFields checks that data, a JSON value of type t, has every field t
+// requires: a struct's fields without omitempty (those of embedded structs
+// at the struct's own level, as encoding/json flattens them), in every
+// element and value of slices and maps too. path names where, for the
+// error.
+func requireFields(data []byte, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(data, &members) != nil {
+			return nil // not an object: the decoder said so already, or it is a leaf
+		}
+		return requireMembers(members, t, path)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		var elems []json.RawMessage
+		if json.Unmarshal(data, &elems) != nil {
+			return nil
+		}
+		for i, e := range elems {
+			if err := requireFields(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		var vals map[string]json.RawMessage
+		if json.Unmarshal(data, &vals) != nil {
+			return nil
+		}
+		keys := make([]string, 0, len(vals))
+		for k := range vals {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := requireFields(vals[k], t.Elem(), fmt.Sprintf("%s[%q]", path, k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func requireMembers(members map[string]json.RawMessage, t reflect.Type, path string) error {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if err := requireMembers(members, ft, path); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		where := name
+		if path != "" {
+			where = path + "." + name
+		}
+		raw, ok := members[name]
+		if !ok {
+			if strings.Contains(","+opts+",", ",omitempty,") {
+				continue
+			}
+			return fmt.Errorf("missing field %q", where)
+		}
+		if err := requireFields(raw, f.Type, where); err != nil {
+			return err
+		}
 	}
 	return nil
 }
