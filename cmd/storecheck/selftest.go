@@ -55,6 +55,14 @@ func selftest(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck selftest: cannot find this program to run it again: %v\n", err)
 		return exitBackend
 	}
+	seeds := sim.DefaultSeeds
+	if f.given("seeds") {
+		if seeds, err = sim.ParseSeeds(f.str("seeds")); err != nil {
+			fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
+			return exitUsage
+		}
+	}
+	run := selftestRun{self: self, seeds: seeds.Seeds(sim.Shard{}), cheapest: f.on("cheapest")}
 
 	// The subjects: the reference first, then every bug of the stores
 	// asked for, the shard's share of them.
@@ -88,7 +96,7 @@ func selftest(inv invocation) int {
 			if b.Name() != "" {
 				names = []string{b.Store()}
 			}
-			table[i] = checkBackend(self, b, names, b.Name() == "" || sampled[b])
+			table[i] = run.check(b, names, b.Name() == "" || sampled[b])
 			progress.Done(1)
 		}()
 	}
@@ -130,12 +138,36 @@ func subjectName(b bugs.Bug) string {
 	return b.Name()
 }
 
-// checkBackend runs the reference with bug b (none: the reference itself)
-// through every layer for the stores.
-func checkBackend(self string, b bugs.Bug, names []string, overExec bool) map[string]verdict {
+// selftestRun is how one selftest checks its subjects.
+type selftestRun struct {
+	self string
+	// seeds are the in-process simulator layer's sweep.
+	seeds []int64
+	// cheapest: a bug not in the exec sample goes through its cheapest
+	// catching layer only, the in-process layers tried in cost order.
+	cheapest bool
+}
+
+// cheapestOrder is the in-process layers in the order of what they cost to
+// catch a bug they can: a simulated seed takes milliseconds in this
+// process, the specs a process of their own (a second), a history and its
+// check a few seconds.
+var cheapestOrder = []string{"sim", "spec", "linearizability"}
+
+// check runs the reference with bug b (none: the reference itself) through
+// the layers for the stores: every layer, over the exec adapter too, when
+// every; else the in-process layers, or with cheapest, the first of them
+// (in cost order) that catches b.
+func (st selftestRun) check(b bugs.Bug, names []string, every bool) map[string]verdict {
 	out := map[string]verdict{}
 	ref := stores.Backend(stores.Options{Bug: b})
 	storeArg := strings.Join(names, ",")
+	var modelled []string
+	for _, name := range names {
+		if s, _ := stores.Lookup(name); s.Model != nil {
+			modelled = append(modelled, name)
+		}
+	}
 
 	// A layer in a process of its own: the specs always (Ginkgo runs one
 	// suite a process), and every layer over the exec adapter, against
@@ -143,7 +175,7 @@ func checkBackend(self string, b bugs.Bug, names []string, overExec bool) map[st
 	scratch, _ := os.MkdirTemp("", "storecheck-selftest-")
 	defer os.RemoveAll(scratch)
 	sub := func(args ...string) verdict {
-		cmd := exec.Command(self, append([]string{selftestSubject, subjectName(b)}, args...)...)
+		cmd := exec.Command(st.self, append([]string{selftestSubject, subjectName(b)}, args...)...)
 		// Away from the folder's storecheck.json: it configures the
 		// checks of a backend, never the broken references'.
 		cmd.Dir = scratch
@@ -159,59 +191,77 @@ func checkBackend(self string, b bugs.Bug, names []string, overExec bool) map[st
 		}
 		return v
 	}
-	serve := []string{"--", self, selftestSubject, subjectName(b), "serve"}
-	out["spec"] = sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
-	if overExec {
-		out["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
-		dir, _ := os.MkdirTemp("", "storecheck-selftest-")
-		defer os.RemoveAll(dir)
-		var modelled []string
-		for _, name := range names {
-			if s, _ := stores.Lookup(name); s.Model != nil {
-				modelled = append(modelled, name)
+	serve := []string{"--", st.self, selftestSubject, subjectName(b), "serve"}
+
+	layers := map[string]func() verdict{
+		"spec": func() verdict {
+			return sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
+		},
+		"linearizability": func() verdict {
+			v := verdict{}
+			for _, name := range modelled {
+				s, _ := stores.Lookup(name)
+				start := time.Now()
+				c := linearizeStore(context.Background(), ref, s, linearizeConfig{
+					run: linearizability.Config{Seed: 1}, timeout: defaultCheckTimeout, reportDir: scratch,
+					command: "storecheck linearize"}, io.Discard)
+				v.ran = true
+				if c.Outcome == reports.Failed && !v.caught {
+					v.caught, v.took = true, time.Since(start)
+				}
+				if c.Outcome == reports.Inconclusive {
+					v.note = "inconclusive"
+				}
 			}
+			return v
+		},
+		"sim": func() verdict {
+			v := verdict{}
+			for _, name := range modelled {
+				s, _ := stores.Lookup(name)
+				start := time.Now()
+				var firstFail time.Duration
+				failed := false
+				sim.Sweep(context.Background(), subject(s, nil), sim.InProcess(ref, name), st.seeds,
+					sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
+						if r.Failure != nil && !failed {
+							failed, firstFail = true, time.Since(start)
+						}
+					}, func() bool { return failed })
+				v.ran = true
+				if failed && !v.caught {
+					v.caught, v.took = true, firstFail
+				}
+			}
+			return v
+		},
+	}
+	// The exec layers run beside the in-process ones: a subject that goes
+	// through every layer is the longest row of the table.
+	execOut := map[string]verdict{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if !every {
+			return
 		}
+		execOut["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
 		if len(modelled) > 0 {
 			list := strings.Join(modelled, ",")
-			out["exec lin"] = sub(append([]string{"linearize", "--store", list, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", dir}, serve...)...)
-			out["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", "1..20", "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", dir}, serve...)...)
+			execOut["exec lin"] = sub(append([]string{"linearize", "--store", list, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", scratch}, serve...)...)
+			execOut["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", "1..20", "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", scratch}, serve...)...)
+		}
+	}()
+	for _, l := range cheapestOrder {
+		out[l] = layers[l]()
+		if st.cheapest && !every && out[l].caught {
+			break
 		}
 	}
-
-	lin := verdict{}
-	simv := verdict{}
-	for _, name := range names {
-		s, _ := stores.Lookup(name)
-		if s.Model == nil {
-			continue
-		}
-		start := time.Now()
-		c := linearizeStore(context.Background(), ref, s, linearizeConfig{
-			run: linearizability.Config{Seed: 1}, timeout: defaultCheckTimeout, reportDir: os.TempDir(),
-			command: "storecheck linearize"}, io.Discard)
-		lin.ran = true
-		if c.Outcome == reports.Failed && !lin.caught {
-			lin.caught, lin.took = true, time.Since(start)
-		}
-		if c.Outcome == reports.Inconclusive {
-			lin.note = "inconclusive"
-		}
-
-		start = time.Now()
-		var firstFail time.Duration
-		failed := false
-		sim.Sweep(context.Background(), subject(s, nil), sim.InProcess(ref, name), sim.DefaultSeeds.Seeds(sim.Shard{}),
-			sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
-				if r.Failure != nil && !failed {
-					failed, firstFail = true, time.Since(start)
-				}
-			}, func() bool { return failed })
-		simv.ran = true
-		if failed && !simv.caught {
-			simv.caught, simv.took = true, firstFail
-		}
+	<-done
+	for l, v := range execOut {
+		out[l] = v
 	}
-	out["linearizability"], out["sim"] = lin, simv
 	return out
 }
 
