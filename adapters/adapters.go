@@ -6,6 +6,7 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/storecheck/storecheck/spec"
 )
@@ -42,6 +43,15 @@ func Crash(t any) error {
 // the same to a real process.
 type Armer interface {
 	Arm(point string) error
+}
+
+// Arm arms point on t when t is an Armer, else it says t cannot. A Target
+// that wraps another forwards Arm with it, as it forwards Crash with Crash.
+func Arm(t any, point string) error {
+	if a, ok := t.(Armer); ok {
+		return a.Arm(point)
+	}
+	return fmt.Errorf("the in-process target (%T) cannot arm crash point %s: it is no adapters.Armer", t, point)
 }
 
 // local is a Target over a store in this process.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
@@ -25,9 +26,9 @@ func runtimeOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t
 // sequential runs the workload's clients as the concurrent runner does, one
 // operation at a time: epochs in which each client issues a few operations
 // (in a random interleaving) while the clock stands still, and between them
-// a jump of the clock by up to 3s. It hands each operation and its time to
-// do.
-func sequential(seed uint64, steps, clients int, w Workload, do func(op spec.Op, nowMS int64)) {
+// a jump of the clock by up to 3s. It hands each operation, its id (for
+// references to its answer) and its time to do.
+func sequential(seed uint64, steps, clients int, w Workload, do func(id string, op spec.Op, nowMS int64)) {
 	pick := rand.New(rand.NewPCG(seed, 1<<40))
 	rngs := make([]*rand.Rand, clients)
 	counts := make([]int, clients)
@@ -46,8 +47,8 @@ func sequential(seed uint64, steps, clients int, w Workload, do func(op spec.Op,
 		pick.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, c := range order[:min(len(order), steps-done)] {
 			op := NextOp(w, rngs[c], c, counts[c], now)
+			do(spec.OpID(c, counts[c]), op, now)
 			counts[c]++
-			do(op, now)
 			done++
 		}
 		now += pick.Int64N(3_000)
@@ -67,11 +68,21 @@ func TestRuntimeModelAgreesWithTheReference(t *testing.T) {
 		m := model.Runtime{Tier: r.Ephemeral}
 		states := []model.State{m.Init()}
 		step := 0
-		sequential(seed, 400, 8, DefaultRuntimeWorkload.New(), func(op spec.Op, now int64) {
+		answers := spec.Answers{}
+		sequential(seed, 400, 8, DefaultRuntimeWorkload.New(), func(id string, op spec.Op, now int64) {
 			if d := now - clock.Now().UnixMilli(); d > 0 {
 				clock.Advance(time.Duration(d) * time.Millisecond)
 			}
+			op = answers.Resolve(op)
+			for _, id := range model.Rules(m.Step(states[0], op, now)) {
+				if _, ok := r.Contract.Rule(id); !ok {
+					t.Fatalf("a branch of %s names the rule %q, which the runtime table does not have", op.Name(), id)
+				}
+			}
 			res, err := r.Apply(ctx, s, op)
+			if err == nil {
+				answers[id] = res
+			}
 			got, _ := Outcome(r.Contract, res, err)
 			next, allowed := model.Follow(m, states, op, now, got)
 			if next == nil {
@@ -86,6 +97,15 @@ func TestRuntimeModelAgreesWithTheReference(t *testing.T) {
 			t.Fatalf("durability tier %v %v", got, err)
 		}
 		s.Close()
+	}
+}
+
+// Every rule the model's branches name is in the contract's table.
+func TestRuntimeModelNamesRulesOfTheTable(t *testing.T) {
+	for _, id := range model.RuntimeRules {
+		if _, ok := r.Contract.Rule(id); !ok {
+			t.Errorf("the model names the rule %q, which the runtime table does not have", id)
+		}
 	}
 }
 
@@ -123,13 +143,20 @@ var runtimeWrites = map[string][]string{
 }
 
 // runtimeCoverage runs the default workload sequentially against the model
-// and counts outcomes by operation and label, and events.
+// and counts outcomes by operation and label, and events. The model's own
+// answers stand for the store's: a reference resolves to the hole the
+// model answered, which its state holds.
 func runtimeCoverage(seed uint64, steps int) (map[string]map[string]int, map[string]int) {
 	m := model.Runtime{}
 	state := m.Init()
 	outcomes, events := map[string]map[string]int{}, map[string]int{}
-	sequential(seed, steps, 8, DefaultRuntimeWorkload.New(), func(op spec.Op, now int64) {
+	answers := spec.Answers{}
+	sequential(seed, steps, 8, DefaultRuntimeWorkload.New(), func(id string, op spec.Op, now int64) {
+		op = answers.Resolve(op)
 		next, out := model.Expect(m, state, op, now)
+		if out.Kind == "" {
+			answers[id] = out.Result
+		}
 		for _, e := range m.Events(state, op, now, out) {
 			events[e]++
 		}
@@ -214,4 +241,47 @@ func TestRuntimeReferenceIsLinearizable(t *testing.T) {
 // check must.
 func TestRuntimeRacyLeaseClaimIsIllegal(t *testing.T) {
 	catchRace(t, model.Runtime{}, runtimeOpener(t, bugs.RuntimeLeaseClaimOutsideTx), DefaultRuntimeWorkload.New)
+}
+
+// A backend whose batch ids, claim ids and tokens and checkpoint refs are
+// not the reference's (the reference, renamed consistently) passes a
+// default history: nothing the check judges depends on the reference's ids.
+func TestRuntimeRenamedIdsAreLinearizable(t *testing.T) {
+	ctx := context.Background()
+	for seed := range int64(3) {
+		path := filepath.Join(t.TempDir(), "runtime.db")
+		b := RenamedRuntime(adapters.InProcess(adapters.Hello{Name: "reference"},
+			adapters.LocalStore{Contract: r.Contract, Open: refruntime.OpenTarget}))
+		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
+			return b.Open(ctx, r.StoreName, spec.OpenOptions{Path: path, Clock: clock})
+		}
+		h, err := Run(ctx, r.Contract, open, DefaultRuntimeWorkload.New(), Config{Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches, claims := 0, 0
+		for _, e := range h.Entries {
+			switch x := e.Outcome.Result.(type) {
+			case r.QueuedWorkBatch:
+				if strings.HasPrefix(x.BatchID, "batch~") {
+					batches++
+				}
+			case *r.QueuedWorkClaim:
+				if x != nil && strings.HasPrefix(x.ClaimID, "claim~") {
+					claims++
+				}
+			}
+		}
+		if batches == 0 {
+			t.Fatalf("seed %d: no enqueue answered a renamed id", seed+1)
+		}
+		res, err := Check(model.Runtime{}, h, 60*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Linearizable {
+			t.Fatalf("seed %d: the renamed reference: %s", seed+1, res.Summary())
+		}
+		t.Logf("seed %d: %d batches and %d claims with renamed ids; %s", seed+1, batches, claims, res.Summary())
+	}
 }

@@ -1,10 +1,18 @@
 package linearizability
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
@@ -14,18 +22,22 @@ import (
 //
 // Clients never see answers (a simulated schedule is generated before it
 // runs), so a client remembers what it asked for and when (it reads the
-// clock before it acts, see ClockedWorkload), and rebuilds from that the
-// tokens and ids a store answers (see model.Runtime for their form):
+// clock before it acts, see ClockedWorkload):
+//   - the ids the store mints where the seed does not say how (batch ids,
+//     claim ids and tokens) it never predicts: it presents a reference to
+//     the answer that minted one (spec.Ref), which the runner resolves;
 //   - each client has a session of its own ("own-<client>") whose lease and
 //     queue it alone uses, now and then intruded on by another: it steps a
 //     private copy of the model with what it asked there, so it knows its
-//     lease's token, fence and expiry, and the ids of its batches and claims;
+//     lease's token (the seed states its format), fence and expiry, which of
+//     its batches are queued and which claims it holds, and which of its
+//     earlier answers minted each;
 //   - the shared sessions' leases all have one TTL, so a client can tell
 //     from the clock's jumps when the lease expired and was granted again,
 //     and guesses its fence and token (granted at the epoch's now to its own
 //     owner): a guess is right when its owner won the lease;
 //   - client 0 is the one producer: every enqueue is its own, so it knows
-//     every batch id.
+//     every batch and which answer minted it.
 //
 // A guess that another client made wrong is a refused operation: both
 // outcomes are wanted.
@@ -94,13 +106,23 @@ type runtimeClient struct {
 	epoch   int
 	guesses map[string]*leaseGuess
 	// mine is the model stepped with what the client asked of its own
-	// session (and, for the producer, its enqueues).
+	// session (and, for the producer, its enqueues). Its ids are holes.
 	mine     model.State
 	ownLease *r.SessionExecutionLease
-	claim    *r.QueuedWorkClaim
-	turns    []askedTurn
-	nodes    int
-	plan     []spec.Op
+	// claim is the claim the client expects it holds, as mine has it.
+	claim *r.QueuedWorkClaim
+	// answers are mine's answers to the client's operations, by operation
+	// id: a reference to an answer resolves against them to mine's hole.
+	answers spec.Answers
+	// refs is, for each hole of mine, the reference to the client's answer
+	// that shows the store's value for it.
+	refs  map[string]string
+	turns []askedTurn
+	nodes int
+	plan  []spec.Op
+	// attached are the attachment ids it staged in the bound session or
+	// its commits named.
+	attached []string
 }
 
 // boundSession is the session commits are for; unleasedSession is one no
@@ -119,13 +141,19 @@ func (w *runtimeWorkload) client(n int, now int64) *runtimeClient {
 	cl := w.clients[n]
 	if cl == nil {
 		cl = &runtimeClient{n: n, owner: fmt.Sprint("owner-", n%w.Owners), now: now, guesses: map[string]*leaseGuess{},
-			mine: privateModel.Init()}
+			mine: privateModel.Init(), answers: spec.Answers{}, refs: map[string]string{}}
 		for i := range w.Sessions {
 			// Somebody took every shared lease in the first epoch.
 			cl.guesses[fmt.Sprint("session-", i)] = &leaseGuess{fence: 1, grantedAt: now, expiry: now + int64(w.LeaseTTLMs)}
 		}
 		cl.guesses[boundSession].holder = w.producerOwner()
 		w.startEpoch(cl)
+		if n == producer {
+			// The producer's turns name an attachment it staged: the first
+			// that commits marks it, and later ones keep that time.
+			cl.plan = append(cl.plan, r.StageAttachment{SessionID: boundSession, AttachmentID: "att-0", Data: []byte("png")})
+			cl.attached = []string{"att-0"}
+		}
 		w.clients[n] = cl
 	}
 	return cl
@@ -174,7 +202,7 @@ func (w *runtimeWorkload) startEpoch(cl *runtimeClient) {
 	if g := cl.guesses[boundSession]; cl.n != producer && cl.owner == w.producerOwner() && g.grantedAt == cl.now &&
 		g.prevHolder == cl.owner && (cl.epoch+cl.n)%2 == 0 {
 		prev := r.SessionExecutionLeaseFence{SessionID: boundSession, OwnerID: cl.owner, FencingToken: g.prevFence,
-			LeaseToken: model.LeaseToken(boundSession, cl.owner, g.prevGrantedAt, g.prevFence)}
+			LeaseToken: r.LeaseToken(boundSession, cl.owner, g.prevGrantedAt, g.prevFence)}
 		id := fmt.Sprintf("turn-%d-%d", cl.n, len(cl.turns))
 		first = append([]spec.Op{r.CommitRuntimeState{Commit: r.RuntimeCommit{SessionID: boundSession, Lease: &prev,
 			TurnCommit: &r.TurnCommit{SessionID: boundSession, TurnID: id, TurnCommitHash: "hash-" + id},
@@ -222,7 +250,7 @@ func (w *runtimeWorkload) Next(rnd *rand.Rand, client, step int) spec.Op {
 func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) spec.Op {
 	cl := w.client(client, now)
 	if w.Partitioned {
-		cl.now = now
+		cl.now, cl.step = now, step
 		return cl.asked(w.partitioned(rnd, cl))
 	}
 	w.observe(cl, now)
@@ -265,13 +293,14 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 	case p < 57:
 		return cl.asked(r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)})
 	case p < 61:
-		// A guess at a batch; rarely one of the bound session's, whose
-		// queue is the producer's to know.
+		// A guess at a batch: whatever the producer's answer to one of its
+		// operations names, when it was an enqueue answered by now; rarely
+		// of the bound session, whose queue is the producer's to know.
 		s := "session-1"
 		if !cl.reserved() && rnd.IntN(4) == 0 {
 			s = boundSession
 		}
-		return cl.asked(r.CancelQueuedWorkBatch{SessionID: s, BatchID: model.BatchID(s, int64(1+rnd.IntN(1+cl.step/3)))})
+		return cl.asked(r.CancelQueuedWorkBatch{SessionID: s, BatchID: spec.Ref(spec.OpID(producer, rnd.IntN(1+cl.step)), "batch_id")})
 	case p < 65:
 		s := pick(rnd, boundSession, ownSession(producer), w.sharedSession(rnd))
 		if rnd.IntN(2) == 0 {
@@ -299,8 +328,12 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 	case p < 84:
 		return cl.asked(r.LoadSessionMeta{})
 	case p < 88:
-		return cl.asked(r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
-			AttachmentID: fmt.Sprint("att-", rnd.IntN(4)), Data: []byte(pick(rnd, "", "png", "pdf"))})
+		st := r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
+			AttachmentID: fmt.Sprint("att-", rnd.IntN(4)), Data: []byte(pick(rnd, "", "png", "pdf"))}
+		if st.SessionID == boundSession {
+			cl.attached = append(cl.attached, st.AttachmentID)
+		}
+		return cl.asked(st)
 	case p < 91:
 		return cl.asked(r.LoadAttachment{AttachmentID: fmt.Sprint("att-", rnd.IntN(4))})
 	case p < 93:
@@ -331,6 +364,11 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		}
 		switch rnd.IntN(4) {
 		case 0:
+			// Now and then a claim for no time at all, which has expired
+			// when it is renewed, and still holds its batches.
+			if rnd.IntN(2) == 0 {
+				cl.plan[len(cl.plan)-1] = ownClaimNoTime
+			}
 			cl.plan = append(cl.plan, renewClaim)
 		case 1:
 			cl.plan = append(cl.plan, abandonClaim)
@@ -344,9 +382,9 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		return r.AbandonQueuedWorkClaim{Claim: cl.claimOrGuess(rnd)}
 	case p < 75:
 		batches := cl.mineOf(r.ListQueuedWork{SessionID: own}).([]r.QueuedWorkBatch)
-		id := model.BatchID(own, 1)
+		id := spec.Ref(spec.OpID(cl.n, rnd.IntN(1+cl.step)), "batch_id")
 		if len(batches) > 0 {
-			id = batches[rnd.IntN(len(batches))].BatchID
+			id = cl.ref(batches[rnd.IntN(len(batches))].BatchID)
 		}
 		return r.CancelQueuedWorkBatch{SessionID: own, BatchID: id}
 	case cl.guesses[boundSession].holder != cl.owner:
@@ -360,7 +398,7 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		// completes the claim in a commit, or leaves it for later; a claim
 		// for no time at all has expired when it completes.
 		claim := w.claimWork(rnd, cl, boundSession, w.sharedLease(rnd, cl, boundSession))
-		if rnd.IntN(4) == 0 {
+		if rnd.IntN(3) == 0 {
 			claim.TTLMs = 0
 		}
 		cl.plan = []spec.Op{claim}
@@ -379,24 +417,29 @@ func (p planned) Name() string { return string(p) }
 func (planned) Result() any    { return nil }
 
 const (
-	ownClaim      planned = "claim own work"
-	renewClaim    planned = "renew the claim"
-	abandonClaim  planned = "abandon the claim"
-	cancelClaimed planned = "cancel a claimed batch"
-	completeClaim planned = "complete the claim"
-	renewOwnLease planned = "renew own lease"
+	ownClaim       planned = "claim own work"
+	ownClaimNoTime planned = "claim own work for no time"
+	renewClaim     planned = "renew the claim"
+	abandonClaim   planned = "abandon the claim"
+	cancelClaimed  planned = "cancel a claimed batch"
+	completeClaim  planned = "complete the claim"
+	renewOwnLease  planned = "renew own lease"
 )
 
 // build makes a planned step.
 func (w *runtimeWorkload) build(rnd *rand.Rand, cl *runtimeClient, p planned) spec.Op {
 	own := ownSession(cl.n)
 	switch p {
-	case ownClaim:
+	case ownClaim, ownClaimNoTime:
 		lease := r.SessionExecutionLeaseFence{SessionID: own}
 		if cl.ownLease != nil {
 			lease = cl.ownLease.Fence()
 		}
-		return w.claimWork(rnd, cl, own, lease)
+		op := w.claimWork(rnd, cl, own, lease)
+		if p == ownClaimNoTime {
+			op.TTLMs = 0
+		}
+		return op
 	case renewClaim:
 		return r.RenewQueuedWorkClaim{Claim: cl.claimOrGuess(rnd), TTLMs: w.ttl(rnd)}
 	case abandonClaim:
@@ -467,7 +510,7 @@ func (w *runtimeWorkload) sharedLease(rnd *rand.Rand, cl *runtimeClient, s strin
 		// unless nobody has taken it again yet and it is still live.
 		fence, at = g.prevFence, g.prevGrantedAt
 	}
-	return r.SessionExecutionLeaseFence{SessionID: s, OwnerID: cl.owner, FencingToken: fence, LeaseToken: model.LeaseToken(s, cl.owner, at, fence)}
+	return r.SessionExecutionLeaseFence{SessionID: s, OwnerID: cl.owner, FencingToken: fence, LeaseToken: r.LeaseToken(s, cl.owner, at, fence)}
 }
 
 // mineOf is what the client's private model answers op, without asking it.
@@ -476,9 +519,77 @@ func (cl *runtimeClient) mineOf(op spec.Op) any {
 	return out.Result
 }
 
+var bareHole = regexp.MustCompile(`^⟨\?[a-z_]+ [0-9]+⟩$`)
+
+// learn keeps mine's answer to the client's current operation, and for each
+// hole it shows first, where in the store's answer its value will be.
+func (cl *runtimeClient) learn(result any) {
+	id := spec.OpID(cl.n, cl.step)
+	cl.answers[id] = result
+	b, err := json.Marshal(result)
+	if err != nil {
+		return
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return
+	}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		join := func(p string) string {
+			if path == "" {
+				return p
+			}
+			return path + "." + p
+		}
+		switch x := v.(type) {
+		case string:
+			if _, known := cl.refs[x]; !known && bareHole.MatchString(x) {
+				cl.refs[x] = spec.Ref(id, path)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k], join(k))
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, join(strconv.Itoa(i)))
+			}
+		}
+	}
+	walk(v, "")
+}
+
+// ref is what the client presents for a value of mine: the reference to the
+// answer that shows it, for a hole; a value no store minted for a hole it
+// never learned; else the value itself.
+func (cl *runtimeClient) ref(v string) string {
+	if !bareHole.MatchString(v) {
+		return v
+	}
+	if ref, ok := cl.refs[v]; ok {
+		return ref
+	}
+	return spec.Unresolved("mine", v)
+}
+
+// present is a claim of mine as the client presents it: its ids and its
+// batches' ids as references to the answers that minted them.
+func (cl *runtimeClient) present(c r.QueuedWorkClaim) r.QueuedWorkClaim {
+	out := c
+	out.ClaimID, out.LeaseToken = cl.ref(c.ClaimID), cl.ref(c.LeaseToken)
+	out.Batches = make([]r.QueuedWorkBatch, len(c.Batches))
+	for i, b := range c.Batches {
+		out.Batches[i] = r.QueuedWorkBatch{BatchID: cl.ref(b.BatchID), SessionID: b.SessionID}
+	}
+	return out
+}
+
 // asked remembers what the client asked: it steps its private model with
-// what it asked of its own session, and with the producer's enqueues; it
-// keeps the lease and the claim it expects, and the turns it committed.
+// what it asked of its own session, and with the producer's enqueues (the
+// operation with each reference to the client's own answers as mine has
+// it); it keeps the lease and the claim it expects, and the turns it
+// committed.
 func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 	own := ownSession(cl.n)
 	step := func(op spec.Op) model.Outcome {
@@ -486,7 +597,7 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 		cl.mine, out = model.Expect(privateModel, cl.mine, op, cl.now)
 		return out
 	}
-	switch o := op.(type) {
+	switch o := cl.answers.Resolve(op).(type) {
 	case r.TryClaimSessionExecutionLease:
 		if o.SessionID == own {
 			cl.ownLease, _ = step(o).Result.(*r.SessionExecutionLease)
@@ -500,10 +611,12 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 			step(o)
 		}
 	case r.EnqueueQueuedWork:
-		step(o)
+		cl.learn(step(o).Result)
 	case r.ClaimReadyQueuedWork:
 		if o.SessionID == own {
-			if c, _ := step(o).Result.(*r.QueuedWorkClaim); c != nil {
+			out := step(o)
+			cl.learn(out.Result)
+			if c, _ := out.Result.(*r.QueuedWorkClaim); c != nil {
 				cl.claim = c
 			}
 		} else if cl.n == producer {
@@ -512,7 +625,9 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 			l, _ := step(r.TryClaimSessionExecutionLease{SessionID: o.SessionID, OwnerID: "private", TTLMs: 1 << 40}).Result.(*r.SessionExecutionLease)
 			if l != nil {
 				o.Lease = l.Fence()
-				if c, _ := step(o).Result.(*r.QueuedWorkClaim); c != nil {
+				out := step(o)
+				cl.learn(out.Result)
+				if c, _ := out.Result.(*r.QueuedWorkClaim); c != nil {
 					cl.claim = c
 				}
 			}
@@ -561,7 +676,10 @@ func (w *runtimeWorkload) completingCommit(rnd *rand.Rand, cl *runtimeClient) sp
 		TurnCommit: &r.TurnCommit{SessionID: boundSession, TurnID: id, TurnCommitHash: "hash-" + id},
 		Graph:      r.GraphDelta{Kind: r.GraphUnchanged}}
 	if cl.claim != nil && cl.claim.SessionID == boundSession {
-		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claim.Completed()}
+		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.present(*cl.claim).Completed()}
+	}
+	if len(cl.attached) > 0 && rnd.IntN(2) == 0 {
+		cm.CommittedAttachmentIDs = []string{cl.attached[rnd.IntN(len(cl.attached))]}
 	}
 	return r.CommitRuntimeState{Commit: cm}
 }
@@ -573,16 +691,17 @@ func (cl *runtimeClient) nodeID(rnd *rand.Rand) string {
 	return fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(cl.nodes))
 }
 
-// claimOrGuess is the claim the client expects it made, or a guess at one.
+// claimOrGuess is the claim the client expects it holds, as it presents it,
+// or a guess at one: what the producer's answer to one of its operations
+// names, when that answer was a claim (of the bound session, whose work the
+// producer claims), as a worker that saw another's claim might present it.
 func (cl *runtimeClient) claimOrGuess(rnd *rand.Rand) r.QueuedWorkClaim {
 	if cl.claim != nil && rnd.IntN(8) > 0 {
-		return *cl.claim
+		return cl.present(*cl.claim)
 	}
-	s := boundSession
-	b := model.BatchID(s, int64(1+rnd.IntN(1+cl.step/3)))
-	id := model.ClaimID(s, b, 1)
-	return r.QueuedWorkClaim{SessionID: s, ClaimID: id, OwnerID: cl.owner, LeaseToken: model.ClaimToken(id, cl.owner, cl.now),
-		FencingToken: 1, Batches: []r.QueuedWorkBatch{{BatchID: b, SessionID: s}}}
+	op := spec.OpID(producer, rnd.IntN(1+cl.step))
+	return r.QueuedWorkClaim{SessionID: boundSession, ClaimID: spec.Ref(op, "claim_id"), OwnerID: cl.owner, LeaseToken: spec.Ref(op, "lease_token"),
+		FencingToken: 1, Batches: []r.QueuedWorkBatch{{BatchID: spec.Ref(op, "batches.0.batch_id"), SessionID: boundSession}}}
 }
 
 // readyWork is a batch ready at once, deliverable at any boundary.
@@ -701,7 +820,15 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 			Usage: r.Usage{InputTokens: uint64(rnd.IntN(100)), OutputTokens: uint64(rnd.IntN(50)), CachedInputTokens: uint64(rnd.IntN(5))}})
 	}
 	if rnd.IntN(2) == 0 {
-		cm.CommittedAttachmentIDs = []string{fmt.Sprint("att-", rnd.IntN(4))}
+		// Mostly one it staged or named before: a later commit keeps the
+		// first commit time.
+		id := fmt.Sprint("att-", rnd.IntN(4))
+		if len(cl.attached) > 0 && rnd.IntN(4) > 0 {
+			id = cl.attached[rnd.IntN(len(cl.attached))]
+		} else {
+			cl.attached = append(cl.attached, id)
+		}
+		cm.CommittedAttachmentIDs = []string{id}
 	}
 	if rnd.IntN(8) == 0 {
 		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claimOrGuess(rnd).Completed()}
@@ -734,4 +861,162 @@ func (w *runtimeWorkload) Deadlines(op spec.Op, now int64) []int64 {
 		}
 	}
 	return nil
+}
+
+// RenamedRuntime is inner with the runtime store's minted ids renamed: every
+// batch id (and the item ids made of it), claim id, claim token and
+// checkpoint ref inner answers reads as another, consistently (one name per
+// id, across every handle it opens), and is renamed back when a caller
+// presents it. Lease tokens, whose format the seed states, are left alone.
+// It is a backend that mints ids of its own, as one written from the seed
+// alone may: the kit's own tests run it to show that nothing the kit checks
+// depends on the reference's ids (rule runtime.minted_ids).
+func RenamedRuntime(inner adapters.Backend) adapters.Backend {
+	return renamedBackend{Backend: inner, names: &runtimeNames{out: map[string]string{}, in: map[string]string{}}}
+}
+
+type renamedBackend struct {
+	adapters.Backend
+	names *runtimeNames
+}
+
+func (b renamedBackend) Open(ctx context.Context, store string, o spec.OpenOptions) (adapters.Target, error) {
+	t, err := b.Backend.Open(ctx, store, o)
+	if err != nil || store != r.StoreName {
+		return t, err
+	}
+	return renamedTarget{inner: t, names: b.names}, nil
+}
+
+// runtimeNames is the renaming, both ways.
+type runtimeNames struct {
+	mu      sync.Mutex
+	out, in map[string]string
+	n       int
+}
+
+// name is the new name of an id inner minted.
+func (rn *runtimeNames) name(kind, id string) string {
+	if id == "" {
+		return ""
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if v, ok := rn.out[id]; ok {
+		return v
+	}
+	rn.n++
+	v := fmt.Sprintf("%s~%04d", kind, rn.n)
+	rn.out[id], rn.in[v] = v, id
+	return v
+}
+
+// id is the id inner minted under a new name (a name never given is left as
+// it is: an id no store minted).
+func (rn *runtimeNames) id(name string) string {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if id, ok := rn.in[name]; ok {
+		return id
+	}
+	return name
+}
+
+func (rn *runtimeNames) batch(b r.QueuedWorkBatch, rename func(kind, s string) string) r.QueuedWorkBatch {
+	id := b.BatchID
+	b.BatchID = rename("batch", id)
+	if len(b.Items) > 0 {
+		items := slices.Clone(b.Items)
+		for i := range items {
+			if rest, ok := strings.CutPrefix(items[i].ItemID, id); ok {
+				items[i].ItemID = b.BatchID + rest
+			}
+		}
+		b.Items = items
+	}
+	return b
+}
+
+func (rn *runtimeNames) claim(c r.QueuedWorkClaim, rename func(kind, s string) string) r.QueuedWorkClaim {
+	c.ClaimID, c.LeaseToken = rename("claim", c.ClaimID), rename("token", c.LeaseToken)
+	c.Batches = slices.Clone(c.Batches)
+	for i := range c.Batches {
+		c.Batches[i] = rn.batch(c.Batches[i], rename)
+	}
+	return c
+}
+
+type renamedTarget struct {
+	inner adapters.Target
+	names *runtimeNames
+}
+
+func (t renamedTarget) Close() error { return t.inner.Close() }
+
+// Crash ends the inner target as a killed process would.
+func (t renamedTarget) Crash() error { return adapters.Crash(t.inner) }
+
+func (t renamedTarget) Arm(point string) error { return adapters.Arm(t.inner, point) }
+
+func (t renamedTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
+	back := func(_, s string) string { return t.names.id(s) }
+	switch o := op.(type) {
+	case r.CancelQueuedWorkBatch:
+		o.BatchID = t.names.id(o.BatchID)
+		op = o
+	case r.RenewQueuedWorkClaim:
+		o.Claim = t.names.claim(o.Claim, back)
+		op = o
+	case r.AbandonQueuedWorkClaim:
+		o.Claim = t.names.claim(o.Claim, back)
+		op = o
+	case r.CommitRuntimeState:
+		cs := slices.Clone(o.Commit.CompletedQueueClaims)
+		for i := range cs {
+			cs[i].ClaimID, cs[i].LeaseToken = t.names.id(cs[i].ClaimID), t.names.id(cs[i].LeaseToken)
+			cs[i].BatchIDs = slices.Clone(cs[i].BatchIDs)
+			for j := range cs[i].BatchIDs {
+				cs[i].BatchIDs[j] = t.names.id(cs[i].BatchIDs[j])
+			}
+		}
+		o.Commit.CompletedQueueClaims = cs
+		op = o
+	}
+	res, err := t.inner.Apply(ctx, op)
+	if err != nil {
+		return res, err
+	}
+	out := t.names.name
+	switch x := res.(type) {
+	case r.QueuedWorkBatch:
+		return t.names.batch(x, out), nil
+	case *r.QueuedWorkBatch:
+		if x != nil {
+			b := t.names.batch(*x, out)
+			return &b, nil
+		}
+	case []r.QueuedWorkBatch:
+		bs := make([]r.QueuedWorkBatch, len(x))
+		for i := range x {
+			bs[i] = t.names.batch(x[i], out)
+		}
+		return bs, nil
+	case r.QueuedWorkClaim:
+		return t.names.claim(x, out), nil
+	case *r.QueuedWorkClaim:
+		if x != nil {
+			c := t.names.claim(*x, out)
+			return &c, nil
+		}
+	case r.CommitResult:
+		x.CheckpointRef = out("checkpoint", x.CheckpointRef)
+		return x, nil
+	case *r.SessionRead:
+		if x != nil {
+			read := *x
+			read.CheckpointRef = out("checkpoint", read.CheckpointRef)
+			return &read, nil
+		}
+	}
+	return res, err
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/jonboulle/clockwork"
@@ -44,11 +43,7 @@ type inProcessProc struct {
 // in-process targets arm their stores' points); a target that cannot arm
 // points declares none, so the simulator never asks.
 func (p *inProcessProc) Arm(point string) error {
-	a, ok := p.target.(adapters.Armer)
-	if !ok {
-		return fmt.Errorf("the backend's in-process target cannot arm crash point %s (it is no adapters.Armer)", point)
-	}
-	return a.Arm(point)
+	return adapters.Arm(p.target, point)
 }
 
 func (p *inProcessProc) Apply(ctx context.Context, op spec.Op) (any, error) {

@@ -32,7 +32,7 @@ func init() {
 			"runtime commit_runtime_state rejects any other expected_head_revision with head_revision_conflict and leaves no trace",
 		},
 		bugs.RuntimePartialCommit: {
-			"runtime commit_runtime_state rejects completed claims not held (another token, another session, expired) with queued_work_claim_expired, and the head does not move",
+			"runtime commit_runtime_state rejects completed claims not held (another token, claim or session) with queued_work_claim_expired, and the head does not move",
 		},
 		bugs.RuntimeHalfOwnedClaim: {
 			"runtime claim_ready_queued_work never returns a claim that owns only some of its batches",
@@ -49,7 +49,7 @@ func init() {
 			"runtime commit_runtime_state marks this session's staged attachments committed once: a later commit keeps the first commit time",
 		},
 		bugs.RuntimeAppendOverwritesNode: {
-			"runtime commit_runtime_state rejects an append of a node id already stored (even tombstoned) or repeated in the delta with graph_node_conflict, and leaves no trace",
+			"runtime commit_runtime_state rejects an append of a node id already stored (even tombstoned) or repeated in the delta with graph_node_conflict or io, and leaves no trace",
 		},
 	} {
 		expectedFailures[b] = specs

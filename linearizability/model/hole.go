@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/storecheck/storecheck/spec"
@@ -125,8 +126,19 @@ func (u *unifier) text(want, got string) bool {
 	}
 	want = Fill(want, u.values)
 	locs := holePattern.FindAllStringIndex(want, -1)
-	if len(locs) == 0 {
+	switch len(locs) {
+	case 0:
 		return want == got
+	case 1:
+		// One hole, the common case (an id, or an id inside a longer
+		// text): the text around it must match, the middle binds.
+		l := locs[0]
+		prefix, suffix := want[:l[0]], want[l[1]:]
+		if len(got) <= len(prefix)+len(suffix) || !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, suffix) {
+			return false
+		}
+		u.values[want[l[0]:l[1]]] = got[len(prefix) : len(got)-len(suffix)]
+		return true
 	}
 	var re strings.Builder
 	re.WriteString("^")
@@ -140,7 +152,7 @@ func (u *unifier) text(want, got string) bool {
 	}
 	re.WriteString(regexp.QuoteMeta(want[last:]))
 	re.WriteString("$")
-	m := regexp.MustCompile(re.String()).FindStringSubmatch(got)
+	m := compiled(re.String()).FindStringSubmatch(got)
 	if m == nil {
 		return false
 	}
@@ -151,4 +163,16 @@ func (u *unifier) text(want, got string) bool {
 		u.values[h] = m[i+1]
 	}
 	return true
+}
+
+var patterns sync.Map // string → *regexp.Regexp
+
+// compiled is the regexp of pattern, compiled once.
+func compiled(pattern string) *regexp.Regexp {
+	if re, ok := patterns.Load(pattern); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(pattern)
+	patterns.Store(pattern, re)
+	return re
 }

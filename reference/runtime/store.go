@@ -7,7 +7,9 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -186,6 +188,32 @@ func (s *Store) free(now int64) Cond {
 
 // ready is the condition that a batch's available_at has come at now.
 func ready(now int64) Cond { return Cond{SQL: "available_at_ms <= ?", Args: []any{now}} }
+
+// The ids this store mints where the seed's derivations are not shown (rule
+// runtime.minted_ids): the contract leaves them to the store, and these are
+// the reference's own choices.
+
+// checkpointRef is the ref of a checkpoint: a content address, "sha256:" and
+// the lowercase hex SHA-256 of the bytes, so equal bytes are one checkpoint.
+func checkpointRef(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// batchID is the id of the store's seq-th enqueued batch (the enqueue
+// sequence, never reused).
+func batchID(session string, seq int64) string { return fmt.Sprintf("%s:batch:%d", session, seq) }
+
+// claimID is the id of a claim whose first batch is first, at that batch's
+// claim fencing token after the claim.
+func claimID(session, first string, fence uint64) string {
+	return fmt.Sprintf("%s:claim:%s:%d", session, first, fence)
+}
+
+// claimToken is the token of a claim made by owner at now.
+func claimToken(claimID, owner string, now int64) string {
+	return fmt.Sprintf("%s:%s:%d", claimID, owner, now)
+}
 
 // expiry is now + ttl, saturating.
 func expiry(now int64, ttl uint64) int64 {
@@ -415,7 +443,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if !s.rules.HeadRevision(cm.ExpectedHeadRevision, actual) {
 			return spec.Errorf(r.ErrHeadRevisionConflict, "expected head revision %d, actual %d", *cm.ExpectedHeadRevision, actual)
 		}
-		res = r.CommitResult{HeadRevision: actual + 1, CheckpointRef: r.CheckpointRef(cm.Checkpoint)}
+		res = r.CommitResult{HeadRevision: actual + 1, CheckpointRef: checkpointRef(cm.Checkpoint)}
 		if err := s.checkCompletedClaims(ctx, tx, cm, now); err != nil {
 			return err
 		}
@@ -804,17 +832,17 @@ func (s *Store) EnqueueQueuedWork(ctx context.Context, d r.QueuedWorkBatchDraft)
 		}
 		// The enqueue sequence is never reused (AUTOINCREMENT), so neither
 		// is the batch id.
-		batchID := r.BatchID(d.SessionID, seq)
-		if _, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET batch_id = ? WHERE enqueue_seq = ?`, batchID, seq); err != nil {
+		id := batchID(d.SessionID, seq)
+		if _, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET batch_id = ? WHERE enqueue_seq = ?`, id, seq); err != nil {
 			return err
 		}
 		for i, p := range d.Payloads {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO queued_work_items (batch_id, item_index, item_id, payload) VALUES (?, ?, ?, ?)`,
-				batchID, i, r.ItemID(batchID, i), raw(p)); err != nil {
+				id, i, r.ItemID(id, i), raw(p)); err != nil {
 				return err
 			}
 		}
-		b, err := loadBatch(ctx, tx, d.SessionID, batchID)
+		b, err := loadBatch(ctx, tx, d.SessionID, id)
 		if err != nil {
 			return err
 		}
@@ -854,8 +882,8 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		selected := candidates[:n]
 		fence := selected[0].ClaimFencingToken + 1
 		claim := r.QueuedWorkClaim{SessionID: session, OwnerID: owner, FencingToken: fence, ClaimedAtMs: now,
-			ExpiresAtMs: expiry(now, ttl), ClaimID: r.ClaimID(session, selected[0].BatchID, fence)}
-		claim.LeaseToken = r.ClaimToken(claim.ClaimID, owner, now)
+			ExpiresAtMs: expiry(now, ttl), ClaimID: claimID(session, selected[0].BatchID, fence)}
+		claim.LeaseToken = claimToken(claim.ClaimID, owner, now)
 		// The guard repeats the free condition: a row another claimer
 		// holds is never taken, and the claim stands only as a whole.
 		free, updated := s.free(now), 0
@@ -896,25 +924,32 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 	return out, err
 }
 
+// RenewQueuedWorkClaim is the seed's: one UPDATE of every batch the claim's
+// id and token hold, with no expiry condition, committed; then the answer is
+// judged by how many batches it changed (the seed's renewed_claim, not
+// shown: the reference answers the claim only when it changed exactly the
+// claim's batches).
 func (s *Store) RenewQueuedWorkClaim(ctx context.Context, c r.QueuedWorkClaim, ttl uint64) (r.QueuedWorkClaim, error) {
 	now := s.now()
+	expires := expiry(now, ttl)
+	var changed int64
 	err := s.db.Write(ctx, "renew_queued_work_claim", func(tx *sql.Tx) error {
-		if len(c.Batches) == 0 {
-			return spec.Errorf(r.ErrQueuedWorkClaimExpired, "claim %s holds no batch", c.ClaimID)
+		res, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET claim_expires_at_ms = ?
+			WHERE session_id = ? AND claim_id = ? AND claim_token = ?`, expires, c.SessionID, c.ClaimID, c.LeaseToken)
+		if err != nil {
+			return err
 		}
-		for _, b := range c.Batches {
-			if err := s.heldBy(ctx, tx, c.SessionID, b.BatchID, c.ClaimID, c.LeaseToken, now); err != nil {
-				return err
-			}
-		}
-		c.ExpiresAtMs = expiry(now, ttl)
-		_, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET claim_expires_at_ms = ?
-			WHERE session_id = ? AND claim_id = ? AND claim_token = ?`, c.ExpiresAtMs, c.SessionID, c.ClaimID, c.LeaseToken)
+		changed, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {
 		return r.QueuedWorkClaim{}, err
 	}
+	if changed == 0 || changed != int64(len(c.Batches)) {
+		return r.QueuedWorkClaim{}, spec.Errorf(r.ErrQueuedWorkClaimExpired, "claim %s of session %s: the renewal changed %d of its %d batches",
+			c.ClaimID, c.SessionID, changed, len(c.Batches))
+	}
+	c.ExpiresAtMs = expires
 	return c, nil
 }
 

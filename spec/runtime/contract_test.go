@@ -38,6 +38,23 @@ func TestSelectClaimPrefix(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
+	// The other readings of the merge key.
+	for _, tc := range []struct {
+		name    string
+		reading MergeReading
+		batches []QueuedWorkBatch
+		want    int
+	}{
+		{"key ignored: another key joins", MergeKeyIgnored, []QueuedWorkBatch{b(next, m, "k"), b(next, m, "j"), b(next, m, "")}, 3},
+		{"key ignored: an exclusive batch still ends it", MergeKeyIgnored, []QueuedWorkBatch{b(next, m, "k"), b(next, x, "k")}, 1},
+		{"empty key alone: first", MergeEmptyKeyAlone, []QueuedWorkBatch{b(next, m, ""), b(next, m, "")}, 1},
+		{"empty key alone: later", MergeEmptyKeyAlone, []QueuedWorkBatch{b(next, m, "k"), b(next, m, "")}, 1},
+		{"empty key alone: a key merges", MergeEmptyKeyAlone, []QueuedWorkBatch{b(next, m, "k"), b(next, m, "k")}, 2},
+	} {
+		if got := SelectClaimPrefixAs(tc.reading, tc.batches, BoundaryTurn, 5); got != tc.want {
+			t.Errorf("%s (%s): %d, want %d", tc.name, tc.reading, got, tc.want)
+		}
+	}
 }
 
 func TestOpNamesAreDistinctSnakeCase(t *testing.T) {
@@ -49,12 +66,6 @@ func TestOpNamesAreDistinctSnakeCase(t *testing.T) {
 			t.Errorf("operation name %q is not a distinct snake_case name", n)
 		}
 		seen[n] = true
-	}
-}
-
-func TestCheckpointRefIsAContentAddress(t *testing.T) {
-	if got := CheckpointRef([]byte("abc")); got != "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
-		t.Fatalf("CheckpointRef(abc) = %s", got)
 	}
 }
 

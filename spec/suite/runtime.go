@@ -1,10 +1,16 @@
 package suite
 
 import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 
 	"github.com/storecheck/storecheck/spec"
 	rt "github.com/storecheck/storecheck/spec/runtime"
@@ -30,7 +36,10 @@ type runtimeFixture struct {
 }
 
 // The runtime contract's rules, one Describe per operation (see spec/runtime
-// for the rules as the contract states them), grouped in runtime_*.go.
+// for the rules as the contract states them, and its rule table, rules.go),
+// grouped in runtime_*.go. Every spec names the rules it checks; where the
+// seed is silent a spec accepts every answer the rule's latitude allows, and
+// its failure says what was allowed.
 func runtimeSpecs(h Harness) {
 	fx := &runtimeFixture{h: h}
 
@@ -237,6 +246,55 @@ func (fx *runtimeFixture) claimed(c *rt.QueuedWorkClaim) []string {
 	return fx.batchIDs(c.Batches)
 }
 
+// prefixes are the claim lengths the rules allow over candidates (the
+// claimable batches in enqueue order) at boundary: one per reading of the
+// merge key (runtime.claim_ready_queued_work.prefix_reading).
+func (fx *runtimeFixture) prefixes(candidates []rt.QueuedWorkBatch, boundary rt.QueuedWorkClaimBoundary, max int) []int {
+	var out []int
+	for _, m := range rt.MergeReadings {
+		if n := rt.SelectClaimPrefixAs(m, candidates, boundary, max); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// claimAsAllowed claims on st and checks that the claim is a prefix of the
+// candidates (the session's pending batches available now, in enqueue
+// order) of a length some reading of the merge key gives.
+func (fx *runtimeFixture) claimAsAllowed(st rt.Store, l *rt.SessionExecutionLease, owner string, boundary rt.QueuedWorkClaimBoundary, max int) *rt.QueuedWorkClaim {
+	GinkgoHelper()
+	pending, err := st.ListPendingQueuedWork(fx.ctx, rtSession)
+	Expect(err).NotTo(HaveOccurred())
+	var candidates []rt.QueuedWorkBatch
+	for _, b := range pending {
+		if b.AvailableAtMs <= fx.now() {
+			candidates = append(candidates, b)
+		}
+	}
+	ns := fx.prefixes(candidates, boundary, max)
+	ids := fx.batchIDs(candidates)
+	c := fx.claimOn(st, l, owner, boundary, max)
+	n := 0
+	if c != nil {
+		n = len(c.Batches)
+	}
+	what := allowed("runtime.claim_ready_queued_work.prefix_reading", "a claim of the first %v of the candidates %v (none for 0)", ns, ids)
+	Expect(ns).To(ContainElement(n), what)
+	if n > 0 {
+		Expect(fx.batchIDs(c.Batches)).To(Equal(ids[:n]), what)
+	}
+	return c
+}
+
+// expectClaimFence checks that a claim's fencing token is its first batch's
+// claim fencing token, before or after the claim's increment.
+func (fx *runtimeFixture) expectClaimFence(c *rt.QueuedWorkClaim) {
+	GinkgoHelper()
+	f := c.Batches[0].ClaimFencingToken
+	Expect(c.FencingToken).To(BeElementOf(f-1, f), allowed("runtime.claim_ready_queued_work.claim_fence", "%d or %d", f-1, f))
+}
+
 func (fx *runtimeFixture) list(sess string) []rt.QueuedWorkBatch {
 	GinkgoHelper()
 	bs, err := fx.s.ListQueuedWork(fx.ctx, sess)
@@ -273,8 +331,8 @@ func (fx *runtimeFixture) state() runtimeObserved {
 	meta, err := fx.s.LoadSessionMeta(fx.ctx)
 	Expect(err).NotTo(HaveOccurred())
 	return runtimeObserved{
-		Session:     fx.load(rt.FullGraph()),
-		Path:        fx.load(rt.ActivePathTo("")),
+		Session:     sortedRead(fx.load(rt.FullGraph())),
+		Path:        sortedRead(fx.load(rt.ActivePathTo(""))),
 		Queue:       [][]rt.QueuedWorkBatch{fx.list(rtSession), fx.list(rtOther)},
 		Pending:     fx.pending(),
 		Meta:        meta,
@@ -293,6 +351,93 @@ func (fx *runtimeFixture) refusedCommit(cm rt.RuntimeCommit, kind error) {
 	before := fx.state()
 	_, err := fx.s.CommitRuntimeState(fx.ctx, cm)
 	fx.refused(before, err, kind)
+}
+
+// refusedAny checks that err has one of the kinds (the rule allows each)
+// and that nothing changed.
+func (fx *runtimeFixture) refusedAny(before runtimeObserved, err error, rule string, kinds ...spec.Kind) {
+	GinkgoHelper()
+	Expect(err).To(fx.kindIn(kinds...), allowed(rule, "%s", joinKinds(kinds)))
+	Expect(fx.state()).To(Equal(before), "a failed operation changes nothing (rule runtime.failure_leaves_no_trace)")
+}
+
+// kindIn matches an error of any of the kinds.
+func (fx *runtimeFixture) kindIn(kinds ...spec.Kind) types.GomegaMatcher {
+	ms := make([]types.GomegaMatcher, len(kinds))
+	for i, k := range kinds {
+		ms[i] = MatchError(k)
+	}
+	return SatisfyAny(ms...)
+}
+
+func joinKinds(kinds []spec.Kind) string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return strings.Join(out, " or ")
+}
+
+// allowed is the failure message of a check of a rule: the rule, its
+// source, and what it allows here.
+func allowed(rule, format string, args ...any) string {
+	return rt.Contract.Explain(rule) + " Allowed here: " + fmt.Sprintf(format, args...) + "."
+}
+
+// expectSame checks that got is want as the contract compares results
+// (spec.SameResult: JSON values as values), with the graph's nodes and the
+// token ledger in any order (runtime.load_session.full_graph, active_path,
+// token_ledger).
+func (fx *runtimeFixture) expectSame(got, want any, rule string) {
+	GinkgoHelper()
+	g, w := normalized(got), normalized(want)
+	Expect(spec.SameResult(g, w)).To(BeTrue(), "%s\ngot:  %s\nwant: %s", allowed(rule, "%s", jsonText(w)), jsonText(g), jsonText(w))
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return string(b)
+}
+
+// normalized is a result with the orders the seed leaves open sorted.
+func normalized(v any) any {
+	switch x := v.(type) {
+	case *rt.SessionRead:
+		return sortedRead(x)
+	case rt.SessionRead:
+		return *sortedRead(&x)
+	case rt.Graph:
+		x.Nodes = sortedNodes(x.Nodes)
+		return x
+	case []rt.Node:
+		return sortedNodes(x)
+	case []rt.UsageEntry:
+		return sortedLedger(x)
+	}
+	return v
+}
+
+func sortedRead(r *rt.SessionRead) *rt.SessionRead {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Graph.Nodes = sortedNodes(c.Graph.Nodes)
+	c.TokenLedger = sortedLedger(c.TokenLedger)
+	return &c
+}
+
+func sortedNodes(ns []rt.Node) []rt.Node {
+	return slices.SortedFunc(slices.Values(ns), func(a, b rt.Node) int { return cmp.Compare(a.NodeID, b.NodeID) })
+}
+
+func sortedLedger(es []rt.UsageEntry) []rt.UsageEntry {
+	return slices.SortedFunc(slices.Values(es), func(a, b rt.UsageEntry) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Model, b.Model))
+	})
 }
 
 // runtimeHandle is a runtime store whose Close the spec and the cleanup share.

@@ -11,7 +11,7 @@ import (
 // The one write of a session's state, under its lease.
 func runtimeCommitSpecs(fx *runtimeFixture) {
 	Describe("commit_runtime_state", func() {
-		It("commits the first state at revision 1, and load_session returns every part of it", func() {
+		It("commits the first state at revision 1, and load_session returns every part of it", Rules("runtime.commit_runtime_state.revision", "runtime.commit_runtime_state.checkpoint", "runtime.commit_runtime_state.head_fields", "runtime.load_session.head", "runtime.opaque_values"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "\x00checkpoint\xff")
 			cm.Graph = fx.appendNodes("child", fx.node("root", ""), fx.node("child", "root"))
@@ -19,28 +19,29 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			cm.CurrentAgentFrameID = "frame-1"
 			cm.UsageDeltas = []rt.UsageEntry{{Source: "agent", Model: "m-1", Usage: rt.Usage{InputTokens: 10, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4}}}
 			res := fx.commit(cm)
-			Expect(res).To(Equal(rt.CommitResult{HeadRevision: 1, CheckpointRef: rt.CheckpointRef(cm.Checkpoint)}))
-			Expect(fx.load(rt.FullGraph())).To(Equal(&rt.SessionRead{
+			Expect(res.HeadRevision).To(Equal(uint64(1)))
+			Expect(res.CheckpointRef).NotTo(BeEmpty(), allowed("runtime.commit_runtime_state.checkpoint", "any non-empty ref"))
+			fx.expectSame(fx.load(rt.FullGraph()), &rt.SessionRead{
 				SessionID: rtSession, HeadRevision: 1, Config: cm.Config, AgentFrames: cm.AgentFrames,
 				CurrentAgentFrameID: "frame-1", Graph: rt.Graph{Nodes: cm.Graph.Nodes, LeafNodeID: "child"},
 				CheckpointRef: res.CheckpointRef, Checkpoint: cm.Checkpoint, TokenLedger: cm.UsageDeltas,
-			}))
+			}, "runtime.load_session.head")
 		})
-		It("moves the revision up by one per commit and makes the last checkpoint and config the head's", func() {
+		It("moves the revision up by one per commit and makes the last checkpoint and config the head's", Rules("runtime.commit_runtime_state.revision", "runtime.commit_runtime_state.checkpoint", "runtime.commit_runtime_state.head_fields"), func() {
 			l := fx.lease(worker)
 			for i, cp := range []string{"one", "two", "three"} {
 				Expect(fx.commit(fx.commitOf(l, cp)).HeadRevision).To(Equal(uint64(i + 1)))
 			}
 			cm := fx.commitOf(l, "four")
 			cm.Config = spec.RawJSON(`{"model":"m-2"}`)
-			fx.commit(cm)
+			res := fx.commit(cm)
 			read := fx.load(rt.FullGraph())
 			Expect(read.HeadRevision).To(Equal(uint64(4)))
 			Expect(read.Checkpoint).To(Equal([]byte("four")))
-			Expect(read.CheckpointRef).To(Equal(rt.CheckpointRef([]byte("four"))))
-			Expect(read.Config).To(Equal(spec.RawJSON(`{"model":"m-2"}`)))
+			Expect(read.CheckpointRef).To(Equal(res.CheckpointRef), allowed("runtime.commit_runtime_state.checkpoint", "the ref the last commit answered, %s", res.CheckpointRef))
+			fx.expectSame(read.Config, spec.RawJSON(`{"model":"m-2"}`), "runtime.commit_runtime_state.head_fields")
 		})
-		It("accepts expected_head_revision equal to the stored revision, 0 before the first commit", func() {
+		It("accepts expected_head_revision equal to the stored revision, 0 before the first commit", Rules("runtime.commit_runtime_state.expected_revision"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.ExpectedHeadRevision = fx.u64(0)
@@ -48,7 +49,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			cm.ExpectedHeadRevision = fx.u64(1)
 			Expect(fx.commit(cm).HeadRevision).To(Equal(uint64(2)))
 		})
-		It("rejects any other expected_head_revision with head_revision_conflict and leaves no trace", func() {
+		It("rejects any other expected_head_revision with head_revision_conflict and leaves no trace", Rules("runtime.commit_runtime_state.expected_revision", "runtime.failure_leaves_no_trace"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.ExpectedHeadRevision = fx.u64(1)
@@ -61,12 +62,12 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 				fx.refusedCommit(cm, rt.ErrHeadRevisionConflict)
 			}
 		})
-		It("rejects a commit without a lease with session_execution_lease_expired and leaves no trace", func() {
+		It("rejects a commit without a lease with session_execution_lease_expired and leaves no trace", Rules("runtime.commit_runtime_state.lease_required"), func() {
 			l := fx.lease(worker)
 			fx.commit(fx.commitOf(l, "first"))
 			fx.refusedCommit(fx.commitOf(nil, "second"), rt.ErrSessionExecutionLeaseExpired)
 		})
-		It("rejects a lease that is not the live one (another owner, token, fencing token or session, or released) with session_execution_lease_expired", func() {
+		It("rejects a lease that is not the live one (another owner, token, fencing token or session, or released) with session_execution_lease_expired", Rules("runtime.commit_runtime_state.lease_live"), func() {
 			l := fx.lease(worker)
 			fx.commit(fx.commitOf(l, "first"))
 			for what, fence := range fx.fenceVariants(l) {
@@ -78,7 +79,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			Expect(fx.s.ReleaseSessionExecutionLease(fx.ctx, l.Fence())).To(Succeed())
 			fx.refusedCommit(fx.commitOf(l, "second"), rt.ErrSessionExecutionLeaseExpired)
 		})
-		It("commits 1ms before the lease expires, and fails session_execution_lease_expired at expiry and after", func() {
+		It("commits 1ms before the lease expires, and fails session_execution_lease_expired at expiry and after", Rules("runtime.commit_runtime_state.lease_live", "runtime.expiry"), func() {
 			l := fx.lease(worker)
 			fx.advance(leaseTTL - 1)
 			fx.commit(fx.commitOf(l, "in time"))
@@ -87,7 +88,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			fx.advance(1)
 			fx.refusedCommit(fx.commitOf(l, "after expiry"), rt.ErrSessionExecutionLeaseExpired)
 		})
-		It("binds the store to the session of its first commit: another session fails session_binding_mismatch", func() {
+		It("binds the store to the session of its first commit: another session fails session_binding_mismatch", Rules("runtime.commit_runtime_state.binding"), func() {
 			l := fx.lease(worker)
 			fx.commit(fx.commitOf(l, "a"))
 			lo := fx.tryClaimOn(fx.s, rtOther, worker)
@@ -96,13 +97,13 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			cm.SessionID = rtOther
 			fx.refusedCommit(cm, rt.ErrSessionBindingMismatch)
 		})
-		It("rejects a turn commit of another session with runtime_turn_commit_conflict", func() {
+		It("rejects a turn commit of another session with runtime_turn_commit_conflict", Rules("runtime.commit_runtime_state.turn_session"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.TurnCommit = &rt.TurnCommit{SessionID: rtOther, TurnID: "turn-1", TurnCommitHash: "h1"}
 			fx.refusedCommit(cm, rt.ErrRuntimeTurnCommitConflict)
 		})
-		It("answers a replay of a committed turn with the same hash with the first result, and writes nothing", func() {
+		It("answers a replay of a committed turn with the same hash with the first result, and writes nothing", Rules("runtime.commit_runtime_state.turn_replay"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "turn one")
 			cm.TurnCommit = &rt.TurnCommit{SessionID: rtSession, TurnID: "turn-1", TurnCommitHash: "h1"}
@@ -115,7 +116,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			Expect(fx.commit(replay)).To(Equal(first))
 			Expect(fx.state()).To(Equal(before), "a replay writes nothing")
 		})
-		It("still releases the lease when a replay of a committed turn asks", func() {
+		It("still releases the lease when a replay of a committed turn asks", Rules("runtime.commit_runtime_state.turn_replay", "runtime.commit_runtime_state.release"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "turn one")
 			cm.TurnCommit = &rt.TurnCommit{SessionID: rtSession, TurnID: "turn-1", TurnCommitHash: "h1"}
@@ -124,7 +125,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			Expect(fx.commit(cm)).To(Equal(first))
 			Expect(fx.tryClaim(rival)).NotTo(BeNil(), "the replay released the lease")
 		})
-		It("rejects a replay of a committed turn with another hash with runtime_turn_commit_conflict", func() {
+		It("rejects a replay of a committed turn with another hash with runtime_turn_commit_conflict", Rules("runtime.commit_runtime_state.turn_other_hash"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "turn one")
 			cm.TurnCommit = &rt.TurnCommit{SessionID: rtSession, TurnID: "turn-1", TurnCommitHash: "h1"}
@@ -133,7 +134,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			cm.Checkpoint = []byte("another outcome")
 			fx.refusedCommit(cm, rt.ErrRuntimeTurnCommitConflict)
 		})
-		It("deletes the batches of the queue claims it completes, and only those", func() {
+		It("deletes the batches of the queue claims it completes, and only those", Rules("runtime.commit_runtime_state.completed_claims_deleted"), func() {
 			l := fx.lease(worker)
 			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
 			c := fx.claimWork(l, worker, 2)
@@ -143,50 +144,74 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			fx.commit(cm)
 			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{b3.BatchID}))
 		})
-		It("rejects completed claims not held (another token, another session, expired) with queued_work_claim_expired, and the head does not move", func() {
+		It("rejects completed claims not held (another token, claim or session) with queued_work_claim_expired, and the head does not move",
+			Rules("runtime.commit_runtime_state.completed_claim_session", "runtime.commit_runtime_state.completed_claim_held"), func() {
+				l := fx.lease(worker)
+				fx.commit(fx.commitOf(l, "first"))
+				fx.mergeable()
+				c := fx.claimWork(l, worker, 1)
+				Expect(c).NotTo(BeNil())
+				for what, m := range map[string]func(*rt.CompletedQueueClaim){
+					"another token":   func(x *rt.CompletedQueueClaim) { x.LeaseToken = "forged" },
+					"another session": func(x *rt.CompletedQueueClaim) { x.SessionID = rtOther },
+					"another claim":   func(x *rt.CompletedQueueClaim) { x.ClaimID = "forged" },
+				} {
+					By(what)
+					done := c.Completed()
+					m(&done)
+					cm := fx.commitOf(l, "second")
+					cm.CompletedQueueClaims = []rt.CompletedQueueClaim{done}
+					fx.refusedCommit(cm, rt.ErrQueuedWorkClaimExpired)
+				}
+				Expect(fx.load(rt.FullGraph()).HeadRevision).To(Equal(uint64(1)))
+			})
+		It("rejects a completed claim whose batch another claim took after it expired with queued_work_claim_expired", Rules("runtime.commit_runtime_state.completed_claim_held"), func() {
 			l := fx.lease(worker)
-			fx.commit(fx.commitOf(l, "first"))
 			fx.mergeable()
 			c := fx.claimWork(l, worker, 1)
-			Expect(c).NotTo(BeNil())
-			for what, m := range map[string]func(*rt.CompletedQueueClaim){
-				"another token":   func(x *rt.CompletedQueueClaim) { x.LeaseToken = "forged" },
-				"another session": func(x *rt.CompletedQueueClaim) { x.SessionID = rtOther },
-				"another claim":   func(x *rt.CompletedQueueClaim) { x.ClaimID = "forged" },
-			} {
-				By(what)
-				done := c.Completed()
-				m(&done)
-				cm := fx.commitOf(l, "second")
-				cm.CompletedQueueClaims = []rt.CompletedQueueClaim{done}
-				fx.refusedCommit(cm, rt.ErrQueuedWorkClaimExpired)
-			}
 			fx.advance(claimTTL)
+			Expect(fx.claimWork(l, rival, 1)).NotTo(BeNil())
 			cm := fx.commitOf(l, "second")
 			cm.CompletedQueueClaims = []rt.CompletedQueueClaim{c.Completed()}
 			fx.refusedCommit(cm, rt.ErrQueuedWorkClaimExpired)
-			Expect(fx.load(rt.FullGraph()).HeadRevision).To(Equal(uint64(1)))
 		})
-		It("keeps the nodes and moves the leaf for an unchanged graph delta", func() {
+		It("completes a claim that has expired but still holds its batches, or refuses it with queued_work_claim_expired", Rules("runtime.commit_runtime_state.completed_claim_held"), func() {
+			l := fx.lease(worker)
+			fx.mergeable()
+			c := fx.claimWork(l, worker, 1)
+			fx.advance(claimTTL)
+			cm := fx.commitOf(l, "second")
+			cm.CompletedQueueClaims = []rt.CompletedQueueClaim{c.Completed()}
+			before := fx.state()
+			_, err := fx.s.CommitRuntimeState(fx.ctx, cm)
+			why := allowed("runtime.commit_runtime_state.completed_claim_held", "the commit, its claim's batches deleted, or queued_work_claim_expired")
+			if err != nil {
+				Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired), why)
+				Expect(fx.state()).To(Equal(before), why)
+				return
+			}
+			Expect(fx.list(rtSession)).To(BeEmpty(), why)
+		})
+		It("keeps the nodes and moves the leaf for an unchanged graph delta", Rules("runtime.commit_runtime_state.graph_unchanged"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.Graph = fx.appendNodes("b", fx.node("root", ""), fx.node("a", "root"), fx.node("b", "root"))
 			fx.commit(cm)
 			cm.Graph = rt.GraphDelta{Kind: rt.GraphUnchanged, LeafNodeID: "a"}
 			fx.commit(cm)
-			Expect(fx.load(rt.FullGraph()).Graph).To(Equal(rt.Graph{Nodes: []rt.Node{fx.node("root", ""), fx.node("a", "root"), fx.node("b", "root")}, LeafNodeID: "a"}))
-			Expect(fx.load(rt.ActivePathTo("")).Graph).To(Equal(rt.Graph{Nodes: []rt.Node{fx.node("root", ""), fx.node("a", "root")}, LeafNodeID: "a"}))
+			fx.expectSame(fx.load(rt.FullGraph()).Graph, rt.Graph{Nodes: []rt.Node{fx.node("root", ""), fx.node("a", "root"), fx.node("b", "root")}, LeafNodeID: "a"}, "runtime.load_session.full_graph")
+			fx.expectSame(fx.load(rt.ActivePathTo("")).Graph, rt.Graph{Nodes: []rt.Node{fx.node("root", ""), fx.node("a", "root")}, LeafNodeID: "a"}, "runtime.load_session.active_path")
 		})
-		It("appends nodes after the stored ones", func() {
+		It("appends nodes to the stored ones", Rules("runtime.commit_runtime_state.graph_append"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.Graph = fx.appendNodes("root", fx.node("root", ""))
 			fx.commit(cm)
 			cm.Graph = fx.appendNodes("child", fx.node("child", "root"))
 			fx.commit(cm)
-			Expect(fx.load(rt.FullGraph()).Graph).To(Equal(rt.Graph{Nodes: []rt.Node{fx.node("root", ""), fx.node("child", "root")}, LeafNodeID: "child"}))
+			fx.expectSame(fx.load(rt.FullGraph()).Graph, rt.Graph{Nodes: []rt.Node{fx.node("root", ""), fx.node("child", "root")}, LeafNodeID: "child"}, "runtime.commit_runtime_state.graph_append")
 		})
-		It("replaces the whole graph, tombstoned nodes included", func() {
+		It("replaces the whole graph, tombstoned nodes included", Rules("runtime.commit_runtime_state.graph_replace_full"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.Graph = fx.appendNodes("a", fx.node("root", ""), fx.node("a", "root"))
@@ -194,11 +219,11 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			fx.tombstone("a")
 			cm.Graph = rt.GraphDelta{Kind: rt.GraphReplaceFull, Nodes: []rt.Node{fx.node("x", ""), fx.node("y", "x")}, LeafNodeID: "y"}
 			fx.commit(cm)
-			Expect(fx.load(rt.FullGraph()).Graph).To(Equal(rt.Graph{Nodes: []rt.Node{fx.node("x", ""), fx.node("y", "x")}, LeafNodeID: "y"}))
+			fx.expectSame(fx.load(rt.FullGraph()).Graph, rt.Graph{Nodes: []rt.Node{fx.node("x", ""), fx.node("y", "x")}, LeafNodeID: "y"}, "runtime.commit_runtime_state.graph_replace_full")
 			Expect(fx.loadNode("root")).To(BeNil())
 			Expect(fx.vacuum()).To(BeZero(), "the replaced graph took its tombstones with it")
 		})
-		It("rejects an append of a node id already stored (even tombstoned) or repeated in the delta with graph_node_conflict, and leaves no trace", func() {
+		It("rejects an append of a node id already stored (even tombstoned) or repeated in the delta with graph_node_conflict or io, and leaves no trace", Rules("runtime.commit_runtime_state.graph_repeated_node"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.Graph = fx.appendNodes("a", fx.node("root", ""), fx.node("a", "root"))
@@ -213,17 +238,19 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 				fx.appendNodes("n", fx.node("n", "root"), fx.node("n", "root")),
 			} {
 				cm.Graph = delta
-				fx.refusedCommit(cm, rt.ErrGraphNodeConflict)
+				before := fx.state()
+				_, err := fx.s.CommitRuntimeState(fx.ctx, cm)
+				fx.refusedAny(before, err, "runtime.commit_runtime_state.graph_repeated_node", rt.ErrGraphNodeConflict, rt.ErrIO)
 			}
-			Expect(fx.loadNode("root")).To(Equal(&rt.Node{NodeID: "root", Data: fx.node("root", "").Data}))
+			fx.expectSame(fx.loadNode("root"), &rt.Node{NodeID: "root", Data: fx.node("root", "").Data}, "runtime.commit_runtime_state.graph_repeated_node")
 		})
-		It("rejects an unknown graph delta kind with invalid_argument", func() {
+		It("rejects an unknown graph delta kind with invalid_argument", Rules("runtime.invalid_argument_at_any_point"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.Graph = rt.GraphDelta{Kind: "rewrite"}
 			fx.refusedCommit(cm, rt.ErrInvalidArgument)
 		})
-		It("appends usage deltas: the token ledger merges them per source and model, summed, ordered by source then model", func() {
+		It("appends usage deltas: the token ledger merges them per source and model, summed, in any order", Rules("runtime.commit_runtime_state.usage", "runtime.load_session.token_ledger"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.UsageDeltas = []rt.UsageEntry{
@@ -236,13 +263,13 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 				{Source: "agent", Model: "m-1", Usage: rt.Usage{OutputTokens: 5}},
 			}
 			fx.commit(cm)
-			Expect(fx.load(rt.FullGraph()).TokenLedger).To(Equal([]rt.UsageEntry{
+			fx.expectSame(fx.load(rt.FullGraph()).TokenLedger, []rt.UsageEntry{
 				{Source: "agent", Model: "m-1", Usage: rt.Usage{OutputTokens: 5}},
 				{Source: "agent", Model: "m-2", Usage: rt.Usage{InputTokens: 11, OutputTokens: 22, CachedInputTokens: 33, ReasoningTokens: 44}},
 				{Source: "tool", Model: "m-1", Usage: rt.Usage{InputTokens: 7}},
-			}))
+			}, "runtime.load_session.token_ledger")
 		})
-		It("marks this session's staged attachments committed once: a later commit keeps the first commit time", func() {
+		It("marks this session's staged attachments committed once: a later commit keeps the first commit time", Rules("runtime.commit_runtime_state.attachments"), func() {
 			l := fx.lease(worker)
 			fx.stage(rtSession, "att-1", "bytes one")
 			fx.stage(rtOther, "att-2", "bytes two")
@@ -258,7 +285,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			fx.commit(cm)
 			Expect(fx.attachment("att-1").CommittedAtMs).To(Equal(&first), "the first commit time stays")
 		})
-		It("releases the lease with the commit when asked", func() {
+		It("releases the lease with the commit when asked", Rules("runtime.commit_runtime_state.release"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.ReleaseLease = fx.fenceOf(l)
@@ -267,5 +294,52 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			Expect(won).NotTo(BeNil())
 			Expect(won.FencingToken).To(Equal(uint64(2)))
 		})
+		It("answers the first broken rule in the seed's order: binding, turn, lease, expected revision, completed claims, graph", Rules("runtime.commit_runtime_state.check_order"), func() {
+			l := fx.lease(worker)
+			cm := fx.commitOf(l, "cp")
+			cm.Graph = fx.appendNodes("n", fx.node("n", ""))
+			fx.commit(cm)
+			fx.mergeable()
+			c := fx.claimWork(l, worker, 1)
+			bad := c.Completed()
+			bad.LeaseToken = "forged"
+			forged := l.Fence()
+			forged.LeaseToken = "forged"
+			broken := fx.commitOf(l, "broken")
+			broken.Graph = fx.appendNodes("n", fx.node("n", ""))
+			broken.CompletedQueueClaims = []rt.CompletedQueueClaim{bad}
+			fx.refusedCommit(broken, rt.ErrQueuedWorkClaimExpired)
+			broken.ExpectedHeadRevision = fx.u64(7)
+			fx.refusedCommit(broken, rt.ErrHeadRevisionConflict)
+			broken.Lease = &forged
+			fx.refusedCommit(broken, rt.ErrSessionExecutionLeaseExpired)
+			broken.TurnCommit = &rt.TurnCommit{SessionID: rtOther, TurnID: "t", TurnCommitHash: "h"}
+			fx.refusedCommit(broken, rt.ErrRuntimeTurnCommitConflict)
+			broken.SessionID = rtOther
+			fx.refusedCommit(broken, rt.ErrSessionBindingMismatch)
+		})
+		It("answers an unknown graph delta kind with invalid_argument or what a check before it answers (a lease that is not live, a turn replay)",
+			Rules("runtime.invalid_argument_at_any_point"), func() {
+				l := fx.lease(worker)
+				cm := fx.commitOf(l, "cp")
+				cm.TurnCommit = &rt.TurnCommit{SessionID: rtSession, TurnID: "turn-1", TurnCommitHash: "h1"}
+				first := fx.commit(cm)
+				before := fx.state()
+				cm.Graph = rt.GraphDelta{Kind: "rewrite"}
+				res, err := fx.s.CommitRuntimeState(fx.ctx, cm)
+				why := allowed("runtime.invalid_argument_at_any_point", "invalid_argument, or the replayed turn's first result")
+				if err == nil {
+					Expect(res).To(Equal(first), why)
+				} else {
+					Expect(err).To(MatchError(rt.ErrInvalidArgument), why)
+				}
+				Expect(fx.state()).To(Equal(before))
+				cm.TurnCommit = nil
+				forged := l.Fence()
+				forged.OwnerID = rival
+				cm.Lease = &forged
+				_, err = fx.s.CommitRuntimeState(fx.ctx, cm)
+				fx.refusedAny(before, err, "runtime.invalid_argument_at_any_point", rt.ErrInvalidArgument, rt.ErrSessionExecutionLeaseExpired)
+			})
 	})
 }

@@ -12,7 +12,7 @@ import (
 // handles on one file.
 func runtimeMiscSpecs(fx *runtimeFixture) {
 	Describe("save_session_meta", func() {
-		It("keeps the last saved meta exactly, which load_session_meta returns", func() {
+		It("keeps the last saved meta, which load_session_meta returns", Rules("runtime.save_session_meta.last_wins", "runtime.load_session_meta.last_saved", "runtime.opaque_values"), func() {
 			meta, err := fx.s.LoadSessionMeta(fx.ctx)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(meta).To(BeNil(), "no meta before the first save")
@@ -20,17 +20,17 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			Expect(fx.s.SaveSessionMeta(fx.ctx, spec.RawJSON(`{"title": "second"}`))).To(Succeed())
 			meta, err = fx.s.LoadSessionMeta(fx.ctx)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(meta).To(Equal(spec.RawJSON(`{"title": "second"}`)))
+			fx.expectSame(meta, spec.RawJSON(`{"title": "second"}`), "runtime.load_session_meta.last_saved")
 		})
 	})
 
 	Describe("stage_attachment", func() {
-		It("stages an uncommitted attachment that load_attachment returns exactly; an unknown id loads none", func() {
+		It("stages an uncommitted attachment that load_attachment returns exactly; an unknown id loads none", Rules("runtime.stage_attachment.first_staging", "runtime.load_attachment.as_staged"), func() {
 			fx.stage(rtSession, "att-1", "\x00bytes\xff")
 			Expect(fx.attachment("att-1")).To(Equal(&rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("\x00bytes\xff")}))
 			Expect(fx.attachment("att-2")).To(BeNil())
 		})
-		It("keeps the first staging of an id, its commit time included", func() {
+		It("keeps the first staging of an id, its commit time included", Rules("runtime.stage_attachment.first_staging"), func() {
 			fx.stage(rtSession, "att-1", "first")
 			cm := fx.commitOf(fx.lease(worker), "cp")
 			cm.CommittedAttachmentIDs = []string{"att-1"}
@@ -43,7 +43,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("durability_tier", func() {
-		It("is durable for a store on a file, which finds every acknowledged commit, lease and batch when opened again", func() {
+		It("is durable for a store on a file, which finds every acknowledged commit, lease and batch when opened again", Rules("runtime.durability_tier.durable"), func() {
 			need(fx.h.Capabilities.Files, "files", "survival across reopen")
 			tier, err := fx.s.DurabilityTier(fx.ctx)
 			Expect(err).NotTo(HaveOccurred())
@@ -63,40 +63,54 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 		})
 	})
 
-	// The ids the store mints are the contract's (spec/runtime/ids.go): a
-	// caller presents them back, and the checkers compare answers exactly.
+	// The ids the store mints where the seed does not show how (batch ids,
+	// claim ids and tokens, checkpoint refs) are the store's: the specs
+	// learn them from answers and present them back; items follow the
+	// seed's format for the batch id the store answered.
 	Describe("minted ids", func() {
-		It("gives a granted lease the token <session>:<owner>:<now>:<fencing token>", func() {
-			fx.advance(7)
-			l := fx.lease(worker)
-			Expect(l.LeaseToken).To(Equal(rt.LeaseToken(rtSession, worker, fx.now(), l.FencingToken)))
-		})
-		It("numbers batches by the store's enqueues, across sessions, never reusing a number, and items by their index", func() {
-			a := fx.enqueue(fx.draft(rt.SlotMergeable, "k"))
+		It("accepts back every id it answered: a batch id to cancel, a claim's id and token to renew, abandon and complete, a checkpoint ref to read",
+			Rules("runtime.minted_ids"), func() {
+				l := fx.lease(worker)
+				b1, b2 := fx.mergeable(), fx.mergeable()
+				Expect(fx.cancel(rtSession, b1.BatchID)).NotTo(BeNil(), allowed("runtime.minted_ids", "the batch %s it answered, cancelled", b1.BatchID))
+				c := fx.claimWork(l, worker, 1)
+				Expect(fx.claimed(c)).To(Equal([]string{b2.BatchID}))
+				_, err := fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
+				Expect(err).NotTo(HaveOccurred(), allowed("runtime.minted_ids", "the claim %s / %s it answered, renewed", c.ClaimID, c.LeaseToken))
+				Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *c)).To(Succeed())
+				c = fx.claimWork(l, worker, 1)
+				cm := fx.commitOf(l, "cp")
+				cm.CompletedQueueClaims = []rt.CompletedQueueClaim{c.Completed()}
+				res := fx.commit(cm)
+				Expect(fx.list(rtSession)).To(BeEmpty(), allowed("runtime.minted_ids", "the claim it answered, completed"))
+				Expect(fx.load(rt.FullGraph()).CheckpointRef).To(Equal(res.CheckpointRef))
+			})
+		It("gives the items of a batch the ids <batch id>:item:<index>, of the batch id it answered", Rules("runtime.enqueue_queued_work.item_ids"), func() {
 			d := fx.draft(rt.SlotMergeable, "k")
-			d.SessionID = rtOther
+			d.Payloads = append(d.Payloads, spec.RawJSON(`{"n":2}`), spec.RawJSON(`{"n":3}`))
 			b := fx.enqueue(d)
-			c, err := fx.s.CancelQueuedWorkBatch(fx.ctx, rtSession, a.BatchID)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(c).NotTo(BeNil())
-			third := fx.enqueue(fx.draft(rt.SlotMergeable, "k"))
-			Expect([]string{a.BatchID, b.BatchID, third.BatchID}).To(Equal([]string{
-				rt.BatchID(rtSession, 1), rt.BatchID(rtOther, 2), rt.BatchID(rtSession, 3)}))
-			Expect(third.Items[0].ItemID).To(Equal(rt.ItemID(third.BatchID, 0)))
+			for i, it := range b.Items {
+				Expect(it.ItemID).To(Equal(rt.ItemID(b.BatchID, i)))
+			}
 		})
-		It("gives a claim the id and token of its first batch, its claim count, its owner and now", func() {
+		It("gives a new claim an id and token that no live claim has", Rules("runtime.claim_ready_queued_work.claim_lease"), func() {
 			l := fx.lease(worker)
-			b := fx.enqueue(fx.draft(rt.SlotMergeable, "k"))
-			fx.advance(5)
-			c := fx.claimWork(l, worker, 1)
-			Expect(c).NotTo(BeNil())
-			Expect(c.ClaimID).To(Equal(rt.ClaimID(rtSession, b.BatchID, 1)))
-			Expect(c.LeaseToken).To(Equal(rt.ClaimToken(c.ClaimID, worker, fx.now())))
+			fx.mergeable()
+			fx.mergeable()
+			a := fx.claimWork(l, worker, 1)
+			b := fx.claimWork(l, worker, 1)
+			Expect(a).NotTo(BeNil())
+			Expect(b).NotTo(BeNil())
+			Expect([]string{b.ClaimID, b.LeaseToken}).NotTo(Equal([]string{a.ClaimID, a.LeaseToken}),
+				allowed("runtime.claim_ready_queued_work.claim_lease", "any id and token but the live claim's %s / %s", a.ClaimID, a.LeaseToken))
+			Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *a)).To(Succeed())
+			Expect(fx.claimWork(l, rival, 1)).NotTo(BeNil(), "abandoning the first claim freed its batch only")
+			Expect(fx.claimWork(l, rival, 1)).To(BeNil(), "the second claim still holds its batch")
 		})
 	})
 
 	Describe("two handles on one database", func() {
-		It("a second handle cannot win the session lease or a queued work claim the first holds", func() {
+		It("a second handle cannot win the session lease or a queued work claim the first holds", Rules("runtime.write_lock"), func() {
 			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
 			t := fx.open(fx.path)
 			l := fx.lease(worker)

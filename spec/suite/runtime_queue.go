@@ -12,19 +12,23 @@ import (
 // abandoned, cancelled and listed.
 func runtimeQueueSpecs(fx *runtimeFixture) {
 	Describe("enqueue_queued_work", func() {
-		It("queues a batch with its payloads as items in order, enqueued at now, with claim fencing token 0", func() {
-			d := fx.draft(rt.SlotExclusive, "")
-			d.Payloads = []spec.RawJSON{spec.RawJSON(`{"n":1}`), spec.RawJSON(`{"n":2}`)}
-			d.AvailableAtMs = fx.now() + 50
-			fx.advance(3)
-			b := fx.enqueue(d)
-			Expect(b.BatchID).NotTo(BeEmpty())
-			Expect(b).To(Equal(rt.QueuedWorkBatch{BatchID: b.BatchID, SessionID: rtSession, DeliveryPolicy: rt.DeliverNextTurn,
-				SlotPolicy: rt.SlotExclusive, AvailableAtMs: d.AvailableAtMs, EnqueuedAtMs: fx.now(), ClaimFencingToken: 0,
-				Items: []rt.QueuedWorkItem{{ItemID: b.BatchID + ":item:0", Payload: d.Payloads[0]}, {ItemID: b.BatchID + ":item:1", Payload: d.Payloads[1]}}}))
-			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{b}))
-		})
-		It("answers the queued batch for a source key already queued in the session, and adds nothing", func() {
+		It("queues a batch with its payloads as items in order, enqueued at now, with the store's initial claim fencing token",
+			Rules("runtime.enqueue_queued_work.batch", "runtime.enqueue_queued_work.item_ids", "runtime.enqueue_queued_work.initial_claim_fence"), func() {
+				d := fx.draft(rt.SlotExclusive, "")
+				d.Payloads = []spec.RawJSON{spec.RawJSON(`{"n":1}`), spec.RawJSON(`{"n":2}`)}
+				d.AvailableAtMs = fx.now() + 50
+				fx.advance(3)
+				b := fx.enqueue(d)
+				Expect(b.BatchID).NotTo(BeEmpty())
+				fx.expectSame(b, rt.QueuedWorkBatch{BatchID: b.BatchID, SessionID: rtSession, DeliveryPolicy: rt.DeliverNextTurn,
+					SlotPolicy: rt.SlotExclusive, AvailableAtMs: d.AvailableAtMs, EnqueuedAtMs: fx.now(), ClaimFencingToken: b.ClaimFencingToken,
+					Items: []rt.QueuedWorkItem{{ItemID: rt.ItemID(b.BatchID, 0), Payload: d.Payloads[0]}, {ItemID: rt.ItemID(b.BatchID, 1), Payload: d.Payloads[1]}}},
+					"runtime.enqueue_queued_work.batch")
+				Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{b}))
+				other := fx.mergeable()
+				Expect(other.ClaimFencingToken).To(Equal(b.ClaimFencingToken), allowed("runtime.enqueue_queued_work.initial_claim_fence", "%d, the first batch's", b.ClaimFencingToken))
+			})
+		It("answers the queued batch for a source key already queued in the session, and adds nothing", Rules("runtime.enqueue_queued_work.source_key"), func() {
 			d := fx.draft(rt.SlotMergeable, "k")
 			d.SourceKey = "source-1"
 			first := fx.enqueue(d)
@@ -33,7 +37,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.enqueue(d)).To(Equal(first))
 			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{first}))
 		})
-		It("queues the same source key in another session as another batch", func() {
+		It("queues the same source key in another session as another batch", Rules("runtime.enqueue_queued_work.source_key", "runtime.enqueue_queued_work.batch_id"), func() {
 			d := fx.draft(rt.SlotMergeable, "k")
 			d.SourceKey = "source-1"
 			a := fx.enqueue(d)
@@ -42,18 +46,22 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(b.BatchID).NotTo(Equal(a.BatchID))
 			Expect(fx.list(rtOther)).To(Equal([]rt.QueuedWorkBatch{b}))
 		})
-		It("always queues drafts without a source key, in enqueue order, with distinct batch ids", func() {
+		It("always queues drafts without a source key, in enqueue order, with distinct batch ids", Rules("runtime.enqueue_queued_work.batch", "runtime.enqueue_queued_work.batch_id"), func() {
 			a, b, c := fx.mergeable(), fx.mergeable(), fx.mergeable()
 			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{a.BatchID, b.BatchID, c.BatchID}))
 			Expect(a.BatchID).NotTo(Equal(b.BatchID))
 			Expect(b.BatchID).NotTo(Equal(c.BatchID))
 		})
-		It("never reuses the id of a cancelled batch", func() {
+		It("gives a new batch an id that no batch the store holds has, in any session", Rules("runtime.enqueue_queued_work.batch_id"), func() {
 			a := fx.mergeable()
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.SessionID = rtOther
+			b := fx.enqueue(d)
 			Expect(fx.cancel(rtSession, a.BatchID)).NotTo(BeNil())
-			Expect(fx.mergeable().BatchID).NotTo(Equal(a.BatchID))
+			c := fx.mergeable()
+			Expect(c.BatchID).NotTo(Equal(b.BatchID), allowed("runtime.enqueue_queued_work.batch_id", "any id but the held batch %s's", b.BatchID))
 		})
-		It("rejects an unknown delivery or slot policy with invalid_argument", func() {
+		It("rejects an unknown delivery or slot policy with invalid_argument", Rules("runtime.invalid_argument_at_any_point"), func() {
 			before := fx.state()
 			d := fx.draft(rt.SlotMergeable, "k")
 			d.DeliveryPolicy = "someday"
@@ -63,17 +71,31 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			_, err = fx.s.EnqueueQueuedWork(fx.ctx, d)
 			fx.refused(before, err, rt.ErrInvalidArgument)
 		})
+		It("answers a draft of an unknown policy whose source key is queued with invalid_argument or the queued batch", Rules("runtime.invalid_argument_at_any_point"), func() {
+			d := fx.draft(rt.SlotMergeable, "k")
+			d.SourceKey = "source-1"
+			first := fx.enqueue(d)
+			before := fx.state()
+			d.SlotPolicy = "shared"
+			got, err := fx.s.EnqueueQueuedWork(fx.ctx, d)
+			if err == nil {
+				Expect(got).To(Equal(first), allowed("runtime.invalid_argument_at_any_point", "invalid_argument, or the batch queued under the source key"))
+			} else {
+				Expect(err).To(MatchError(rt.ErrInvalidArgument), allowed("runtime.invalid_argument_at_any_point", "invalid_argument, or the batch queued under the source key"))
+			}
+			Expect(fx.state()).To(Equal(before))
+		})
 	})
 
 	Describe("claim_ready_queued_work", func() {
-		It("claims nothing when max_batches is 0, even without a live lease", func() {
+		It("claims nothing when max_batches is 0, even without a live lease", Rules("runtime.claim_ready_queued_work.max_zero"), func() {
 			fx.mergeable()
 			c, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, rt.SessionExecutionLeaseFence{SessionID: rtSession}, worker, rt.BoundaryTurn, claimTTL, 0)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(c).To(BeNil())
 			Expect(fx.pending()).To(HaveLen(1))
 		})
-		It("requires the session's live lease: any other fails session_execution_lease_expired and claims nothing", func() {
+		It("requires the session's live lease: any other fails session_execution_lease_expired and claims nothing", Rules("runtime.claim_ready_queued_work.lease_live"), func() {
 			l := fx.lease(worker)
 			fx.mergeable()
 			before := fx.state()
@@ -85,27 +107,30 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, rt.BoundaryTurn, claimTTL, 1)
 			fx.refused(before, err, rt.ErrSessionExecutionLeaseExpired)
 		})
-		It("claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one", func() {
-			l := fx.lease(worker)
-			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
-			fx.advance(7)
-			c := fx.claimWork(l, worker, 2)
-			Expect(fx.claimed(c)).To(Equal([]string{b1.BatchID, b2.BatchID}))
-			Expect(c.SessionID).To(Equal(rtSession))
-			Expect(c.OwnerID).To(Equal(worker))
-			Expect(c.ClaimID).NotTo(BeEmpty())
-			Expect(c.LeaseToken).NotTo(BeEmpty())
-			Expect(c.FencingToken).To(Equal(uint64(1)))
-			Expect(c.ClaimedAtMs).To(Equal(fx.now()))
-			Expect(c.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
-			for _, b := range c.Batches {
-				Expect(b.ClaimFencingToken).To(Equal(uint64(1)))
-			}
-			queue := fx.list(rtSession)
-			Expect([]uint64{queue[0].ClaimFencingToken, queue[1].ClaimFencingToken, queue[2].ClaimFencingToken}).To(Equal([]uint64{1, 1, 0}))
-			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b3.BatchID}))
-		})
-		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is", func() {
+		It("claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one",
+			Rules("runtime.claim_ready_queued_work.candidates", "runtime.claim_ready_queued_work.prefix", "runtime.claim_ready_queued_work.batch_fence",
+				"runtime.claim_ready_queued_work.claim_lease", "runtime.claim_ready_queued_work.claim_fence"), func() {
+				l := fx.lease(worker)
+				b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
+				f0 := b1.ClaimFencingToken
+				fx.advance(7)
+				c := fx.claimWork(l, worker, 2)
+				Expect(fx.claimed(c)).To(Equal([]string{b1.BatchID, b2.BatchID}))
+				Expect(c.SessionID).To(Equal(rtSession))
+				Expect(c.OwnerID).To(Equal(worker))
+				Expect(c.ClaimID).NotTo(BeEmpty())
+				Expect(c.LeaseToken).NotTo(BeEmpty())
+				Expect(c.ClaimedAtMs).To(Equal(fx.now()))
+				Expect(c.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
+				for _, b := range c.Batches {
+					Expect(b.ClaimFencingToken).To(Equal(f0+1), allowed("runtime.claim_ready_queued_work.batch_fence", "%d, one above the initial %d", f0+1, f0))
+				}
+				fx.expectClaimFence(c)
+				queue := fx.list(rtSession)
+				Expect([]uint64{queue[0].ClaimFencingToken, queue[1].ClaimFencingToken, queue[2].ClaimFencingToken}).To(Equal([]uint64{f0 + 1, f0 + 1, f0}))
+				Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b3.BatchID}))
+			})
+		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is", Rules("runtime.claim_ready_queued_work.candidates"), func() {
 			l := fx.lease(worker)
 			d := fx.draft(rt.SlotMergeable, "k")
 			d.AvailableAtMs = fx.now() + 500
@@ -117,22 +142,23 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			fx.advance(1)
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{delayed.BatchID}))
 		})
-		It("does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one", func() {
-			l := fx.lease(worker)
-			b := fx.mergeable()
-			first := fx.claimWork(l, worker, 1)
-			Expect(fx.claimed(first)).To(Equal([]string{b.BatchID}))
-			fx.advance(claimTTL - 1)
-			Expect(fx.claimWork(l, rival, 1)).To(BeNil())
-			fx.advance(1)
-			again := fx.claimWork(l, rival, 1)
-			Expect(fx.claimed(again)).To(Equal([]string{b.BatchID}))
-			Expect(again.FencingToken).To(Equal(uint64(2)))
-			Expect(again.Batches[0].ClaimFencingToken).To(Equal(uint64(2)))
-			Expect(again.ClaimID).NotTo(Equal(first.ClaimID))
-			Expect(again.LeaseToken).NotTo(Equal(first.LeaseToken))
-		})
-		It("never returns a claim that owns only some of its batches", func() {
+		It("does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",
+			Rules("runtime.claim_ready_queued_work.candidates", "runtime.expiry", "runtime.claim_ready_queued_work.batch_fence", "runtime.claim_ready_queued_work.claim_fence"), func() {
+				l := fx.lease(worker)
+				b := fx.mergeable()
+				f0 := b.ClaimFencingToken
+				first := fx.claimWork(l, worker, 1)
+				Expect(fx.claimed(first)).To(Equal([]string{b.BatchID}))
+				fx.advance(claimTTL - 1)
+				Expect(fx.claimWork(l, rival, 1)).To(BeNil())
+				fx.advance(1)
+				again := fx.claimWork(l, rival, 1)
+				Expect(fx.claimed(again)).To(Equal([]string{b.BatchID}))
+				Expect(again.Batches[0].ClaimFencingToken).To(Equal(f0 + 2))
+				fx.expectClaimFence(again)
+				Expect(again.FencingToken).To(BeNumerically(">", first.FencingToken))
+			})
+		It("never returns a claim that owns only some of its batches", Rules("runtime.claim_ready_queued_work.all_or_nothing"), func() {
 			l := fx.lease(worker)
 			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
 			Expect(fx.claimed(fx.claimWork(l, worker, 1))).To(Equal([]string{b1.BatchID}))
@@ -143,26 +169,35 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			fx.commit(cm)
 			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{b1.BatchID}))
 		})
-		It("claims an exclusive first batch alone", func() {
+		It("claims an exclusive first batch alone", Rules("runtime.claim_ready_queued_work.prefix_reading"), func() {
 			l := fx.lease(worker)
 			x := fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
 			m := fx.mergeable()
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{x.BatchID}))
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{m.BatchID}))
 		})
-		It("adds following mergeable batches of the first one's merge key up to max_batches; another key or an exclusive batch ends the prefix", func() {
-			l := fx.lease(worker)
-			b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
-			o := fx.enqueue(fx.draft(rt.SlotMergeable, "other key"))
-			b5 := fx.mergeable()
-			x := fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
-			Expect(fx.claimed(fx.claimWork(l, worker, 2))).To(Equal([]string{b1.BatchID, b2.BatchID}))
-			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{b3.BatchID}))
-			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{o.BatchID}))
-			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{b5.BatchID}))
-			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{x.BatchID}))
-		})
-		It("delivers only interrupt batches at a step boundary, where a next_turn batch ends the prefix", func() {
+		It("takes a prefix of at most max_batches, which an exclusive batch ends, and another merge key as the seed's readings allow",
+			Rules("runtime.claim_ready_queued_work.prefix", "runtime.claim_ready_queued_work.prefix_reading"), func() {
+				l := fx.lease(worker)
+				fx.mergeable()
+				fx.mergeable()
+				fx.mergeable()
+				fx.enqueue(fx.draft(rt.SlotMergeable, "other key"))
+				fx.mergeable()
+				fx.enqueue(fx.draft(rt.SlotMergeable, ""))
+				fx.enqueue(fx.draft(rt.SlotMergeable, ""))
+				fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
+				fx.mergeable()
+				c := fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 2)
+				Expect(c.Batches).To(HaveLen(2), "at most max_batches")
+				for range 10 {
+					if fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 10) == nil {
+						break
+					}
+				}
+				Expect(fx.pending()).To(BeEmpty(), "every batch was claimed")
+			})
+		It("delivers only interrupt batches at a step boundary, where a next_turn batch ends the prefix", Rules("runtime.claim_ready_queued_work.prefix_reading"), func() {
 			l := fx.lease(worker)
 			interrupt := func() rt.QueuedWorkBatch {
 				d := fx.draft(rt.SlotMergeable, "k")
@@ -176,18 +211,36 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10)).To(BeNil(), "a next_turn batch first in line")
 			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, rt.BoundaryTurn, 10))).To(Equal([]string{n.BatchID, i2.BatchID}))
 		})
-		It("answers none when nothing is ready, and rejects an unknown boundary with invalid_argument", func() {
-			l := fx.lease(worker)
-			Expect(fx.claimWork(l, worker, 10)).To(BeNil())
-			fx.mergeable()
-			before := fx.state()
-			_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, "sometime", claimTTL, 1)
-			fx.refused(before, err, rt.ErrInvalidArgument)
-		})
+		It("answers none when nothing is ready, and rejects an unknown boundary with invalid_argument",
+			Rules("runtime.claim_ready_queued_work.prefix", "runtime.invalid_argument_at_any_point"), func() {
+				l := fx.lease(worker)
+				Expect(fx.claimWork(l, worker, 10)).To(BeNil())
+				fx.mergeable()
+				before := fx.state()
+				_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, "sometime", claimTTL, 1)
+				fx.refused(before, err, rt.ErrInvalidArgument)
+			})
+		It("answers an unknown boundary with invalid_argument or what a check before it answers (max_batches 0, a lease that is not live)",
+			Rules("runtime.invalid_argument_at_any_point"), func() {
+				l := fx.lease(worker)
+				fx.mergeable()
+				before := fx.state()
+				c, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, "sometime", claimTTL, 0)
+				if err == nil {
+					Expect(c).To(BeNil(), allowed("runtime.invalid_argument_at_any_point", "invalid_argument or none"))
+				} else {
+					Expect(err).To(MatchError(rt.ErrInvalidArgument), allowed("runtime.invalid_argument_at_any_point", "invalid_argument or none"))
+				}
+				Expect(fx.state()).To(Equal(before))
+				forged := l.Fence()
+				forged.LeaseToken = "forged"
+				_, err = fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, forged, worker, "sometime", claimTTL, 1)
+				fx.refusedAny(before, err, "runtime.invalid_argument_at_any_point", rt.ErrInvalidArgument, rt.ErrSessionExecutionLeaseExpired)
+			})
 	})
 
 	Describe("renew_queued_work_claim", func() {
-		It("extends a held claim to now + ttl", func() {
+		It("extends a held claim to now + ttl", Rules("runtime.renew_queued_work_claim.changed"), func() {
 			l := fx.lease(worker)
 			fx.mergeable()
 			c := fx.claimWork(l, worker, 1)
@@ -200,27 +253,67 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			fx.advance(claimTTL - 1)
 			Expect(fx.claimWork(l, rival, 1)).To(BeNil(), "the renewed claim holds past its first expiry")
 		})
-		It("fails queued_work_claim_expired with another token, at the claim's expiry, or once abandoned, changing nothing", func() {
+		It("renews a claim that has expired but still holds its batches: it holds them again", Rules("runtime.renew_queued_work_claim.no_expiry_check"), func() {
 			l := fx.lease(worker)
-			fx.mergeable()
+			b := fx.mergeable()
 			c := fx.claimWork(l, worker, 1)
-			forged := *c
-			forged.LeaseToken = "forged"
-			_, err := fx.s.RenewQueuedWorkClaim(fx.ctx, forged, 10*claimTTL)
-			Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired))
-			fx.advance(claimTTL)
-			before := fx.state()
-			_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
-			fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
-			again := fx.claimWork(l, worker, 1)
-			Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *again)).To(Succeed())
-			_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *again, claimTTL)
-			Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired))
+			fx.advance(claimTTL + 5)
+			renewed, err := fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
+			Expect(err).NotTo(HaveOccurred(), allowed("runtime.renew_queued_work_claim.no_expiry_check", "the claim, renewed: the seed's UPDATE has no expiry condition"))
+			Expect(renewed.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
+			Expect(fx.claimWork(l, rival, 1)).To(BeNil(), "the renewed claim holds its batch again")
+			Expect(fx.cancel(rtSession, b.BatchID)).To(BeNil())
+			cm := fx.commitOf(l, "cp")
+			cm.CompletedQueueClaims = []rt.CompletedQueueClaim{renewed.Completed()}
+			fx.commit(cm)
+			Expect(fx.list(rtSession)).To(BeEmpty())
 		})
+		It("fails queued_work_claim_expired when no batch is held by its id and token (another token, abandoned, claimed again), changing nothing",
+			Rules("runtime.renew_queued_work_claim.changed"), func() {
+				l := fx.lease(worker)
+				fx.mergeable()
+				c := fx.claimWork(l, worker, 1)
+				forged := *c
+				forged.LeaseToken = "forged"
+				before := fx.state()
+				_, err := fx.s.RenewQueuedWorkClaim(fx.ctx, forged, 10*claimTTL)
+				fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+				fx.advance(claimTTL)
+				again := fx.claimWork(l, rival, 1)
+				Expect(again).NotTo(BeNil())
+				before = fx.state()
+				_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
+				fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+				Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *again)).To(Succeed())
+				before = fx.state()
+				_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *again, claimTTL)
+				fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+			})
+		It("renews the batches it still holds when it holds only some of them, whichever it answers",
+			Rules("runtime.renew_queued_work_claim.no_expiry_check", "runtime.renew_queued_work_claim.changed"), func() {
+				l := fx.lease(worker)
+				b1, b2 := fx.mergeable(), fx.mergeable()
+				c := fx.claimWork(l, worker, 2)
+				Expect(fx.claimed(c)).To(Equal([]string{b1.BatchID, b2.BatchID}))
+				part := c.Completed()
+				part.BatchIDs = []string{b1.BatchID}
+				cm := fx.commitOf(l, "cp")
+				cm.CompletedQueueClaims = []rt.CompletedQueueClaim{part}
+				fx.commit(cm)
+				fx.advance(claimTTL - 1)
+				renewed, err := fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
+				if err != nil {
+					Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired), allowed("runtime.renew_queued_work_claim.changed", "the claim or queued_work_claim_expired"))
+				} else {
+					Expect(renewed.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
+				}
+				fx.advance(claimTTL - 1)
+				Expect(fx.pending()).To(BeEmpty(), allowed("runtime.renew_queued_work_claim.no_expiry_check", "the batch still held renewed, either way"))
+			})
 	})
 
 	Describe("abandon_queued_work_claim", func() {
-		It("frees the claim's batches: the next claimer takes them with their fence up by one", func() {
+		It("frees the claim's batches: the next claimer takes them with their fence up by one", Rules("runtime.abandon_queued_work_claim.frees"), func() {
 			l := fx.lease(worker)
 			b1, b2 := fx.mergeable(), fx.mergeable()
 			c := fx.claimWork(l, worker, 2)
@@ -228,9 +321,10 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b1.BatchID, b2.BatchID}))
 			again := fx.claimWork(l, rival, 2)
 			Expect(fx.claimed(again)).To(Equal([]string{b1.BatchID, b2.BatchID}))
-			Expect(again.FencingToken).To(Equal(uint64(2)))
+			Expect(again.Batches[0].ClaimFencingToken).To(Equal(b1.ClaimFencingToken + 2))
+			fx.expectClaimFence(again)
 		})
-		It("changes nothing for a claim whose id or token does not match", func() {
+		It("changes nothing for a claim whose id or token does not match", Rules("runtime.abandon_queued_work_claim.frees"), func() {
 			l := fx.lease(worker)
 			fx.mergeable()
 			c := fx.claimWork(l, worker, 1)
@@ -249,13 +343,13 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("cancel_queued_work_batch", func() {
-		It("removes an unclaimed batch and answers it", func() {
+		It("removes an unclaimed batch and answers it", Rules("runtime.cancel_queued_work_batch.free_only"), func() {
 			b := fx.mergeable()
 			other := fx.mergeable()
 			Expect(fx.cancel(rtSession, b.BatchID)).To(Equal(&b))
 			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{other}))
 		})
-		It("keeps a batch a live claim holds and answers none, until the claim's expiry", func() {
+		It("keeps a batch a live claim holds and answers none, until the claim's expiry", Rules("runtime.cancel_queued_work_batch.free_only", "runtime.expiry"), func() {
 			l := fx.lease(worker)
 			b := fx.mergeable()
 			fx.claimWork(l, worker, 1)
@@ -268,7 +362,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(gone.BatchID).To(Equal(b.BatchID))
 			Expect(fx.list(rtSession)).To(BeEmpty())
 		})
-		It("answers none for an unknown batch or another session's", func() {
+		It("answers none for an unknown batch or another session's", Rules("runtime.cancel_queued_work_batch.free_only"), func() {
 			b := fx.mergeable()
 			Expect(fx.cancel(rtSession, "unknown")).To(BeNil())
 			Expect(fx.cancel(rtOther, b.BatchID)).To(BeNil())
@@ -277,7 +371,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("list_queued_work", func() {
-		It("lists every batch of the session in enqueue order, claimed or delayed, and no other session's", func() {
+		It("lists every batch of the session in enqueue order, claimed or delayed, and no other session's", Rules("runtime.list_queued_work.all"), func() {
 			l := fx.lease(worker)
 			b1 := fx.mergeable()
 			d := fx.draft(rt.SlotMergeable, "k")
@@ -291,7 +385,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("list_pending_queued_work", func() {
-		It("lists the unclaimed batches and those whose claim expired, delayed ones included, in enqueue order", func() {
+		It("lists the unclaimed batches and those whose claim expired, delayed ones included, in enqueue order", Rules("runtime.list_pending_queued_work.free", "runtime.expiry"), func() {
 			l := fx.lease(worker)
 			b1 := fx.mergeable()
 			fx.claimWork(l, worker, 1)

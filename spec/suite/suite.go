@@ -137,6 +137,9 @@ func convert(r Report) []Result {
 			if loc := s.Failure.Location; loc.FileName != "" {
 				c.Message += " (" + filepath.Base(loc.FileName) + ":" + strconv.Itoa(loc.LineNumber) + ")"
 			}
+			if ids := rulesOf(s.Labels()); len(ids) > 0 {
+				c.Message += "\nrules: " + strings.Join(ids, ", ")
+			}
 		}
 		out = append(out, c)
 	}
