@@ -290,5 +290,9 @@ func TestRunPassesServeThroughTheExecAdapter(t *testing.T) {
 		if m == nil || m[1] == "0" || m[2] != "0" || m[3] != "0" {
 			t.Fatalf("want a %s line with passes, no failures and no skips:\n%s", store, out)
 		}
+		// Its concurrent history too, over the wire, decided.
+		if m := tally(store, "linearizability").FindStringSubmatch(out); m == nil || m[1] != "1" || strings.Contains(out, "inconclusive") {
+			t.Errorf("want a %s linearizability line that passed:\n%s", store, out)
+		}
 	}
 }

@@ -77,17 +77,3 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 		}
 	}
 }
-
-// The reference passes the default linearizability run of every store
-// through the exec adapter too, against storecheck serve, with no unknown.
-func TestLinearizeThroughTheExecAdapter(t *testing.T) {
-	out, errs, code := storecheck(t, "file", "linearize", "--seed", "5", "--report-dir", t.TempDir(), "--quiet", "--", os.Args[0], "serve")
-	if code != exitPassed || strings.Contains(out, "inconclusive") {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
-	}
-	for _, store := range storeNames {
-		if !tally(store, "linearizability").MatchString(out) {
-			t.Errorf("no %s line:\n%s", store, out)
-		}
-	}
-}
