@@ -59,7 +59,7 @@ var options = []option{
 	{name: "store", arg: "LIST", def: strings.Join(storeNames, ","), help: "stores to check, comma-separated"},
 	{name: "layers", arg: "LIST", def: "spec,linearizability", help: "layers to run, comma-separated: spec, linearizability"},
 	{name: "seed", kind: kindInt64, arg: "N", help: "one seed (default: run and linearize take the clock's Unix seconds and print them; sim sweeps --seeds)"},
-	{name: "seeds", arg: "A..B", help: "seeds to sweep (default: the default sweep " + sim.DefaultSeeds.String() + " for sim and selftest's simulator layer; linearize runs one --seed)"},
+	{name: "seeds", arg: "A..B", help: "seeds to sweep (default: the default sweep " + sim.DefaultSeeds.String() + " for sim and selftest's simulator layers; linearize runs one --seed)"},
 	{name: "shard", arg: "i/n", def: "1/1", help: "run the i-th of n shares of the seeds (or of selftest's bugs), for CI matrix jobs"},
 	{name: "ops", kind: kindInt, arg: "N", def: strconv.Itoa(linearizeDefaults.Ops), help: "operations of each store's linearizability history"},
 	{name: "clients", kind: kindInt, arg: "N", def: strconv.Itoa(linearizeDefaults.Clients), help: "concurrent clients (a history's, or a simulated schedule's)"},

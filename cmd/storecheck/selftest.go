@@ -62,7 +62,10 @@ func selftest(inv invocation) int {
 			return exitUsage
 		}
 	}
-	run := selftestRun{self: self, seeds: seeds.Seeds(sim.Shard{}), cheapest: f.on("cheapest")}
+	run := selftestRun{self: self, seeds: seeds.Seeds(sim.Shard{}), execSeeds: "1..20", cheapest: f.on("cheapest")}
+	if f.given("seeds") {
+		run.execSeeds = seeds.String()
+	}
 
 	// The subjects: the reference first, then every bug of the stores
 	// asked for, the shard's share of them.
@@ -141,8 +144,10 @@ func subjectName(b bugs.Bug) string {
 // selftestRun is how one selftest checks its subjects.
 type selftestRun struct {
 	self string
-	// seeds are the in-process simulator layer's sweep.
-	seeds []int64
+	// seeds are the in-process simulator layer's sweep; execSeeds the exec
+	// simulator layer's (--seeds, else 1..20: a process of its own costs).
+	seeds     []int64
+	execSeeds string
 	// cheapest: a bug not in the exec sample goes through its cheapest
 	// catching layer only, the in-process layers tried in cost order.
 	cheapest bool
@@ -249,7 +254,7 @@ func (st selftestRun) check(b bugs.Bug, names []string, every bool) map[string]v
 		if len(modelled) > 0 {
 			list := strings.Join(modelled, ",")
 			execOut["exec lin"] = sub(append([]string{"linearize", "--store", list, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", scratch}, serve...)...)
-			execOut["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", "1..20", "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", scratch}, serve...)...)
+			execOut["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", st.execSeeds, "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", scratch}, serve...)...)
 		}
 	}()
 	for _, l := range cheapestOrder {

@@ -9,12 +9,12 @@ import (
 // Every deliberate bug is caught by some layer, and the unmodified reference
 // by none: storecheck selftest exits 0 and its table says so. By default a
 // representative slice: every bug through its cheapest catching layer
-// (--cheapest: the simulator over 20 seeds, else the specs, else a
+// (--cheapest: the simulator over 10 seeds, else the specs, else a
 // history), the reference and the exec sample (one bug of each store)
 // through every layer. STORECHECK_FULL_TESTS=1 runs the whole table, every
 // bug through every layer, as "storecheck selftest" does.
 func TestSelftestCatchesEveryBugAndNeverTheReference(t *testing.T) {
-	args := []string{"selftest", "--quiet", "--cheapest", "--seeds", "1..20"}
+	args := []string{"selftest", "--quiet", "--cheapest", "--seeds", "1..10"}
 	if fullTests() {
 		args = []string{"selftest", "--quiet"}
 	} else {
