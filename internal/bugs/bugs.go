@@ -81,10 +81,9 @@ func ByName(name string) (Bug, bool) {
 	return Bug{name}, true
 }
 
-// All lists every bug of every store.
-func All() []Bug { return append([]Bug(nil), all...) }
-
-// Of lists the bugs of store.
+// Of lists the bugs of store, in the order they are declared (each
+// store's list is its registration's, internal/stores: the one list of
+// every bug).
 func Of(store string) []Bug {
 	var out []Bug
 	for _, b := range all {
