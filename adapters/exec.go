@@ -70,6 +70,18 @@ type Exec struct {
 
 var _ Backend = (*Exec)(nil)
 
+// Sibling starts another process of the same program with the same
+// options: the way a store's deployment runs one process per handle on one
+// database, so that races between processes are real whatever the
+// backend's own concurrency.
+func (e *Exec) Sibling(ctx context.Context) (*Exec, error) { return StartExec(ctx, e.o) }
+
+// Siblings is a Backend that can start more processes of itself (an Exec).
+type Siblings interface {
+	Backend
+	Sibling(ctx context.Context) (*Exec, error)
+}
+
 // StartExec starts the program and shakes hands with it. An error here is a
 // backend failure: the program would not start or does not speak the
 // protocol.

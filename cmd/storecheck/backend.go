@@ -41,6 +41,16 @@ type withdrawn struct {
 	caps spec.Capabilities
 }
 
+// siblings is b as a program that can start more processes of itself,
+// when it is one (under the capabilities the config withdraws, too).
+func siblings(b adapters.Backend) (adapters.Siblings, bool) {
+	if w, ok := b.(withdrawn); ok {
+		b = w.Backend
+	}
+	s, ok := b.(adapters.Siblings)
+	return s, ok
+}
+
 func (w withdrawn) Info() adapters.Hello {
 	info := w.Backend.Info()
 	info.Capabilities.Capabilities = w.caps

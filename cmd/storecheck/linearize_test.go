@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/linearizability"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 // A race the specs cannot see fails linearize, leaves a folder with the
@@ -75,5 +80,47 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 		if code := cli(tc.args, &o, &e, h); code != exitUsage || e.String() != tc.want {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d, %q", tc.args, code, e.String(), exitUsage, tc.want)
 		}
+	}
+}
+
+// Over the wire, every handle of a linearizability run after the first is
+// a process of its own on the one database, so that a race between
+// processes is real whatever the backend's own concurrency; closing the
+// handle ends its process.
+func TestLinearizeGivesEveryHandleAProcessOfItsOwn(t *testing.T) {
+	e := startServe(t)
+	s, _ := stores.Lookup("continuity")
+	open, handles := opener(e, s, t.TempDir())
+	if handles != 2 {
+		t.Fatalf("%d handles, want 2", handles)
+	}
+	clock := clockwork.NewFakeClockAt(linearizability.Epoch)
+	ctx := context.Background()
+	first, err := open(ctx, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := open(ctx, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, ok := second.(ownProcess)
+	if !ok || own.e.PID() == e.PID() {
+		t.Fatalf("the second handle is not a process of its own: %T", second)
+	}
+	// Both processes work on the one database.
+	if _, err := first.Apply(ctx, c.UpsertContinuityRecord{Record: c.Record{Identity: "a", SessionID: "s"}, Fence: 3}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.Apply(ctx, c.MaxFencingToken{})
+	if err != nil || got != c.FencingToken(3) {
+		t.Fatalf("the second process reads %v, %v", got, err)
+	}
+	first.Close()
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if own.e.Err() != nil {
+		t.Fatalf("the second process ended with %v", own.e.Err())
 	}
 }

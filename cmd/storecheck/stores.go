@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/jonboulle/clockwork"
 
@@ -22,7 +24,10 @@ var storeNames = stores.Names()
 
 // opener opens every handle of a linearizability run of store s on one
 // database in dir, through backend b (in memory when b keeps no files: then
-// one handle only); nil when b does not implement the store.
+// one handle only); nil when b does not implement the store. A program over
+// the wire gets a process of its own for every handle after the first, so
+// that races between processes are real whatever the backend's own
+// concurrency; closing the handle ends its process.
 func opener(b adapters.Backend, s stores.Store, dir string) (linearizability.Opener, int) {
 	info := b.Info()
 	if !slices.Contains(info.Stores, s.Name()) {
@@ -35,10 +40,39 @@ func opener(b adapters.Backend, s stores.Store, dir string) (linearizability.Ope
 			handles = 2
 		}
 	}
+	var mu sync.Mutex
+	opened := 0
 	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-		return b.Open(ctx, s.Name(), spec.OpenOptions{Path: path, Clock: clock})
+		o := spec.OpenOptions{Path: path, Clock: clock}
+		mu.Lock()
+		opened++
+		first := opened == 1
+		mu.Unlock()
+		sib, ok := siblings(b)
+		if first || !ok {
+			return b.Open(ctx, s.Name(), o)
+		}
+		e, err := sib.Sibling(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t, err := e.Open(ctx, s.Name(), o)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		return ownProcess{t, e}, nil
 	}, handles
 }
+
+// ownProcess is a handle with a backend process of its own, which ends
+// with it.
+type ownProcess struct {
+	adapters.Target
+	e *adapters.Exec
+}
+
+func (t ownProcess) Close() error { return errors.Join(t.Target.Close(), t.e.Close()) }
 
 // rareEvents are what the default sweep of store s must reach: its model's
 // events and the simulator's own.
