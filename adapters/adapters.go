@@ -6,11 +6,9 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/client"
-	"github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Target is one open store of a backend.
@@ -37,40 +35,40 @@ func Crash(t any) error {
 	return nil
 }
 
+// Armer is a Target that can arm a crash point in process: the next
+// operation it applies crashes at point, ending as a process killed there
+// would (its transaction uncommitted, or, at an "/after_commit" point, its
+// answer lost): with a spec.ErrCrashed error. The simulator arms the
+// in-process backends it crashes through it; over the wire, arm_crash does
+// the same to a real process.
+type Armer interface {
+	Arm(point string) error
+}
+
+// Arm arms point on t when t is an Armer, else it says t cannot. A Target
+// that wraps another forwards Arm with it, as it forwards Crash with Crash.
+func Arm(t any, point string) error {
+	if a, ok := t.(Armer); ok {
+		return a.Arm(point)
+	}
+	return fmt.Errorf("the in-process target (%T) cannot arm crash point %s: it is no adapters.Armer", t, point)
+}
+
 // local is a Target over a store in this process.
-type local struct {
-	store any
-	apply func(ctx context.Context, op spec.Op) (any, error)
-	close func() error
+type local[S interface{ Close() error }] struct {
+	store S
+	apply func(ctx context.Context, s S, op spec.Op) (any, error)
 }
 
-func (l local) Apply(ctx context.Context, op spec.Op) (any, error) { return l.apply(ctx, op) }
-func (l local) Close() error                                       { return l.close() }
-func (l local) Crash() error                                       { return Crash(l.store) }
-
-// Continuity is the in-process Target of a Go continuity store.
-func Continuity(s continuity.Store) Target {
-	return local{
-		store: s,
-		apply: func(ctx context.Context, op spec.Op) (any, error) { return continuity.Apply(ctx, s, op) },
-		close: s.Close,
-	}
+func (l local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
+	return l.apply(ctx, l.store, op)
 }
+func (l local[S]) Close() error { return l.store.Close() }
+func (l local[S]) Crash() error { return Crash(l.store) }
 
-// Client is the in-process Target of a Go client store.
-func Client(s client.Store) Target {
-	return local{
-		store: s,
-		apply: func(ctx context.Context, op spec.Op) (any, error) { return client.Apply(ctx, s, op) },
-		close: s.Close,
-	}
-}
-
-// Runtime is the in-process Target of a Go runtime store.
-func Runtime(s runtime.Store) Target {
-	return local{
-		store: s,
-		apply: func(ctx context.Context, op spec.Op) (any, error) { return runtime.Apply(ctx, s, op) },
-		close: s.Close,
-	}
+// Local is the in-process Target of a Go store s: apply is its contract's
+// Apply (continuity.Apply, ...), which calls the store's method of each
+// operation value. Crash is the store's when it has one.
+func Local[S interface{ Close() error }](s S, apply func(ctx context.Context, s S, op spec.Op) (any, error)) Target {
+	return local[S]{store: s, apply: apply}
 }

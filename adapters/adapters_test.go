@@ -16,7 +16,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/suite"
@@ -30,7 +30,7 @@ const backendEnv = "STORECHECK_ADAPTERS_TEST_BACKEND"
 func TestMain(m *testing.M) {
 	switch os.Getenv(backendEnv) {
 	case "serve":
-		err := adapters.Serve(context.Background(), os.Stdin, os.Stdout, reference.Backend(reference.Options{}), adapters.ServeOptions{Log: os.Stderr})
+		err := adapters.Serve(context.Background(), os.Stdin, os.Stdout, stores.Reference(), adapters.ServeOptions{Log: os.Stderr})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 		// The kit's clock as the backend sees it: every operation is
 		// answered with its now_ms.
 		err := adapters.Serve(context.Background(), os.Stdin, os.Stdout, adapters.InProcess(adapters.Hello{Name: "now"},
-			map[string]adapters.Opener{c.StoreName: func(ctx context.Context, o suite.Options) (adapters.Target, error) {
+			adapters.LocalStore{Contract: c.Contract, Open: func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 				return nowTarget{o.Clock}, nil
 			}}), adapters.ServeOptions{})
 		if err != nil {
@@ -111,7 +111,7 @@ func TestTheKitsClockReachesTheStore(t *testing.T) {
 func start(t *testing.T, backend string) *adapters.Exec {
 	t.Helper()
 	e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{
-		Command: []string{os.Args[0]}, Env: []string{backendEnv + "=" + backend}, Timeout: 5 * time.Second})
+		Command: []string{os.Args[0]}, Env: []string{backendEnv + "=" + backend}, Timeout: 5 * time.Second, Contracts: stores.Contracts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestACanceledCallIsIndefiniteAndItsLateReplyIsDropped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err = tgt.Apply(ctx, c.MaxFencingToken{})
-	if spec.KindOf(err) != adapters.ErrCanceled || adapters.Definite(adapters.ErrCanceled) {
+	if spec.KindOf(err) != spec.ErrCanceled || c.Contract.Definite(err) {
 		t.Fatalf("want an indefinite canceled, got %v", err)
 	}
 	var wg sync.WaitGroup
@@ -222,7 +222,7 @@ func TestDecodeOpRoundTripsEveryOperation(t *testing.T) {
 		c.DeleteContinuityRecord{Identity: "a", Fence: 1},
 		c.MaxFencingToken{},
 	}
-	for _, contract := range adapters.Contracts {
+	for _, contract := range stores.Contracts() {
 		for _, op := range contract.Ops {
 			found := false
 			for _, v := range values {
@@ -233,7 +233,7 @@ func TestDecodeOpRoundTripsEveryOperation(t *testing.T) {
 			}
 		}
 	}
-	contract, _ := adapters.ContractOf(c.StoreName)
+	contract := c.Contract
 	for _, op := range values {
 		args, err := json.Marshal(op)
 		if err != nil {
@@ -280,20 +280,6 @@ func TestDecodeResultChecksTheType(t *testing.T) {
 	}
 }
 
-func TestDefinite(t *testing.T) {
-	for _, k := range c.Kinds {
-		if !adapters.Definite(k) {
-			t.Errorf("contract kind %s must be definite", k)
-		}
-	}
-	for k, want := range map[spec.Kind]bool{adapters.ErrBadRequest: true, adapters.ErrTimeout: false,
-		adapters.ErrCrashed: false, adapters.ErrBackendFailure: false, adapters.ErrCanceled: false, "": false, "made_up": false} {
-		if adapters.Definite(k) != want {
-			t.Errorf("Definite(%q) = %v, want %v", k, !want, want)
-		}
-	}
-}
-
 // Serve answers what it cannot take with bad_request, naming what was
 // wrong, and keeps serving.
 func TestServeRefusesBadRequests(t *testing.T) {
@@ -301,7 +287,7 @@ func TestServeRefusesBadRequests(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- adapters.Serve(context.Background(), inR, outW, reference.Backend(reference.Options{InMemory: true}), adapters.ServeOptions{Log: io.Discard})
+		done <- adapters.Serve(context.Background(), inR, outW, stores.Backend(stores.Options{InMemory: true}), adapters.ServeOptions{Log: io.Discard})
 		outW.Close()
 	}()
 	replies := bufio.NewScanner(outR)

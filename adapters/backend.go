@@ -3,9 +3,8 @@ package adapters
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	"github.com/storecheck/storecheck/spec/suite"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // Backend is a backend as the kit sees it: the stores it implements and the
@@ -15,9 +14,12 @@ import (
 type Backend interface {
 	// Info is what the backend declared: name, stores, capabilities.
 	Info() Hello
+	// Contract is the contract the backend speaks store by (false: it
+	// implements no such store).
+	Contract(store string) (spec.Contract, bool)
 	// Open opens a Target of store: on o.Path, or in memory when o.Path is
 	// "". o.Clock is the only time the store may use.
-	Open(ctx context.Context, store string, o suite.Options) (Target, error)
+	Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error)
 	// Close releases the backend (an Exec backend's process ends).
 	Close() error
 }
@@ -29,83 +31,86 @@ type SchemaWriter interface {
 	WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error
 }
 
-// WithSchemaWriter is b, writing foreign schema files with write.
-func WithSchemaWriter(b Backend, write func(ctx context.Context, store, path, marker string, version int) error) Backend {
-	return schemaWriting{b, write}
-}
-
-type schemaWriting struct {
-	Backend
-	write func(ctx context.Context, store, path, marker string, version int) error
-}
-
-func (b schemaWriting) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
-	return b.write(ctx, store, path, marker, version)
-}
-
 // Opener opens one store's Target.
-type Opener func(ctx context.Context, o suite.Options) (Target, error)
+type Opener func(ctx context.Context, o spec.OpenOptions) (Target, error)
+
+// LocalStore is one store of an InProcess backend: its contract, and how
+// to open it.
+type LocalStore struct {
+	Contract spec.Contract
+	Open     Opener
+	// WriteSchema, when set, writes at path a new file of this store that
+	// Open reads as carrying marker at version (see SchemaWriter).
+	WriteSchema func(ctx context.Context, path, marker string, version int) error
+}
 
 // inProcess is a Backend of Go stores in this process.
 type inProcess struct {
-	info    Hello
-	openers map[string]Opener
+	info   Hello
+	stores []LocalStore
 }
 
 // InProcess is a Backend of Go stores in this process: info declares its
-// name and capabilities (its Version and Stores are filled in), openers open
-// each store it implements, by store name.
-func InProcess(info Hello, openers map[string]Opener) Backend {
+// name and capabilities (its Version and Stores are filled in), stores are
+// the stores it implements, in order.
+func InProcess(info Hello, stores ...LocalStore) Backend {
 	info.Version = ProtocolVersion
 	info.Stores = nil
-	for _, c := range Contracts {
-		if openers[c.Name] != nil {
-			info.Stores = append(info.Stores, c.Name)
-		}
+	for _, s := range stores {
+		info.Stores = append(info.Stores, s.Contract.Name)
 	}
-	return &inProcess{info: info, openers: openers}
+	return &inProcess{info: info, stores: stores}
 }
 
 func (b *inProcess) Info() Hello { return b.info }
 
-func (b *inProcess) Open(ctx context.Context, store string, o suite.Options) (Target, error) {
-	open := b.openers[store]
-	if open == nil {
+func (b *inProcess) store(name string) (LocalStore, bool) {
+	for _, s := range b.stores {
+		if s.Contract.Name == name {
+			return s, true
+		}
+	}
+	return LocalStore{}, false
+}
+
+func (b *inProcess) Contract(store string) (spec.Contract, bool) {
+	s, ok := b.store(store)
+	return s.Contract, ok
+}
+
+func (b *inProcess) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
+	s, ok := b.store(store)
+	if !ok {
 		return nil, fmt.Errorf("backend %s does not implement store %q", b.info.Name, store)
 	}
-	return open(ctx, o)
+	return s.Open(ctx, o)
 }
 
 func (b *inProcess) Close() error { return nil }
 
-// Harness is the suite's harness for any backend: the capabilities are the
-// ones the backend declared, each store it implements opens through Open
-// and reaches the suite as the contract's Proxy, and each store it does not
-// implement keeps a nil opener, so the suite skips its specs with that
-// reason.
-func Harness(b Backend) suite.Harness {
-	info := b.Info()
-	h := suite.Harness{
-		Name: info.Name,
-		Capabilities: suite.Capabilities{
-			Files:             info.Capabilities.Files,
-			SharedFiles:       info.Capabilities.SharedFiles,
-			InMemory:          info.Capabilities.InMemory,
-			SQLiteLocking:     info.Capabilities.SQLiteLocking,
-			ClientSchemaTable: info.Capabilities.ClientSchemaTable,
-			SnapshotRevision:  info.Capabilities.SnapshotRevision,
-		},
+// WriteForeignSchema writes the file with the store's WriteSchema.
+func (b *inProcess) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
+	s, ok := b.store(store)
+	if !ok || s.WriteSchema == nil {
+		return spec.Errorf(spec.ErrBadRequest, "write_foreign_schema: backend %s writes no %q file", b.info.Name, store)
 	}
-	if w, ok := b.(SchemaWriter); ok && info.Capabilities.ClientSchemaWriter && slices.Contains(info.Stores, "client") {
-		h.WriteClientSchema = func(path, marker string, version int) error {
-			return w.WriteForeignSchema(context.Background(), "client", path, marker, version)
+	return s.WriteSchema(ctx, path, marker, version)
+}
+
+// contractIn finds store's contract among cs.
+func contractIn(cs []spec.Contract, store string) (spec.Contract, bool) {
+	for _, c := range cs {
+		if c.Name == store {
+			return c, true
 		}
 	}
-	for _, c := range Contracts {
-		if slices.Contains(info.Stores, c.Name) {
-			store := c.Name
-			c.Bind(&h, func(ctx context.Context, o suite.Options) (Target, error) { return b.Open(ctx, store, o) })
-		}
+	return spec.Contract{}, false
+}
+
+// clip is b as a string, cut to n bytes.
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return fmt.Sprintf("%s... (%d bytes)", b[:n], len(b))
 	}
-	return h
+	return string(b)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,7 +18,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // Defaults of the exec adapter.
@@ -35,6 +35,9 @@ const (
 type ExecOptions struct {
 	// Command is the program and its arguments.
 	Command []string
+	// Contracts are the stores the kit speaks with it: a store its hello
+	// declares must be one of them.
+	Contracts []spec.Contract
 	// Env is added to this process's environment for the program.
 	Env []string
 	// Timeout bounds the wait for each reply (DefaultTimeout when 0). A
@@ -56,7 +59,7 @@ type ExecOptions struct {
 // process, fails the operations in flight with an indefinite kind, and is
 // kept as the backend's failure (Err). A crash the kit caused (Kill, an
 // armed crash point) is not a failure: the operation in flight ends with
-// ErrCrashed, and Restart starts the program again on the same files.
+// spec.ErrCrashed, and Restart starts the program again on the same files.
 type Exec struct {
 	o    ExecOptions
 	mu   sync.Mutex
@@ -67,12 +70,27 @@ type Exec struct {
 
 var _ Backend = (*Exec)(nil)
 
+// Sibling starts another process of the same program with the same
+// options: the way a store's deployment runs one process per handle on one
+// database, so that races between processes are real whatever the
+// backend's own concurrency.
+func (e *Exec) Sibling(ctx context.Context) (*Exec, error) { return StartExec(ctx, e.o) }
+
+// Siblings is a Backend that can start more processes of itself (an Exec).
+type Siblings interface {
+	Backend
+	Sibling(ctx context.Context) (*Exec, error)
+}
+
 // StartExec starts the program and shakes hands with it. An error here is a
 // backend failure: the program would not start or does not speak the
 // protocol.
 func StartExec(ctx context.Context, o ExecOptions) (*Exec, error) {
 	if len(o.Command) == 0 {
 		return nil, errors.New("exec backend: no command")
+	}
+	if len(o.Contracts) == 0 {
+		return nil, errors.New("exec backend: no contracts to speak (ExecOptions.Contracts)")
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -90,7 +108,7 @@ func StartExec(ctx context.Context, o ExecOptions) (*Exec, error) {
 func (e *Exec) start(ctx context.Context) error {
 	p, err := spawn(e.o, e.recordFailure)
 	if err != nil {
-		return spec.Errorf(ErrBackendFailure, "start %q: %w", strings.Join(e.o.Command, " "), err)
+		return spec.Errorf(spec.ErrBackendFailure, "start %q: %w", strings.Join(e.o.Command, " "), err)
 	}
 	raw, err := p.call(ctx, &Request{Type: TypeHello, Version: ProtocolVersion}, "hello")
 	if err == nil && raw.Error != nil {
@@ -107,7 +125,7 @@ func (e *Exec) start(ctx context.Context) error {
 	}
 	if err == nil {
 		for _, s := range info.Stores {
-			if _, ok := ContractOf(s); !ok {
+			if _, ok := contractIn(e.o.Contracts, s); !ok {
 				err = p.violation(fmt.Sprintf("hello: the backend declares an unknown store %q", s))
 				break
 			}
@@ -156,12 +174,21 @@ func (e *Exec) Err() error {
 	return e.err
 }
 
+// Contract is the contract of store, when the kit speaks it and the
+// backend's hello declares it.
+func (e *Exec) Contract(store string) (spec.Contract, bool) {
+	if !slices.Contains(e.Info().Stores, store) {
+		return spec.Contract{}, false
+	}
+	return contractIn(e.o.Contracts, store)
+}
+
 // PID is the backend process's id.
 func (e *Exec) PID() int { return e.proc().cmd.Process.Pid }
 
 // Open opens a database of store on the backend.
-func (e *Exec) Open(ctx context.Context, store string, o suite.Options) (Target, error) {
-	c, ok := ContractOf(store)
+func (e *Exec) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
+	c, ok := e.Contract(store)
 	if !ok {
 		return nil, fmt.Errorf("exec backend: unknown store %q", store)
 	}
@@ -205,7 +232,7 @@ func (e *Exec) Close() error {
 }
 
 // Kill ends the backend process with SIGKILL, as a fault: the operations in
-// flight end with ErrCrashed, and it is not a backend failure.
+// flight end with spec.ErrCrashed, and it is not a backend failure.
 func (e *Exec) Kill() error {
 	p := e.proc()
 	p.expect()
@@ -243,7 +270,7 @@ func (e *Exec) ArmCrash(ctx context.Context, point string, nth int) error {
 // that its own open reads as carrying marker at version (the request
 // write_foreign_schema, for a backend that declares client_schema_writer).
 func (e *Exec) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
-	c, ok := ContractOf(store)
+	c, ok := e.Contract(store)
 	if !ok {
 		return fmt.Errorf("exec backend: unknown store %q", store)
 	}
@@ -268,7 +295,7 @@ func (e *Exec) WriteForeignSchema(ctx context.Context, store, path, marker strin
 // execTarget is one open database of an Exec backend.
 type execTarget struct {
 	p      *process
-	c      Contract
+	c      spec.Contract
 	handle uint64
 	clock  clockwork.Clock
 	// yields: the backend declared yield points, so an operation whose
@@ -535,7 +562,7 @@ func (p *process) violation(msg string) error {
 func (p *process) violate(msg string) {
 	p.mu.Lock()
 	if p.cause == nil {
-		p.cause = spec.Errorf(ErrBackendFailure, "%s", msg)
+		p.cause = spec.Errorf(spec.ErrBackendFailure, "%s", msg)
 	}
 	p.mu.Unlock()
 	p.kill()
@@ -545,7 +572,7 @@ func (p *process) violate(msg string) {
 func (p *process) timeout(what string, id uint64) error {
 	p.mu.Lock()
 	if p.cause == nil {
-		p.cause = spec.Errorf(ErrTimeout, "%s (request %d): no reply within %s", what, id, p.o.Timeout)
+		p.cause = spec.Errorf(spec.ErrTimeout, "%s (request %d): no reply within %s", what, id, p.o.Timeout)
 	}
 	p.mu.Unlock()
 	p.kill()
@@ -589,9 +616,9 @@ func (p *process) finish(werr error) {
 	case cause != nil:
 		err = fmt.Errorf("%w%s", cause, p.stderrLines())
 	case expected:
-		err = spec.Errorf(ErrCrashed, "the backend process %s (a fault the kit injected)%s", status, inFlight)
+		err = spec.Errorf(spec.ErrCrashed, "the backend process %s (a fault the kit injected)%s", status, inFlight)
 	default:
-		err = spec.Errorf(ErrCrashed, "the backend process %s unexpectedly%s%s", status, inFlight, p.stderrLines())
+		err = spec.Errorf(spec.ErrCrashed, "the backend process %s unexpectedly%s%s", status, inFlight, p.stderrLines())
 	}
 	p.err = err
 	if cause != nil || !expected {
@@ -667,7 +694,7 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 			return nil, fmt.Errorf("%s (request %d): %w", what, req.ID, p.err)
 		case <-ctx.Done():
 			p.forget(req.ID, true)
-			return nil, spec.Errorf(ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
+			return nil, spec.Errorf(spec.ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
 		case <-timer.C:
 			return nil, p.timeout(what, req.ID)
 		}
@@ -687,8 +714,8 @@ func (p *process) forget(id uint64, abandon bool) {
 
 // checkKind makes sure an error kind a backend sent is one it may send for
 // this store: one of the contract's, or bad_request.
-func (p *process) checkKind(c Contract, e *WireError, what string) error {
-	if c.HasKind(e.Kind) || e.Kind == ErrBadRequest {
+func (p *process) checkKind(c spec.Contract, e *WireError, what string) error {
+	if c.HasKind(e.Kind) || e.Kind == spec.ErrBadRequest {
 		return nil
 	}
 	return p.violation(fmt.Sprintf("%s: the backend replied with error kind %q, which is not one of the %s store's kinds (%s) nor bad_request; its message: %s",

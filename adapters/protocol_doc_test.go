@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // docs/protocol.md holds tables generated from the Go types: every
 // operation's args and result for every registered store, the error kinds,
 // the crash points. This test regenerates them and fails when the page
-// differs, so a store that registers in adapters.Contracts cannot land
+// differs, so a store that registers in internal/stores cannot land
 // without its rows. STORECHECK_UPDATE_DOCS=1 rewrites the page.
 func TestProtocolPageTables(t *testing.T) {
 	const path = "../docs/protocol.md"
@@ -52,7 +52,7 @@ func TestProtocolPageTables(t *testing.T) {
 
 func operationsTable() string {
 	var b strings.Builder
-	for _, c := range adapters.Contracts {
+	for _, c := range stores.Contracts() {
 		fmt.Fprintf(&b, "\n#### %s\n\n| op | args | result |\n|---|---|---|\n", c.Name)
 		for _, op := range c.Ops {
 			result := "`null`"
@@ -85,7 +85,7 @@ func typesTable() string {
 		}
 	}
 	var b strings.Builder
-	for _, c := range adapters.Contracts {
+	for _, c := range stores.Contracts() {
 		order = nil
 		for _, op := range c.Ops {
 			walk(reflect.TypeOf(op), true)
@@ -101,22 +101,34 @@ func typesTable() string {
 	return b.String() + "\n"
 }
 
+// kindsTable is spec.KindTable as the page shows it: every store's kinds,
+// then the ones any store may meet.
 func kindsTable() string {
 	var b strings.Builder
 	b.WriteString("\n| kind | store | definite | sent by | means |\n|---|---|---|---|---|\n")
-	for _, c := range adapters.Contracts {
+	for _, c := range stores.Contracts() {
 		for _, k := range c.Kinds {
-			fmt.Fprintf(&b, "| `%s` | %s | %s | backend | an error of the contract's closed set (see `spec/%s`); the operation changed nothing |\n", k, c.Name, yesNo(adapters.Definite(k)), c.Name)
+			row, shared := spec.KindInfoOf(k)
+			if !shared {
+				row = spec.RuleKindInfo
+			}
+			if yes := c.Definite(spec.Errorf(k, "")); yes != row.Definite {
+				panic(fmt.Sprintf("%s %s: the table says definite %v, Definite %v", c.Name, k, row.Definite, yes))
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", k, c.Name, yesNo(row.Definite), row.SentBy, row.Means)
 		}
 	}
-	for _, k := range adapters.KitKinds {
-		fmt.Fprintf(&b, "| `%s` | any (protocol) | %s | %s | %s |\n", k.Kind, yesNo(k.Definite), k.SentBy, k.Means)
+	for _, row := range spec.KindTable {
+		if row.Kind == spec.ErrIO {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | any | %s | %s | %s |\n", row.Kind, yesNo(row.Definite), row.SentBy, row.Means)
 	}
 	return b.String() + "\n"
 }
 
 func crashPointsTable() string {
-	points := reference.Backend(reference.Options{}).Info().Capabilities.CrashPoints
+	points := stores.Reference().Info().Capabilities.CrashPoints
 	var stores []string
 	for s := range points {
 		stores = append(stores, s)

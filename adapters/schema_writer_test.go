@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/suite"
@@ -22,7 +21,7 @@ func TestWriteForeignSchemaOverTheWire(t *testing.T) {
 	if !e.Info().Capabilities.ClientSchemaWriter {
 		t.Fatal("storecheck serve does not declare client_schema_writer")
 	}
-	h := adapters.Harness(e)
+	h := suite.HarnessOf(e)
 	if h.WriteClientSchema == nil {
 		t.Fatal("the exec harness has no WriteClientSchema")
 	}
@@ -41,7 +40,7 @@ func TestWriteForeignSchemaOverTheWire(t *testing.T) {
 		if err := h.WriteClientSchema(path, tc.marker, tc.version); err != nil {
 			t.Fatalf("write %s version %d: %v", tc.marker, tc.version, err)
 		}
-		tgt, err := e.Open(context.Background(), cli.StoreName, suite.Options{Path: path})
+		tgt, err := e.Open(context.Background(), cli.StoreName, spec.OpenOptions{Path: path})
 		if tc.refused {
 			if !errors.Is(err, cli.ErrSchemaMismatch) {
 				t.Errorf("%s version %d: open answered %v, want schema_mismatch", tc.marker, tc.version, err)
@@ -53,14 +52,14 @@ func TestWriteForeignSchemaOverTheWire(t *testing.T) {
 		}
 		tgt.Close()
 	}
-	if err := e.WriteForeignSchema(context.Background(), "continuity", filepath.Join(dir, "x.db"), "m", 1); spec.KindOf(err) != adapters.ErrBadRequest {
+	if err := e.WriteForeignSchema(context.Background(), "continuity", filepath.Join(dir, "x.db"), "m", 1); spec.KindOf(err) != spec.ErrBadRequest {
 		t.Errorf("write_foreign_schema of the continuity store: %v, want bad_request", err)
 	}
 	now := start(t, "now")
-	if now.Info().Capabilities.ClientSchemaWriter || adapters.Harness(now).WriteClientSchema != nil {
+	if now.Info().Capabilities.ClientSchemaWriter || suite.HarnessOf(now).WriteClientSchema != nil {
 		t.Error("a backend that does not declare client_schema_writer has a writer")
 	}
-	if err := now.WriteForeignSchema(context.Background(), cli.StoreName, filepath.Join(dir, "y.db"), "m", 1); spec.KindOf(err) != adapters.ErrBadRequest {
+	if err := now.WriteForeignSchema(context.Background(), "continuity", filepath.Join(dir, "y.db"), "m", 1); spec.KindOf(err) != spec.ErrBadRequest {
 		t.Errorf("write_foreign_schema to a backend that does not declare it: %v, want bad_request", err)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // ServeOptions tunes Serve.
@@ -55,7 +54,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 			req := new(Request)
 			if err := json.Unmarshal(line, req); err != nil {
 				fmt.Fprintf(o.Log, "storecheck serve: a request that is not JSON: %v: %s\n", err, clip(line, 200))
-				s.reply(req.ID, nil, spec.Errorf(ErrBadRequest, "the request is not a JSON object: %v", err))
+				s.reply(req.ID, nil, spec.Errorf(spec.ErrBadRequest, "the request is not a JSON object: %v", err))
 			} else if req.Type == TypeResume {
 				s.resume(req.ID)
 			} else {
@@ -153,7 +152,7 @@ func (s *server) write(line []byte) {
 // which follows the now_ms of the requests on it.
 type handle struct {
 	target   Target
-	contract Contract
+	contract spec.Contract
 	mu       sync.Mutex
 	clock    *clockwork.FakeClock
 }
@@ -182,7 +181,7 @@ func (s *server) reply(id uint64, result any, err error) {
 			Result any    `json:"result"`
 		}{id, result})
 		if merr != nil {
-			err = spec.Errorf(ErrBadRequest, "the result cannot be encoded: %v", merr)
+			err = spec.Errorf(spec.ErrBadRequest, "the result cannot be encoded: %v", merr)
 		}
 	}
 	if err != nil {
@@ -192,7 +191,7 @@ func (s *server) reply(id uint64, result any, err error) {
 			msg = se.Message
 		}
 		if kind == "" {
-			kind = ErrBadRequest
+			kind = spec.ErrBadRequest
 		}
 		line, _ = json.Marshal(struct {
 			ID    uint64    `json:"id"`
@@ -216,19 +215,19 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 	switch req.Type {
 	case TypeHello:
 		if req.Version != ProtocolVersion {
-			return nil, spec.Errorf(ErrBadRequest, "protocol version %d asked, this backend speaks %d", req.Version, ProtocolVersion)
+			return nil, spec.Errorf(spec.ErrBadRequest, "protocol version %d asked, this backend speaks %d", req.Version, ProtocolVersion)
 		}
 		return s.b.Info(), nil
 	case TypeOpen:
-		c, ok := ContractOf(req.Store)
-		if !ok || !slices.Contains(s.b.Info().Stores, req.Store) {
-			return nil, spec.Errorf(ErrBadRequest, "open: this backend does not implement store %q (it has %v)", req.Store, s.b.Info().Stores)
+		c, ok := s.b.Contract(req.Store)
+		if !ok {
+			return nil, spec.Errorf(spec.ErrBadRequest, "open: this backend does not implement store %q (it has %v)", req.Store, s.b.Info().Stores)
 		}
 		if (req.Path == "") == !req.InMemory {
-			return nil, spec.Errorf(ErrBadRequest, "open: give either a path or in_memory, not both or neither")
+			return nil, spec.Errorf(spec.ErrBadRequest, "open: give either a path or in_memory, not both or neither")
 		}
 		clock := clockwork.NewFakeClockAt(time.UnixMilli(req.NowMS))
-		t, err := s.b.Open(ctx, req.Store, suite.Options{Path: req.Path, Clock: clock})
+		t, err := s.b.Open(ctx, req.Store, spec.OpenOptions{Path: req.Path, Clock: clock})
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +243,7 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		delete(s.handles, req.Handle)
 		s.mu.Unlock()
 		if h == nil {
-			return nil, spec.Errorf(ErrBadRequest, "close: no open handle %d", req.Handle)
+			return nil, spec.Errorf(spec.ErrBadRequest, "close: no open handle %d", req.Handle)
 		}
 		return nil, h.target.Close()
 	case TypeOp:
@@ -252,14 +251,14 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		h := s.handles[req.Handle]
 		s.mu.Unlock()
 		if h == nil {
-			return nil, spec.Errorf(ErrBadRequest, "%s %s: no open handle %d", req.Store, req.Op, req.Handle)
+			return nil, spec.Errorf(spec.ErrBadRequest, "%s %s: no open handle %d", req.Store, req.Op, req.Handle)
 		}
 		if req.Store != h.contract.Name {
-			return nil, spec.Errorf(ErrBadRequest, "%s %s: handle %d is a %s store", req.Store, req.Op, req.Handle, h.contract.Name)
+			return nil, spec.Errorf(spec.ErrBadRequest, "%s %s: handle %d is a %s store", req.Store, req.Op, req.Handle, h.contract.Name)
 		}
 		op, err := h.contract.DecodeOp(req.Op, req.Args)
 		if err != nil {
-			return nil, spec.Errorf(ErrBadRequest, "%v", err)
+			return nil, spec.Errorf(spec.ErrBadRequest, "%v", err)
 		}
 		h.at(req.NowMS)
 		if req.Yields {
@@ -272,21 +271,21 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 			known = known || slices.Contains(points, req.Point)
 		}
 		if !known || s.o.ArmCrash == nil {
-			return nil, spec.Errorf(ErrBadRequest, "arm_crash: no crash point %q (declared: %v)", req.Point, s.b.Info().Capabilities.CrashPoints)
+			return nil, spec.Errorf(spec.ErrBadRequest, "arm_crash: no crash point %q (declared: %v)", req.Point, s.b.Info().Capabilities.CrashPoints)
 		}
 		if req.Nth < 1 {
-			return nil, spec.Errorf(ErrBadRequest, "arm_crash: nth must be 1 or more, not %d", req.Nth)
+			return nil, spec.Errorf(spec.ErrBadRequest, "arm_crash: nth must be 1 or more, not %d", req.Nth)
 		}
 		return nil, s.o.ArmCrash(req.Point, req.Nth)
 	case TypeWriteForeignSchema:
 		w, ok := s.b.(SchemaWriter)
 		if !ok || !s.b.Info().Capabilities.ClientSchemaWriter {
-			return nil, spec.Errorf(ErrBadRequest, "write_foreign_schema: this backend does not declare client_schema_writer")
+			return nil, spec.Errorf(spec.ErrBadRequest, "write_foreign_schema: this backend does not declare client_schema_writer")
 		}
 		if req.Store != "client" || !slices.Contains(s.b.Info().Stores, req.Store) || req.Path == "" {
-			return nil, spec.Errorf(ErrBadRequest, "write_foreign_schema: give the client store and a path (store %q, path %q)", req.Store, req.Path)
+			return nil, spec.Errorf(spec.ErrBadRequest, "write_foreign_schema: give the client store and a path (store %q, path %q)", req.Store, req.Path)
 		}
 		return nil, w.WriteForeignSchema(ctx, req.Store, req.Path, req.Marker, req.Version)
 	}
-	return nil, spec.Errorf(ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash, resume, write_foreign_schema)", req.Type)
+	return nil, spec.Errorf(spec.ErrBadRequest, "unknown request type %q (accepted: hello, open, close, op, arm_crash, resume, write_foreign_schema)", req.Type)
 }

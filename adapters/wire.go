@@ -94,25 +94,13 @@ type Hello struct {
 	Capabilities Capabilities `json:"capabilities"`
 }
 
-// Capabilities are the optional features a backend declares in its hello.
+// Capabilities are the optional features a backend declares in its hello
+// (spec.Capabilities, inline), and the crash points it can be crashed at.
 // The kit checks nothing a backend does not declare, and guesses nothing.
 //
 // Every capability is optional in the hello: one left out is not declared.
 type Capabilities struct {
-	Files         bool `json:"files,omitempty"`
-	SharedFiles   bool `json:"shared_files,omitempty"`
-	InMemory      bool `json:"in_memory,omitempty"`
-	SQLiteLocking bool `json:"sqlite_locking,omitempty"`
-	// ClientSchemaTable: the kit may write a client store file of another
-	// schema marker or version itself, to check the gate at open.
-	ClientSchemaTable bool `json:"client_schema_table,omitempty"`
-	// ClientSchemaWriter: the backend writes a client store file of another
-	// schema marker or version itself when asked (write_foreign_schema), in
-	// its own layout, to check the gate at open.
-	ClientSchemaWriter bool `json:"client_schema_writer,omitempty"`
-	// SnapshotRevision: how the continuity store computes snapshot
-	// revisions, "sha256" (the default) or "opaque".
-	SnapshotRevision string `json:"snapshot_revision,omitempty"`
+	spec.Capabilities
 	// Yields: an op request that asks for them is paused at each yield
 	// point (a line {"id": N, "yield": "<op>/<place>"}) until the kit sends
 	// {"type": "resume", "id": N}.
@@ -126,64 +114,10 @@ type Opened struct {
 	Handle uint64 `json:"handle"`
 }
 
-// Error kinds of the protocol itself. bad_request is the one a backend
-// sends; the others the kit's exec adapter makes up when a backend does not
-// answer as the protocol says.
-const (
-	// ErrBadRequest: the backend could not take the request (not JSON, an
-	// unknown type, store, operation or handle, bad args). Definite: the
-	// backend did nothing.
-	ErrBadRequest spec.Kind = "bad_request"
-	// ErrCanceled: the caller stopped waiting (its context ended) before
-	// the reply came. Indefinite.
-	ErrCanceled spec.Kind = "canceled"
-	// ErrTimeout: no reply within the per-operation timeout; the kit kills
-	// the backend. Indefinite.
-	ErrTimeout spec.Kind = "timeout"
-	// ErrCrashed: the backend process exited (or was killed) with the
-	// request in flight. Indefinite.
-	ErrCrashed = spec.ErrCrashed
-	// ErrBackendFailure: the backend broke the protocol (a line that is not
-	// JSON, a reply to an unknown id, an unknown error kind, a result of the
-	// wrong type, an endless line); the kit kills it. Indefinite.
-	ErrBackendFailure spec.Kind = "backend_failure"
-)
-
-// KitKind describes one of the protocol's own error kinds.
-type KitKind struct {
-	Kind     spec.Kind
-	Definite bool
-	// SentBy is "backend" or "kit" (made up by the exec adapter).
-	SentBy string
-	Means  string
-}
-
-// KitKinds are the protocol's own error kinds, in a fixed order.
-var KitKinds = []KitKind{
-	{ErrBadRequest, true, "backend", "the request was malformed or named an unknown type, store, operation, handle or crash point; nothing happened"},
-	{ErrCanceled, false, "kit", "the caller stopped waiting before the reply came"},
-	{ErrTimeout, false, "kit", "no reply within the per-operation timeout; the backend is killed"},
-	{ErrCrashed, false, "kit", "the backend process exited with the request in flight"},
-	{ErrBackendFailure, false, "kit", "the backend broke the protocol; it is killed"},
-}
-
-// Definite reports whether an error of kind k means that the operation did
-// not happen. Every contract kind is definite (a failed operation changes
-// nothing); of the protocol's kinds only bad_request is. An error with no
-// kind at all is indefinite.
-func Definite(k spec.Kind) bool {
-	for _, kk := range KitKinds {
-		if kk.Kind == k {
-			return kk.Definite
-		}
-	}
-	for _, c := range Contracts {
-		if c.HasKind(k) {
-			return true
-		}
-	}
-	return false
-}
+// The protocol's own error kinds are spec's (spec.KindTable has them, each
+// with its definiteness): bad_request is the one a backend sends; canceled,
+// timeout, crashed and backend_failure the exec adapter makes up when a
+// backend does not answer as the protocol says.
 
 // strictUnmarshal is spec.StrictUnmarshal.
 var strictUnmarshal = spec.StrictUnmarshal

@@ -6,7 +6,7 @@
 // A fault is injected into an Env, the things it acts on; a sequence of
 // faults is data a simulator can generate from a seed and a report can
 // print. After a crash or a lost reply the operation in flight is
-// indefinite (adapters.Definite): it may or may not have taken effect, and
+// indefinite (spec.KindTable): it may or may not have taken effect, and
 // every operation acknowledged before must still be there after a restart.
 package fault
 
@@ -68,14 +68,15 @@ type ClockJump struct{ By time.Duration }
 
 // Busy makes the next Times operations (1 when 0) named Op (any when "")
 // fail before they reach the backend with the contract's io kind, as a
-// database that stayed locked past its busy timeout. Definite.
+// database that stayed locked past its busy timeout. Definite (spec.NotSent):
+// the kit refused it before the backend, although a store's own io is not.
 type Busy struct {
 	Op    string
 	Times int
 }
 
 // IOError makes the next operation named Op (any when "") fail before it
-// reaches the backend with the contract's io kind. Definite.
+// reaches the backend with the contract's io kind. Definite (spec.NotSent).
 type IOError struct{ Op string }
 
 // LostReply lets the next operation named Op (any when "") reach the

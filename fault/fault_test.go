@@ -22,7 +22,7 @@ func injected(t *testing.T) (*fault.Env, c.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := fault.Wrap(adapters.Continuity(s), c.StoreName)
+	in := fault.Wrap(adapters.Local[c.Store](s, c.Apply), c.StoreName)
 	t.Cleanup(func() { in.Close() })
 	return &fault.Env{Clock: clockwork.NewFakeClock(), Boundary: in}, c.Proxy{Target: in}
 }
@@ -45,7 +45,7 @@ func TestBusyAndIOErrorFailBeforeTheStore(t *testing.T) {
 	inject(t, env, fault.IOError{Op: "max_fencing_token"})
 	for range 2 {
 		err := s.UpsertContinuityRecord(ctx, rec, 5)
-		if !errors.Is(err, c.ErrIO) || !strings.Contains(err.Error(), "SQLITE_BUSY") || !adapters.Definite(spec.KindOf(err)) {
+		if !errors.Is(err, c.ErrIO) || !strings.Contains(err.Error(), "SQLITE_BUSY") || !c.Contract.Definite(err) {
 			t.Fatalf("want a definite busy io error, got %v", err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestLostReplyIsIndefiniteButTakesEffect(t *testing.T) {
 	env, s := injected(t)
 	inject(t, env, fault.LostReply{Op: "upsert_continuity_record"})
 	err := s.UpsertContinuityRecord(ctx, rec, 7)
-	if spec.KindOf(err) != adapters.ErrTimeout || adapters.Definite(spec.KindOf(err)) {
+	if spec.KindOf(err) != spec.ErrTimeout || c.Contract.Definite(err) {
 		t.Fatalf("want an indefinite timeout, got %v", err)
 	}
 	if m, err := s.MaxFencingToken(ctx); err != nil || m != 7 {
@@ -87,7 +87,7 @@ func TestPauseHoldsTheNextOperation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	inject(t, env, fault.Pause{For: time.Hour})
-	if _, err := s.MaxFencingToken(ctx); spec.KindOf(err) != adapters.ErrCanceled {
+	if _, err := s.MaxFencingToken(ctx); spec.KindOf(err) != spec.ErrCanceled {
 		t.Fatalf("a pause ends with the caller's context: %v", err)
 	}
 }

@@ -12,6 +12,11 @@ import (
 // Injector is a Target that passes operations on to another and injects
 // the adapter-boundary faults planned on it (Busy, IOError, LostReply,
 // Pause), each on the next operations it matches.
+//
+// Busy and IOError answer with the contract's io kind, as a busy or failing
+// database would, but before the operation reaches the backend: the kit
+// knows it changed nothing, so the error is marked spec.NotSent and is
+// definite, although a store's own io is not (spec.KindTable).
 type Injector struct {
 	target adapters.Target
 	ioKind spec.Kind
@@ -27,15 +32,10 @@ type planned struct {
 	pause time.Duration
 }
 
-// Wrap puts an Injector in front of t, a Target of store. The store's
-// contract must have an "io" kind: the kind a busy or failing database
-// yields.
+// Wrap puts an Injector in front of t, a Target of store. A busy or failing
+// database yields spec.ErrIO, the kind every contract has.
 func Wrap(t adapters.Target, store string) *Injector {
-	in := &Injector{target: t}
-	if c, ok := adapters.ContractOf(store); ok && c.HasKind("io") {
-		in.ioKind = "io"
-	}
-	return in
+	return &Injector{target: t, ioKind: spec.ErrIO}
 }
 
 func (in *Injector) plan(p planned) {
@@ -70,17 +70,17 @@ func (in *Injector) Apply(ctx context.Context, op spec.Op) (any, error) {
 	switch {
 	case p.io != "":
 		if in.ioKind == "" {
-			return nil, spec.Errorf(adapters.ErrBadRequest, "%s: fault: the store has no io kind to inject", op.Name())
+			return nil, spec.NotSent(spec.Errorf(spec.ErrBadRequest, "%s: fault: the store has no io kind to inject", op.Name()))
 		}
-		return nil, spec.Errorf(in.ioKind, "%s: %s", op.Name(), p.io)
+		return nil, spec.NotSent(spec.Errorf(in.ioKind, "%s: %s", op.Name(), p.io))
 	case p.lose:
 		in.target.Apply(ctx, op)
-		return nil, spec.Errorf(adapters.ErrTimeout, "%s: the reply was lost (fault.LostReply)", op.Name())
+		return nil, spec.Errorf(spec.ErrTimeout, "%s: the reply was lost (fault.LostReply)", op.Name())
 	case p.pause > 0:
 		select {
 		case <-time.After(p.pause):
 		case <-ctx.Done():
-			return nil, spec.Errorf(adapters.ErrCanceled, "%s: paused, then canceled: %w", op.Name(), ctx.Err())
+			return nil, spec.Errorf(spec.ErrCanceled, "%s: paused, then canceled: %w", op.Name(), ctx.Err())
 		}
 	}
 	return in.target.Apply(ctx, op)

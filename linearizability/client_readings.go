@@ -33,6 +33,11 @@ func (s secondsClock) Now() time.Time { return s.Clock.Now().Truncate(time.Secon
 
 type otherReadings struct{ adapters.Target }
 
+// Arm and Crash reach the wrapped Target: the simulator crashes it at its
+// crash points, and kills it, as it does the reference.
+func (r otherReadings) Arm(point string) error { return adapters.Arm(r.Target, point) }
+func (r otherReadings) Crash() error           { return adapters.Crash(r.Target) }
+
 func seqOut(n int64) int64 { return 1000 + 10*n }
 
 // seqIn is the reference's number below which every event of the other

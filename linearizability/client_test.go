@@ -71,6 +71,17 @@ func TestClientModelAgreesWithTheReference(t *testing.T) {
 	}
 }
 
+// openOtherClientReadings opens the reference client store, on a clock
+// read to the second, as OtherClientReadings.
+func openOtherClientReadings(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+	o.Clock = SecondsClock(o.Clock)
+	t, err := refclient.OpenTarget(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return OtherClientReadings(t), nil
+}
+
 // A backend that takes other readings of what the seed leaves open (event
 // numbers by tens from 1010, fault ids by sevens, another out-head preview,
 // every time to the whole second) answers as the model allows, step by step
@@ -79,11 +90,10 @@ func TestClientModelAcceptsOtherReadings(t *testing.T) {
 	ctx := context.Background()
 	for seed := range uint64(20) {
 		clock := clockwork.NewFakeClockAt(Epoch)
-		ref, err := refclient.Open(ctx, refclient.Options{Clock: SecondsClock(clock)})
+		s, err := openOtherClientReadings(ctx, spec.OpenOptions{Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := OtherClientReadings(adapters.Client(ref))
 		m := model.Client{}
 		states := []model.State{m.Init()}
 		step := 0
@@ -107,11 +117,7 @@ func TestClientOtherReadingsAreLinearizable(t *testing.T) {
 	for seed := range int64(3) {
 		path := filepath.Join(t.TempDir(), "client.db")
 		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-			ref, err := refclient.Open(ctx, refclient.Options{Path: path, Clock: SecondsClock(clock)})
-			if err != nil {
-				return nil, err
-			}
-			return OtherClientReadings(adapters.Client(ref)), nil
+			return openOtherClientReadings(ctx, spec.OpenOptions{Path: path, Clock: clock})
 		}
 		h, err := Run(ctx, c.Contract, open, DefaultClientWorkload.New(), Config{Seed: seed, Ops: 1200})
 		if err != nil {

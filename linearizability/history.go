@@ -62,25 +62,13 @@ func (h History) Validate() error {
 	return nil
 }
 
-// Definite reports whether an error of kind k means the operation did not
-// happen: every kind of the contract but io. An io failure (a commit whose
-// answer was lost), a timeout, a crash, or an error with no kind may or may
-// not have taken effect.
-func Definite(contract spec.Contract, k spec.Kind) bool {
-	return k != "io" && contract.HasKind(k)
-}
-
 // Outcome turns what a backend answered into a model outcome, and says
-// whether it is definite.
+// whether it is definite (the contract's Definite: spec.KindTable decides).
 func Outcome(contract spec.Contract, result any, err error) (model.Outcome, bool) {
 	if err == nil {
 		return model.OK(result), true
 	}
-	k := spec.KindOf(err)
-	if k == "" {
-		k = "unknown_error"
-	}
-	return model.Fail(k), Definite(contract, k)
+	return model.Fail(spec.OutcomeKind(err)), contract.Definite(err)
 }
 
 type entryJSON struct {

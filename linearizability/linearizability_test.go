@@ -13,10 +13,11 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
-	"github.com/storecheck/storecheck/reference"
+	refclient "github.com/storecheck/storecheck/reference/client"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	refruntime "github.com/storecheck/storecheck/reference/runtime"
+	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 func continuityOpener(t testing.TB, bug bugs.Bug) Opener {
@@ -24,12 +25,17 @@ func continuityOpener(t testing.TB, bug bugs.Bug) Opener {
 }
 
 // referenceOpener opens handles of the reference store (with bug) on one
-// file of the test's, through the reference's Backend.
+// file of the test's, through the openers the registration holds
+// (internal/stores, which imports this package, so a test of it cannot).
 func referenceOpener(t testing.TB, store string, bug bugs.Bug) Opener {
 	path := filepath.Join(t.TempDir(), store+".db")
-	b := reference.Backend(reference.Options{Bug: bug})
+	open := map[string]adapters.Opener{c.StoreName: refcontinuity.OpenTarget, "runtime": refruntime.OpenTarget,
+		"client": refclient.OpenTarget}[store]
+	if bug.Name() != "" {
+		open = bug.Open
+	}
 	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-		return b.Open(ctx, store, suite.Options{Path: path, Clock: clock})
+		return open(ctx, spec.OpenOptions{Path: path, Clock: clock})
 	}
 }
 

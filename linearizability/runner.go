@@ -3,7 +3,6 @@ package linearizability
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -139,9 +138,6 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 					ret := tick.Add(1)
 					cancel()
 					out, definite := Outcome(contract, res, err)
-					if errors.Is(err, context.DeadlineExceeded) {
-						definite = false
-					}
 					mu.Lock()
 					if err == nil {
 						answers[id] = res

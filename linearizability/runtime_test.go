@@ -16,11 +16,9 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
-	"github.com/storecheck/storecheck/reference"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 func runtimeOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t, "runtime", bug) }
@@ -252,9 +250,10 @@ func TestRuntimeRenamedIdsAreLinearizable(t *testing.T) {
 	ctx := context.Background()
 	for seed := range int64(3) {
 		path := filepath.Join(t.TempDir(), "runtime.db")
-		b := RenamedRuntime(reference.Backend(reference.Options{}))
+		b := RenamedRuntime(adapters.InProcess(adapters.Hello{Name: "reference"},
+			adapters.LocalStore{Contract: r.Contract, Open: refruntime.OpenTarget}))
 		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-			return b.Open(ctx, r.StoreName, suite.Options{Path: path, Clock: clock})
+			return b.Open(ctx, r.StoreName, spec.OpenOptions{Path: path, Clock: clock})
 		}
 		h, err := Run(ctx, r.Contract, open, DefaultRuntimeWorkload.New(), Config{Seed: seed + 1})
 		if err != nil {

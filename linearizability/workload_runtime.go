@@ -16,7 +16,6 @@ import (
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // RuntimeWorkload configures the runtime store's workload.
@@ -881,7 +880,7 @@ type renamedBackend struct {
 	names *runtimeNames
 }
 
-func (b renamedBackend) Open(ctx context.Context, store string, o suite.Options) (adapters.Target, error) {
+func (b renamedBackend) Open(ctx context.Context, store string, o spec.OpenOptions) (adapters.Target, error) {
 	t, err := b.Backend.Open(ctx, store, o)
 	if err != nil || store != r.StoreName {
 		return t, err
@@ -956,6 +955,8 @@ func (t renamedTarget) Close() error { return t.inner.Close() }
 
 // Crash ends the inner target as a killed process would.
 func (t renamedTarget) Crash() error { return adapters.Crash(t.inner) }
+
+func (t renamedTarget) Arm(point string) error { return adapters.Arm(t.inner, point) }
 
 func (t renamedTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 	back := func(_, s string) string { return t.names.id(s) }

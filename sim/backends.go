@@ -7,9 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // InProcess runs each simulated process as a handle of a Go store in this
@@ -29,7 +27,7 @@ type inProcess struct {
 func (ip inProcess) CrashPoints() []string { return ip.b.Info().Capabilities.CrashPoints[ip.store] }
 
 func (ip inProcess) Start(ctx context.Context, _ int, path string, clock clockwork.Clock) (Process, error) {
-	t, err := ip.b.Open(ctx, ip.store, suite.Options{Path: path, Clock: clock})
+	t, err := ip.b.Open(ctx, ip.store, spec.OpenOptions{Path: path, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -38,22 +36,19 @@ func (ip inProcess) Start(ctx context.Context, _ int, path string, clock clockwo
 
 type inProcessProc struct {
 	target adapters.Target
-	armed  string
 	dead   bool
 }
 
+// Arm arms the crash point on the target (adapters.Armer: the reference's
+// in-process targets arm their stores' points); a target that cannot arm
+// points declares none, so the simulator never asks.
 func (p *inProcessProc) Arm(point string) error {
-	p.armed = point
-	return nil
+	return adapters.Arm(p.target, point)
 }
 
 func (p *inProcessProc) Apply(ctx context.Context, op spec.Op) (any, error) {
 	if p.dead {
 		return nil, spec.Errorf(spec.ErrCrashed, "process is dead")
-	}
-	if p.armed != "" {
-		ctx = sqlitedb.ArmCrash(ctx, p.armed)
-		p.armed = ""
 	}
 	return p.target.Apply(ctx, op)
 }
@@ -101,7 +96,7 @@ func (eb *execBackend) Start(ctx context.Context, n int, path string, clock cloc
 	eb.mu.Lock()
 	eb.points = e.Info().Capabilities.CrashPoints[eb.store]
 	eb.mu.Unlock()
-	t, err := e.Open(ctx, eb.store, suite.Options{Path: path, Clock: clock})
+	t, err := e.Open(ctx, eb.store, spec.OpenOptions{Path: path, Clock: clock})
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -8,12 +8,12 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
-	"github.com/storecheck/storecheck/reference"
 	refclient "github.com/storecheck/storecheck/reference/client"
+	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/client"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 var clientSubject = Subject{
@@ -26,15 +26,15 @@ var clientSubject = Subject{
 // otherClientReadings is the reference answering as a backend of other
 // readings of the client seed's silences (linearizability.OtherClientReadings).
 func otherClientReadings() Backend {
-	b := adapters.InProcess(adapters.Hello{Name: "other readings"}, map[string]adapters.Opener{
-		client.StoreName: func(ctx context.Context, o suite.Options) (adapters.Target, error) {
-			s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: linearizability.SecondsClock(o.Clock)})
+	b := adapters.InProcess(adapters.Hello{Name: "other readings"}, adapters.LocalStore{Contract: client.Contract,
+		Open: func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+			o.Clock = linearizability.SecondsClock(o.Clock)
+			t, err := refclient.OpenTarget(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return linearizability.OtherClientReadings(adapters.Client(s)), nil
-		},
-	})
+			return linearizability.OtherClientReadings(t), nil
+		}})
 	return InProcess(b, client.StoreName)
 }
 
@@ -47,7 +47,7 @@ func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
 		name string
 		b    Backend
 	}{
-		{"reference", InProcess(reference.Backend(reference.Options{}), client.StoreName)},
+		{"reference", InProcess(stores.Reference(), client.StoreName)},
 		{"other readings", otherClientReadings()},
 	} {
 		cov := Coverage{}
@@ -74,7 +74,7 @@ func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
 // shrunk to a schedule the reference passes.
 func TestClientSettledIntentRevivesIsFoundAndShrunk(t *testing.T) {
 	ctx := context.Background()
-	backend := InProcess(reference.Backend(reference.Options{Bug: bugs.ClientSettledIntentRevives}), client.StoreName)
+	backend := InProcess(stores.Backend(stores.Options{Bug: bugs.ClientSettledIntentRevives}), client.StoreName)
 	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
 		res, err := Explore(ctx, clientSubject, backend, seed, Params{}, ScratchDir())
 		if err != nil {
@@ -90,7 +90,7 @@ func TestClientSettledIntentRevivesIsFoundAndShrunk(t *testing.T) {
 		if small.Failure.Signature() != res.Failure.Signature() || len(small.Schedule.Steps) > 20 {
 			t.Fatalf("seed %d shrunk to %d steps, %v (from %v)", seed, len(small.Schedule.Steps), small.Failure, res.Failure)
 		}
-		ok, err := Run(ctx, clientSubject, InProcess(reference.Backend(reference.Options{}), client.StoreName), small.Schedule, ScratchDir())
+		ok, err := Run(ctx, clientSubject, InProcess(stores.Reference(), client.StoreName), small.Schedule, ScratchDir())
 		if err != nil || ok.Failure != nil {
 			t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
 		}

@@ -244,6 +244,11 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 			e.res.Coverage[EventCrashInside]++
 		}
 	}
+	if spec.IsNotSent(err) {
+		e.trace(i, p.n, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
+		e.oracle.dropped(f.call)
+		return true
+	}
 	if !definite {
 		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
 		e.oracle.indefinite(f.call)

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
-	"github.com/storecheck/storecheck/reference"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 )
 
@@ -24,7 +24,7 @@ var runtimeSubject = Subject{
 // default sweep, crashes and kills included: the simulator learns every id
 // from the answer that minted it (rule runtime.minted_ids).
 func TestRuntimeRenamedIdsPassTheDefaultSweep(t *testing.T) {
-	backend := InProcess(linearizability.RenamedRuntime(reference.Backend(reference.Options{})), "runtime")
+	backend := InProcess(linearizability.RenamedRuntime(stores.Reference()), "runtime")
 	ran, renamed := 0, 0
 	err := Sweep(context.Background(), runtimeSubject, backend, DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(), func(r Result) {
 		ran++

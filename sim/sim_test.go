@@ -8,9 +8,9 @@ import (
 
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
-	"github.com/storecheck/storecheck/reference"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	"github.com/storecheck/storecheck/spec"
 )
@@ -23,7 +23,7 @@ var continuitySubject = Subject{
 }
 
 func referenceBackend(b bugs.Bug) Backend {
-	return InProcess(reference.Backend(reference.Options{Bug: b}), "continuity")
+	return InProcess(stores.Backend(stores.Options{Bug: b}), "continuity")
 }
 
 // The same seed gives the same trace, byte for byte, and the schedule it

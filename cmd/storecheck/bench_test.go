@@ -9,7 +9,9 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -26,11 +28,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 		open func(b *testing.B) adapters.Target
 	}{
 		{"in-process", func(b *testing.B) adapters.Target {
-			s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: filepath.Join(b.TempDir(), "c.db")})
+			t, err := refcontinuity.OpenTarget(ctx, spec.OpenOptions{Path: filepath.Join(b.TempDir(), "c.db")})
 			if err != nil {
 				b.Fatal(err)
 			}
-			return adapters.Continuity(s)
+			return t
 		}},
 		{"exec-instant", func(b *testing.B) adapters.Target {
 			return execTarget(b, "file", "fake-backend", "instant")
@@ -69,7 +71,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // test binary started with args.
 func execTarget(b *testing.B, harness string, args ...string) adapters.Target {
 	e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{
-		Command: append([]string{os.Args[0]}, args...), Env: []string{harnessEnv + "=" + harness}})
+		Command: append([]string{os.Args[0]}, args...), Env: []string{harnessEnv + "=" + harness}, Contracts: stores.Contracts()})
 	if err != nil {
 		b.Fatal(err)
 	}

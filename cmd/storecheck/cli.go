@@ -1,14 +1,13 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/storecheck/storecheck/internal/bugs"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -25,78 +24,121 @@ const (
 	exitInconclusive = 4
 )
 
-const usage = `usage: storecheck [COMMAND] [flags] [-- BACKEND [ARG...]]
+// command is one of storecheck's commands: its name, what it does, the
+// options it takes (by name: each is defined once, in options), and how it
+// runs.
+type command struct {
+	name    string
+	summary string
+	options []string
+	// positional names the arguments it takes after its flags ("" none);
+	// nargs is how many.
+	positional string
+	nargs      int
+	// backend: it takes a BACKEND after "--".
+	backend bool
+	run     func(inv invocation) int
+}
 
-Commands:
-  run        the conformance suite, then the linearizability check, against
-             the embedded reference (the default command), or against
-             BACKEND, a program speaking the wire protocol (docs/protocol.md)
-  linearize  the linearizability check alone: concurrent clients, a recorded
-             history, porcupine
-  check      check a saved history again, offline: storecheck check HISTORY.json
-  sim        the deterministic simulator: seeded schedules of clients, clock
-             jumps and crashes, checked step by step; failures shrunk
-  replay     run a saved (shrunk) schedule again: storecheck replay FILE
-  selftest   every deliberate bug of the reference through every layer: the
-             detection table; fails if a bug escapes or the reference is flagged
-  serve      serve the reference stores over the wire protocol on stdin/stdout
+// invocation is what a command runs with.
+type invocation struct {
+	f *flags
+	// backend is the command after "--" (else the config's): a program to
+	// check over the wire protocol instead of ref.
+	backend []string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	// ref is the in-process backend checked when no program is named: the
+	// reference (stores.Reference), the one the tests check too.
+	ref adapters.Backend
+}
 
-Flags of run:
-  --store LIST   stores to check, comma-separated (default: all: %s)
-  --seed N       seed that orders the specs (default: from the clock, printed)
-  --fail-fast    stop at the first failure
-  --verbose      print every spec as it runs (and BACKEND's stderr)
-  --ops N        operations of each store's linearizability check (default 2000)
-  --report-dir D where failing checks leave their history and visualization
-                 (default storecheck-report)
-  --timeout D    how long to wait for each reply of BACKEND (default 5s)
+// commands are storecheck's commands, in help order; run is the default.
+var commands []*command
 
-Flags of linearize: --store, --seed, --report-dir, --timeout as above, and
-  --clients N --ops N --handles N --check-timeout D --duration D
+func init() {
+	commands = []*command{
+		{name: "run", backend: true, run: run,
+			summary: "the conformance suite, then the linearizability check, against the embedded\nreference (the default command) or BACKEND",
+			options: []string{"store", "layers", "seed", "ops", "check-timeout", "reply-timeout", "report-dir", "fail-fast", "verbose"}},
+		{name: "linearize", backend: true, run: linearize,
+			summary: "the linearizability check alone: concurrent clients, a recorded history,\nporcupine; one seed or a sweep",
+			options: []string{"store", "seed", "seeds", "shard", "clients", "ops", "handles", "duration", "check-timeout", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
+		{name: "check", positional: "HISTORY.json", nargs: 1, run: check,
+			summary: "check a saved history again, offline",
+			options: []string{"check-timeout"}},
+		{name: "sim", backend: true, run: simulation,
+			summary: "the deterministic simulator: seeded schedules of clients, clock jumps and\ncrashes, checked step by step; failures shrunk and saved",
+			options: []string{"store", "seed", "seeds", "shard", "steps", "clients", "processes", "workers", "shrink", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
+		{name: "replay", backend: true, positional: "SCHEDULE.json", nargs: 1, run: replay,
+			summary: "run a saved (shrunk) schedule again",
+			options: []string{"reply-timeout"}},
+		{name: "selftest", run: selftest,
+			summary: "every deliberate bug of the reference through every layer: the detection\ntable; fails if a bug escapes every layer or the reference is flagged",
+			options: []string{"store", "shard", "seeds", "cheapest", "exec-sample", "workers", "report-dir", "quiet"}},
+		{name: "serve", run: serveCommand,
+			summary: "serve the reference stores over the wire protocol on stdin and stdout"},
+		{name: "help", run: func(inv invocation) int { writeUsage(inv.stdout); return exitPassed },
+			summary: "this help; storecheck COMMAND --help for one command's"},
+	}
+}
 
-Flags of sim: --store, --report-dir, --timeout as above, and
-  --seed N | --seeds A..B (default 1..100), --shard i/n, --steps N (200),
-  --clients N (8), --processes N (2), --workers N, --shrink RUNS (2000),
-  --fail-fast, --quiet
+// commandNamed is the command of that name.
+func commandNamed(name string) (*command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return nil, false
+}
 
-Exit codes: 0 passed, 1 a check failed, 2 usage error, 3 backend failure,
-4 inconclusive (a check could not decide; nothing failed).
-`
+func commandNames() []string {
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	return names
+}
 
-// cli runs storecheck with args against h and returns the exit code.
-func cli(args []string, stdout, stderr io.Writer, ref reference.Options) int {
-	h := reference.Harness(ref)
-	args, cfg, err := loadConfig(args)
-	if err != nil {
-		fmt.Fprintf(stderr, "storecheck: config: %v\n", err)
+// cli runs storecheck with args, checking ref when no program is named, and
+// returns the exit code.
+func cli(args []string, stdout, stderr io.Writer, ref adapters.Backend) int {
+	name := "run"
+	if len(args) > 0 {
+		switch a := args[0]; {
+		case a == "-h" || a == "-help" || a == "--help":
+			writeUsage(stdout)
+			return exitPassed
+		case !strings.HasPrefix(a, "-"):
+			name, args = a, args[1:]
+		}
+	}
+	if name == selftestSubject {
+		return runSelftestSubject(args, stdout, stderr)
+	}
+	cmd, ok := commandNamed(name)
+	if !ok {
+		fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: %s\n", name, strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
-	config = cfg
-	cmd := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+	inv := invocation{stdin: os.Stdin, stdout: stdout, stderr: stderr, ref: ref}
+	if cmd.name != "help" {
+		var cfg *Config
+		var err error
+		if args, cfg, err = loadConfig(args); err != nil {
+			fmt.Fprintf(stderr, "storecheck: config: %v\n", err)
+			return exitUsage
+		}
+		config = cfg
+		f, backend, code, ok := parse(cmd, args, stdout, stderr)
+		if !ok {
+			return code
+		}
+		inv.f, inv.backend = f, backend
 	}
-	switch cmd {
-	case "run":
-		return run(args, stdout, stderr, h)
-	case "linearize":
-		return linearize(args, stdout, stderr, h)
-	case "check":
-		return check(args, stdout, stderr)
-	case "sim":
-		return simulation(args, stdout, stderr, h)
-	case "replay":
-		return replay(args, stdout, stderr, h)
-	case "selftest":
-		return selftest(args, stdout, stderr)
-	case "serve":
-		return serve(args, os.Stdin, stdout, stderr, reference.Backend(ref))
-	case "help":
-		fmt.Fprintf(stdout, usage, strings.Join(stores, ","))
-		return exitPassed
-	}
-	fmt.Fprintf(stderr, "storecheck: unknown command %q; accepted: run, linearize, check, sim, replay, selftest, serve, help\n", cmd)
-	return exitUsage
+	return cmd.run(inv)
 }
 
 // exitCode is a run's exit code: a failure wins over an inconclusive check.
@@ -116,8 +158,8 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 	var selected []string
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
-		if _, ok := kitOf(s); !ok {
-			fmt.Fprintf(stderr, "storecheck %s: unknown store %q; accepted: %s\n", cmd, s, strings.Join(stores, ", "))
+		if _, ok := stores.Lookup(s); !ok {
+			fmt.Fprintf(stderr, "storecheck %s: unknown store %q; accepted: %s\n", cmd, s, strings.Join(storeNames, ", "))
 			return nil, false
 		}
 		selected = append(selected, s)
@@ -128,35 +170,14 @@ func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
 // config is the configuration file of this invocation (nil: none).
 var config *Config
 
-// bugEnv names a deliberate bug the reference is opened with ("none": the
-// reference itself): storecheck selftest sets it for the processes it starts (a "storecheck run" of the
-// specs, a "storecheck serve" behind the exec adapter), so that they check
-// a broken reference. It is for selftest alone.
-const bugEnv = "STORECHECK_SELFTEST_BUG"
-
-// referenceFromEnv is the reference the environment asks for: the correct
-// one, or the bug selftest named.
-func referenceFromEnv() (reference.Options, error) {
-	name := os.Getenv(bugEnv)
-	if name == "" || name == "none" {
-		return reference.Options{}, nil
-	}
-	b, ok := bugs.ByName(name)
-	if !ok {
-		return reference.Options{}, fmt.Errorf("%s=%q names no deliberate bug", bugEnv, name)
-	}
-	return reference.Options{Bug: b}, nil
-}
-
 // writeReports writes every form of the report (JUnit XML, JSON, HTML, text)
-// into the report folder when --report-dir was given.
-func writeReports(fs *flag.FlagSet, dir string, r reports.Run, stderr io.Writer) {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "report-dir" })
-	if !given {
+// into the report folder when --report-dir was given (on the command line
+// or in the config).
+func writeReports(f *flags, r reports.Run, stderr io.Writer) {
+	if !f.given("report-dir") {
 		return
 	}
-	if err := reports.WriteDir(dir, r); err != nil {
+	if err := reports.WriteDir(f.str("report-dir"), r); err != nil {
 		fmt.Fprintf(stderr, "storecheck: could not write the reports: %v\n", err)
 	}
 }

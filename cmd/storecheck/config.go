@@ -2,20 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"time"
-
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/spec/suite"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/storecheck/storecheck/spec"
 )
 
 // ConfigFile is the file storecheck reads from the folder it runs in, when
@@ -23,30 +19,28 @@ import (
 const ConfigFile = "storecheck.json"
 
 // Config is what a CI job would otherwise repeat on every command line:
-// the stores to check, the backend, the capabilities to leave out, and the
-// budgets. A flag on the command line wins over the file.
+// any option, under its snake_case name (configKey: "stores" for --store,
+// as a list or a comma-separated string), and two keys that are not flags:
+// the backend, and the capabilities to withdraw. A flag on the command line
+// wins over the file.
 type Config struct {
-	// Stores to check (--store).
-	Stores []string `json:"stores,omitempty"`
 	// Backend is the command of a program speaking the wire protocol, as
 	// after "--".
-	Backend []string `json:"backend,omitempty"`
+	Backend []string
 	// Capabilities can withdraw a capability the backend declares (false);
 	// they never add one: the backend's hello is the authority.
-	Capabilities map[string]bool `json:"capabilities,omitempty"`
-	// Budgets.
-	Seeds     string `json:"seeds,omitempty"`
-	Steps     int    `json:"steps,omitempty"`
-	Clients   int    `json:"clients,omitempty"`
-	Processes int    `json:"processes,omitempty"`
-	Ops       int    `json:"ops,omitempty"`
-	Timeout   string `json:"timeout,omitempty"`
-	ReportDir string `json:"report_dir,omitempty"`
-	FailFast  bool   `json:"fail_fast,omitempty"`
+	Capabilities map[string]bool
+	// values are the options the file sets, by option name, as the command
+	// line would spell them; keys are how the file named them.
+	values map[string]string
+	keys   map[string]string
 }
 
 // capabilityNames are the capabilities a config may withdraw.
 var capabilityNames = []string{"files", "shared_files", "in_memory", "sqlite_locking", "client_schema_table"}
+
+// deprecatedConfigKeys are older spellings of a key: the option they name.
+var deprecatedConfigKeys = map[string]string{"timeout": "reply-timeout"}
 
 // loadConfig takes --config FILE off args (before any "--") and reads it,
 // or reads ./storecheck.json when it exists; nil when there is none.
@@ -82,51 +76,133 @@ func loadConfig(args []string) ([]string, *Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	c, err := parseConfig(b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for name := range c.Capabilities {
-		if !slices.Contains(capabilityNames, name) {
-			return nil, nil, fmt.Errorf("%s: unknown capability %q; accepted: %s", path, name, strings.Join(capabilityNames, ", "))
-		}
-	}
-	return args, &c, nil
+	return args, c, nil
 }
 
-// apply sets the flags of fs that the config gives a value, before the
+// parseConfig reads a config file's JSON: every key an option's or one of
+// the two others, every value of its option's kind.
+func parseConfig(b []byte) (*Config, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	c := &Config{values: map[string]string{}, keys: map[string]string{}}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		v := raw[key]
+		switch key {
+		case "backend":
+			if err := spec.StrictUnmarshal(v, &c.Backend); err != nil {
+				return nil, fmt.Errorf("backend: want a list of strings: %w", err)
+			}
+			continue
+		case "capabilities":
+			if err := spec.StrictUnmarshal(v, &c.Capabilities); err != nil {
+				return nil, fmt.Errorf("capabilities: want an object of booleans: %w", err)
+			}
+			for name := range c.Capabilities {
+				if !slices.Contains(capabilityNames, name) {
+					return nil, fmt.Errorf("unknown capability %q; accepted: %s", name, strings.Join(capabilityNames, ", "))
+				}
+			}
+			continue
+		}
+		o, ok := optionOfKey(key)
+		if !ok {
+			return nil, fmt.Errorf("unknown field %q; accepted: %s", key, strings.Join(configKeys(), ", "))
+		}
+		text, err := configText(v)
+		if err != nil {
+			return nil, fmt.Errorf("config %s: %w", key, err)
+		}
+		if err := o.check(text); err != nil {
+			return nil, fmt.Errorf("config %s: invalid value %q: %w", key, text, err)
+		}
+		c.values[o.name], c.keys[o.name] = text, key
+	}
+	return c, nil
+}
+
+// optionOfKey is the option a config key names.
+func optionOfKey(key string) (option, bool) {
+	if name, ok := deprecatedConfigKeys[key]; ok {
+		return optionNamed(name)
+	}
+	for _, o := range options {
+		if o.configKey() == key {
+			return o, true
+		}
+	}
+	return option{}, false
+}
+
+// configKeys are the keys a config file may hold.
+func configKeys() []string {
+	keys := []string{"backend", "capabilities"}
+	for _, o := range options {
+		keys = append(keys, o.configKey())
+	}
+	return keys
+}
+
+// configText is a JSON value as the command line spells it: a string as it
+// is, a number or a boolean as written, a list of strings joined with
+// commas.
+func configText(v json.RawMessage) (string, error) {
+	var decoded any
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&decoded); err != nil {
+		return "", err
+	}
+	switch x := decoded.(type) {
+	case string:
+		return x, nil
+	case json.Number:
+		return x.String(), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case []any:
+		var parts []string
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return "", fmt.Errorf("want a list of strings, got %s", v)
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", fmt.Errorf("want a string, a number, a boolean or a list of strings, got %s", v)
+}
+
+// apply sets the flags of f that the config gives a value, before the
 // command line is parsed (so that a flag given there wins).
-func (c *Config) apply(fs *flag.FlagSet) error {
+func (c *Config) apply(f *flags) error {
 	if c == nil {
 		return nil
 	}
-	set := func(name, value string) error {
-		if fs.Lookup(name) == nil || value == "" {
-			return nil
+	for name, text := range c.values {
+		v, ok := f.vals[name]
+		if !ok {
+			continue
 		}
-		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("config %s: invalid value %q: %w", name, value, err)
+		v.setting = fromConfig
+		err := v.Set(text)
+		v.setting = fromCommandLine
+		if err != nil {
+			return fmt.Errorf("config %s: invalid value %q: %w", c.keys[name], text, err)
 		}
-		return nil
-	}
-	num := func(n int) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.Itoa(n)
-	}
-	for _, kv := range [][2]string{
-		{"store", strings.Join(c.Stores, ",")}, {"seeds", c.Seeds}, {"steps", num(c.Steps)}, {"clients", num(c.Clients)},
-		{"processes", num(c.Processes)}, {"ops", num(c.Ops)}, {"timeout", c.Timeout}, {"report-dir", c.ReportDir},
-	} {
-		if err := set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	if c.FailFast {
-		return set("fail-fast", "true")
 	}
 	return nil
 }
@@ -137,49 +213,4 @@ func (c *Config) backend(command []string) []string {
 		return c.Backend
 	}
 	return command
-}
-
-// withdraw turns off the capabilities the config withdraws.
-func (c *Config) withdraw(caps suite.Capabilities) suite.Capabilities {
-	if c == nil {
-		return caps
-	}
-	for name, on := range c.Capabilities {
-		if on {
-			continue
-		}
-		switch name {
-		case "files":
-			caps.Files = false
-		case "shared_files":
-			caps.SharedFiles = false
-		case "in_memory":
-			caps.InMemory = false
-		case "sqlite_locking":
-			caps.SQLiteLocking = false
-		case "client_schema_table":
-			caps.ClientSchemaTable = false
-		}
-	}
-	return caps
-}
-
-// harnessFor is h, or, when a backend command is given, the harness of that
-// program through the exec adapter (the caller closes it); either way with
-// the capabilities the config withdraws taken off.
-func harnessFor(h suite.Harness, command []string, timeout time.Duration, verbose bool, stderr io.Writer) (suite.Harness, *adapters.Exec, error) {
-	var backend *adapters.Exec
-	if command != nil {
-		o := adapters.ExecOptions{Command: command, Timeout: timeout}
-		if verbose {
-			o.Stderr = stderr
-		}
-		var err error
-		if backend, err = adapters.StartExec(context.Background(), o); err != nil {
-			return h, nil, err
-		}
-		h = adapters.Harness(backend)
-	}
-	h.Capabilities = config.withdraw(h.Capabilities)
-	return h, backend, nil
 }

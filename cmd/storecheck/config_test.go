@@ -91,3 +91,37 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// selftest reads storecheck.json like every other command: here its store
+// list, which names no store.
+func TestSelftestReadsTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"stores": ["nope"], "workers": 1}`), 0o644)
+	_, errs, code := storecheckIn(t, dir, "selftest")
+	if code != exitUsage || !strings.Contains(errs, `storecheck selftest: unknown store "nope"`) {
+		t.Errorf("exit %d, stderr %q; want %d and the config's unknown store", code, errs, exitUsage)
+	}
+}
+
+// Every option may be set in the config, under its snake_case name, with
+// a value of its kind.
+func TestConfigTakesEveryOption(t *testing.T) {
+	for _, o := range options {
+		val := `"x"`
+		switch o.kind {
+		case kindInt, kindInt64:
+			val = `3`
+		case kindBool:
+			val = `true`
+		case kindDuration:
+			val = `"3s"`
+		}
+		c, err := parseConfig([]byte(`{"` + o.configKey() + `": ` + val + `}`))
+		if err != nil || c.values[o.name] == "" {
+			t.Errorf("%s: %v %+v", o.configKey(), err, c)
+		}
+	}
+	if _, err := parseConfig([]byte(`{"ops": "many"}`)); err == nil || !strings.Contains(err.Error(), `config ops: invalid value "many"`) {
+		t.Errorf("a value of the wrong kind: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/internal/stores"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
@@ -26,8 +27,9 @@ import (
 func startServe(t testing.TB) *adapters.Exec {
 	t.Helper()
 	e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{
-		Command: []string{os.Args[0], "serve"},
-		Env:     []string{harnessEnv + "=file"},
+		Command:   []string{os.Args[0], "serve"},
+		Env:       []string{harnessEnv + "=file"},
+		Contracts: stores.Contracts(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +201,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &adapters.Recorder{Target: tgt}
+			rec := &adapters.Recorder{Target: tgt, Contract: c.Contract}
 			s := c.Proxy{Target: rec}
 			if err := sc.setup(ctx, s); err != nil {
 				t.Fatalf("setup: %v", err)
@@ -209,7 +211,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = sc.op(ctx, s)
-			if spec.KindOf(err) != adapters.ErrCrashed {
+			if spec.KindOf(err) != spec.ErrCrashed {
 				t.Fatalf("the operation at the crash point returned %v, want kind crashed", err)
 			}
 			hist := rec.History()
@@ -265,7 +267,7 @@ func TestKillBetweenOperationsKeepsAcknowledgedWrites(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
-	if err := s.UpsertContinuityRecord(ctx, rec("a", "s2", 2, 0), 6); spec.KindOf(err) != adapters.ErrCrashed {
+	if err := s.UpsertContinuityRecord(ctx, rec("a", "s2", 2, 0), 6); spec.KindOf(err) != spec.ErrCrashed {
 		t.Fatalf("an operation on a handle of the killed process: %v, want kind crashed", err)
 	}
 	if got := dumpContinuity(t, open()); !equalState(got, want) {
@@ -283,10 +285,14 @@ func TestRunPassesServeThroughTheExecAdapter(t *testing.T) {
 	if code != exitPassed {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 	}
-	for _, store := range stores {
+	for _, store := range storeNames {
 		m := tally(store, "spec").FindStringSubmatch(out)
 		if m == nil || m[1] == "0" || m[2] != "0" || m[3] != "0" {
 			t.Fatalf("want a %s line with passes, no failures and no skips:\n%s", store, out)
+		}
+		// Its concurrent history too, over the wire, decided.
+		if m := tally(store, "linearizability").FindStringSubmatch(out); m == nil || m[1] != "1" || strings.Contains(out, "inconclusive") {
+			t.Errorf("want a %s linearizability line that passed:\n%s", store, out)
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // fakeBackend plays a misbehaving backend (this test binary started as
@@ -40,7 +41,7 @@ func fakeBackend(name string) {
 		switch req.Type {
 		case adapters.TypeHello:
 			reply(map[string]any{"id": req.ID, "result": adapters.Hello{Version: adapters.ProtocolVersion, Name: "fake " + name,
-				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Files: true}}})
+				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Capabilities: spec.Capabilities{Files: true}}}})
 			continue
 		case adapters.TypeOpen:
 			reply(map[string]any{"id": req.ID, "result": adapters.Opened{Handle: 1}})
@@ -108,7 +109,7 @@ func TestBackendFailures(t *testing.T) {
 			if tc.name == "endless_line" {
 				timeout = "20s" // reading 16 MiB must not race the timeout on a slow machine
 			}
-			out, errs, code := storecheck(t, "file", "run", "--seed", "1", "--timeout", timeout, "--", os.Args[0], "fake-backend", tc.name)
+			out, errs, code := storecheck(t, "file", "run", "--seed", "1", "--reply-timeout", timeout, "--", os.Args[0], "fake-backend", tc.name)
 			if took := time.Since(start); took > 20*time.Second {
 				t.Errorf("the run took %s", took)
 			}
@@ -135,7 +136,7 @@ func TestBackendFailures(t *testing.T) {
 
 func TestABackendThatCannotStartIsABackendFailure(t *testing.T) {
 	var out, errs strings.Builder
-	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, reference.Options{})
+	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, stores.Reference())
 	if code != exitBackend || !strings.Contains(errs.String(), "storecheck run: backend failure: backend_failure: start") ||
 		!strings.Contains(errs.String(), "no such file or directory") {
 		t.Fatalf("exit %d, want %d\n%s", code, exitBackend, errs.String())

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +10,9 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/reports"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // linearizeConfig is what a linearizability run of one store needs.
@@ -26,25 +24,26 @@ type linearizeConfig struct {
 	command string
 }
 
-// linearizeStore runs concurrent clients against one store of h, checks the
-// history, and writes a failure folder when it is not linearizable.
-func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeConfig, stderr io.Writer) reports.Check {
-	check := reports.Check{Store: k.contract.Name, Layer: "linearizability"}
+// linearizeStore runs concurrent clients against store s of backend b,
+// checks the history, and writes a failure folder when it is not
+// linearizable.
+func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg linearizeConfig, stderr io.Writer) reports.Check {
+	check := reports.Check{Store: s.Name(), Layer: "linearizability"}
 	dir, err := os.MkdirTemp("", "storecheck-linearize-")
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, err.Error()
 		return check
 	}
 	defer os.RemoveAll(dir)
-	if k.model == nil {
+	if s.Model == nil {
 		check.Name = "concurrent history"
-		check.Outcome, check.Message = reports.Skipped, "storecheck has no linearizability model of the "+k.contract.Name+" store yet"
+		check.Outcome, check.Message = reports.Skipped, "storecheck has no linearizability model of the "+s.Name()+" store yet"
 		return check
 	}
-	open, handles := k.opener(h, dir)
+	open, handles := opener(b, s, dir)
 	if open == nil {
 		check.Name = "concurrent history"
-		check.Outcome, check.Message = reports.Skipped, "backend does not implement the "+k.contract.Name+" store"
+		check.Outcome, check.Message = reports.Skipped, "backend does not implement the "+s.Name()+" store"
 		return check
 	}
 	rc := cfg.run
@@ -54,13 +53,13 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	rc = rc.WithDefaults()
 	check.Name = fmt.Sprintf("%d clients, %d operations, %d handles, seed %d", rc.Clients, rc.Ops, rc.Handles, rc.Seed)
 	start := time.Now()
-	hist, err := linearizability.Run(ctx, k.contract, open, k.workload(), rc)
+	hist, err := linearizability.Run(ctx, s.Contract, open, s.Workload(), rc)
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "run: "+err.Error()
 		return check
 	}
-	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, k.contract.Name, rc.Seed)
-	res, err := linearizability.Check(k.model, hist, cfg.timeout)
+	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	res, err := linearizability.Check(s.Model, hist, cfg.timeout)
 	check.Duration = time.Since(start)
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "history: "+err.Error()
@@ -79,7 +78,7 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	}
 	check.Reproduce = hist.Command
 	if res.Verdict == linearizability.Illegal {
-		check.Details = minimalHistory(k, hist, cfg.timeout)
+		check.Details = minimalHistory(s, hist, cfg.timeout)
 	}
 	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res)
 	if err != nil {
@@ -96,62 +95,25 @@ func linearizeStore(ctx context.Context, h suite.Harness, k kit, cfg linearizeCo
 	return check
 }
 
-const linearizeFlags = "accepted flags: --store, --clients, --ops, --handles, --seed, --seeds, --shard, --check-timeout, --timeout, --duration, --report-dir, --fail-fast, --quiet"
-
 // linearize is "storecheck linearize": the linearizability check alone, for
 // one seed or a sweep of seeds (sharded for CI matrix jobs), against the
 // reference or the program after "--".
-func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
-	args, command, ok := splitCommand(args, "linearize", linearizeFlags, stderr)
+func linearize(inv invocation) int {
+	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
+	selected, ok := parseStores(f.str("store"), "linearize", stderr)
 	if !ok {
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("linearize", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	storeList := fs.String("store", strings.Join(stores, ","), "")
-	clients := fs.Int("clients", 8, "")
-	ops := fs.Int("ops", 2000, "")
-	handles := fs.Int("handles", 2, "")
-	seed := fs.String("seed", "", "")
-	seeds := fs.String("seeds", "", "")
-	shard := fs.String("shard", "1/1", "")
-	checkTimeout := fs.Duration("check-timeout", 60*time.Second, "")
-	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
-	duration := fs.Duration("duration", 0, "")
-	reportDir := fs.String("report-dir", "storecheck-report", "")
-	failFast := fs.Bool("fail-fast", false, "")
-	quiet := fs.Bool("quiet", false, "")
-	if err := config.apply(fs); err != nil {
-		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
+	if !f.atLeastOne(stderr, "clients", "ops", "handles") {
 		return exitUsage
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: storecheck linearize [--store LIST] [--clients N] [--ops N] [--handles N] [--seed N | --seeds A..B [--shard i/n]] [--check-timeout D] [--timeout D] [--duration D] [--report-dir DIR] [--fail-fast] [--quiet] [-- BACKEND ARGS...]")
-			return exitPassed
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		}
-		fmt.Fprintf(stderr, "storecheck linearize: %v; %s\n", err, linearizeFlags)
-		return exitUsage
-	}
-	selected, ok := parseStores(*storeList, "linearize", stderr)
-	if !ok {
-		return exitUsage
-	}
-	for name, v := range map[string]int{"--clients": *clients, "--ops": *ops, "--handles": *handles} {
-		if v <= 0 {
-			fmt.Fprintf(stderr, "storecheck linearize: %s must be at least 1, got %d\n", name, v)
-			return exitUsage
-		}
-	}
-	sr, sh, err := sweep(args, *seed, *seeds, *shard, fmt.Sprint(time.Now().Unix()))
+	clients, ops, handles := f.num("clients"), f.num("ops"), f.num("handles")
+	sr, sh, err := sweep(f, fmt.Sprint(time.Now().Unix()))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: %v\n", err)
 		return exitUsage
 	}
-	h, backend, err := harnessFor(h, config.backend(command), *timeout, false, stderr)
+	b, backend, err := backendFor(inv.ref, inv.backend, f.dur("reply-timeout"), false, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: backend failure: %v\n", err)
 		return exitBackend
@@ -159,33 +121,33 @@ func linearize(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	suffix := ""
 	if backend != nil {
 		defer backend.Close()
-		suffix = " -- " + strings.Join(config.backend(command), " ")
+		suffix = " -- " + strings.Join(inv.backend, " ")
 	}
 	seedList := sr.Seeds(sh)
 	started := time.Now()
-	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(args, " ") + suffix, Backend: h.Name, Seed: sr.First}
-	progress := reports.StartProgress(stderr, progressMode(*quiet), "histories", len(seedList)*len(selected))
+	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(f.line, " ") + suffix, Backend: b.Info().Name, Seed: sr.First}
+	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "histories", len(seedList)*len(selected))
 	defer progress.Stop()
 sweep:
-	for _, s := range seedList {
+	for _, seed := range seedList {
 		for _, name := range selected {
-			k, _ := kitOf(name)
+			s, _ := stores.Lookup(name)
 			cfg := linearizeConfig{
-				run:       linearizability.Config{Clients: *clients, Ops: *ops, Handles: *handles, Seed: s, Duration: *duration},
-				timeout:   *checkTimeout,
-				reportDir: *reportDir,
-				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", *clients, *ops, *handles),
+				run:       linearizability.Config{Clients: clients, Ops: ops, Handles: handles, Seed: seed, Duration: f.dur("duration")},
+				timeout:   f.dur("check-timeout"),
+				reportDir: f.str("report-dir"),
+				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", clients, ops, handles),
 			}
-			c := linearizeStore(context.Background(), h, k, cfg, stderr)
+			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			if c.Reproduce != "" {
 				c.Reproduce += suffix
 			}
 			result.Checks = append(result.Checks, c)
 			progress.Done(1)
-			progress.Ops(*ops)
+			progress.Ops(ops)
 			if c.Outcome == reports.Failed {
 				progress.Failure()
-				if *failFast {
+				if f.on("fail-fast") {
 					break sweep
 				}
 			}
@@ -194,7 +156,7 @@ sweep:
 	progress.Stop()
 	result.Duration = time.Since(started)
 	reports.WriteText(stdout, result)
-	writeReports(fs, *reportDir, result, stderr)
+	writeReports(f, result, stderr)
 	if backend != nil && backend.Err() != nil {
 		fmt.Fprintf(stderr, "storecheck linearize: backend failure (not a conformance verdict): %v\n", backend.Err())
 		return exitBackend
@@ -204,33 +166,25 @@ sweep:
 
 // check is "storecheck check HISTORY.json": a saved history checked again,
 // offline.
-func check(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	timeout := fs.Duration("timeout", 60*time.Second, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			err = fmt.Errorf("want exactly one history file, got %d arguments", fs.NArg())
-		}
-		fmt.Fprintf(stderr, "storecheck check: %v; usage: storecheck check [--timeout D] HISTORY.json\n", err)
-		return exitUsage
-	}
-	hist, err := linearizability.ReadFile(fs.Arg(0), contracts())
+func check(inv invocation) int {
+	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
+	file := f.args()[0]
+	hist, err := linearizability.ReadFile(file, stores.Contracts())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
 	}
-	k, _ := kitOf(hist.Store)
-	if k.model == nil {
+	s, _ := stores.Lookup(hist.Store)
+	if s.Model == nil {
 		fmt.Fprintf(stderr, "storecheck check: storecheck has no linearizability model of the %s store yet\n", hist.Store)
 		return exitUsage
 	}
-	res, err := linearizability.Check(k.model, hist, *timeout)
+	res, err := linearizability.Check(s.Model, hist, f.dur("check-timeout"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "%s: %d operations of the %s store: %s\n", fs.Arg(0), len(hist.Entries), hist.Store, res.Summary())
+	fmt.Fprintf(stdout, "%s: %d operations of the %s store: %s\n", file, len(hist.Entries), hist.Store, res.Summary())
 	switch res.Verdict {
 	case linearizability.Linearizable:
 		return exitPassed
@@ -243,12 +197,12 @@ func check(args []string, stdout, stderr io.Writer) int {
 // minimalHistory is what a person reads of a failing history: the smallest
 // independent part that fails, cut to its shortest failing prefix, whose
 // last operations are where it went wrong.
-func minimalHistory(k kit, hist linearizability.History, timeout time.Duration) string {
+func minimalHistory(s stores.Store, hist linearizability.History, timeout time.Duration) string {
 	part := &hist
-	if small := linearizability.Smallest(k.model, hist, timeout); small != nil {
+	if small := linearizability.Smallest(s.Model, hist, timeout); small != nil {
 		part = small
 	}
-	prefix := linearizability.ShortestPrefix(k.model, *part, timeout)
+	prefix := linearizability.ShortestPrefix(s.Model, *part, timeout)
 	if prefix == nil {
 		return ""
 	}

@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/storecheck/storecheck/reference"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/linearizability"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 // A race the specs cannot see fails linearize, leaves a folder with the
@@ -30,7 +35,7 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 		t.Errorf("summary lacks the command:\n%s", summary)
 	}
 	var o, e bytes.Buffer
-	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, reference.Options{}); code != exitFailed {
+	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, stores.Reference()); code != exitFailed {
 		t.Fatalf("check of the saved history: exit %d\n%s%s", code, o.String(), e.String())
 	}
 	if !strings.Contains(o.String(), "illegal") {
@@ -39,7 +44,7 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 }
 
 func TestCheckGoldenHistories(t *testing.T) {
-	h := reference.Options{}
+	h := stores.Reference()
 	files, _ := filepath.Glob("../../linearizability/testdata/*/*/*.json")
 	if len(files) == 0 {
 		t.Fatal("no golden histories")
@@ -57,7 +62,7 @@ func TestCheckGoldenHistories(t *testing.T) {
 }
 
 func TestLinearizeAndCheckUsageErrors(t *testing.T) {
-	h := reference.Options{}
+	h := stores.Reference()
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"store":"continuity","entries":[{"op":"nope"}]}`), 0o644)
 	for _, tc := range []struct {
@@ -67,8 +72,8 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 		{[]string{"linearize", "--clients", "0"}, "storecheck linearize: --clients must be at least 1, got 0\n"},
 		{[]string{"linearize", "--seed", "1", "--seeds", "1..3"}, "storecheck linearize: --seed and --seeds name the same thing; give one\n"},
 		{[]string{"linearize", "--shard", "0/1"}, "storecheck linearize: shard \"0/1\": want i/n with 1 <= i <= n\n"},
-		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(stores, ", ") + "\n"},
-		{[]string{"check"}, "storecheck check: want exactly one history file, got 0 arguments; usage: storecheck check [--timeout D] HISTORY.json\n"},
+		{[]string{"linearize", "--store", "x"}, "storecheck linearize: unknown store \"x\"; accepted: " + strings.Join(storeNames, ", ") + "\n"},
+		{[]string{"check"}, "storecheck check: want exactly 1 HISTORY.json, got 0 arguments; usage: storecheck check [flags] HISTORY.json\n"},
 		{[]string{"check", bad}, "storecheck check: " + bad + ": history entry 0: continuity has no operation \"nope\"\n"},
 	} {
 		var o, e bytes.Buffer
@@ -78,16 +83,44 @@ func TestLinearizeAndCheckUsageErrors(t *testing.T) {
 	}
 }
 
-// The reference passes the default linearizability run of every store
-// through the exec adapter too, against storecheck serve, with no unknown.
-func TestLinearizeThroughTheExecAdapter(t *testing.T) {
-	out, errs, code := storecheck(t, "file", "linearize", "--seed", "5", "--report-dir", t.TempDir(), "--quiet", "--", os.Args[0], "serve")
-	if code != exitPassed || strings.Contains(out, "inconclusive") {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+// Over the wire, every handle of a linearizability run after the first is
+// a process of its own on the one database, so that a race between
+// processes is real whatever the backend's own concurrency; closing the
+// handle ends its process.
+func TestLinearizeGivesEveryHandleAProcessOfItsOwn(t *testing.T) {
+	e := startServe(t)
+	s, _ := stores.Lookup("continuity")
+	open, handles := opener(e, s, t.TempDir())
+	if handles != 2 {
+		t.Fatalf("%d handles, want 2", handles)
 	}
-	for _, store := range stores {
-		if !tally(store, "linearizability").MatchString(out) {
-			t.Errorf("no %s line:\n%s", store, out)
-		}
+	clock := clockwork.NewFakeClockAt(linearizability.Epoch)
+	ctx := context.Background()
+	first, err := open(ctx, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := open(ctx, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, ok := second.(ownProcess)
+	if !ok || own.e.PID() == e.PID() {
+		t.Fatalf("the second handle is not a process of its own: %T", second)
+	}
+	// Both processes work on the one database.
+	if _, err := first.Apply(ctx, c.UpsertContinuityRecord{Record: c.Record{Identity: "a", SessionID: "s"}, Fence: 3}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.Apply(ctx, c.MaxFencingToken{})
+	if err != nil || got != c.FencingToken(3) {
+		t.Fatalf("the second process reads %v, %v", got, err)
+	}
+	first.Close()
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if own.e.Err() != nil {
+		t.Fatalf("the second process ended with %v", own.e.Err())
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // markupBackend speaks the wire protocol and answers every operation with an
@@ -33,7 +34,7 @@ func init() {
 		switch req.Type {
 		case adapters.TypeHello:
 			out.Encode(map[string]any{"id": req.ID, "result": adapters.Hello{Version: adapters.ProtocolVersion, Name: "markup <b>backend</b>",
-				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{InMemory: true}}})
+				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Capabilities: spec.Capabilities{InMemory: true}}}})
 		case adapters.TypeOpen:
 			out.Encode(map[string]any{"id": req.ID, "result": adapters.Opened{Handle: 1}})
 		case adapters.TypeClose:

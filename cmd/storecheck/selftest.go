@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -15,13 +14,11 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
-	"github.com/storecheck/storecheck/reference"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
 )
-
-const selftestFlags = "accepted flags: --store, --shard, --exec-sample, --workers, --report-dir, --quiet"
 
 // The layers a mutant runs through, in table order.
 var selftestLayers = []string{"spec", "linearizability", "sim", "exec spec", "exec lin", "exec sim"}
@@ -38,31 +35,17 @@ type verdict struct {
 // through every layer of the kit, through the adapters a user would use, and
 // the unmodified reference through the same; it prints the detection table
 // and fails if a bug escapes every layer or the reference is flagged.
-func selftest(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("selftest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	storeList := fs.String("store", strings.Join(stores, ","), "")
-	shard := fs.String("shard", "1/1", "")
-	execSample := fs.Int("exec-sample", 1, "")
-	workers := fs.Int("workers", 2, "")
-	reportDir := fs.String("report-dir", "", "")
-	quiet := fs.Bool("quiet", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: storecheck selftest [--store LIST] [--shard i/n] [--exec-sample N] [--workers N] [--report-dir DIR] [--quiet]")
-			return exitPassed
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		}
-		fmt.Fprintf(stderr, "storecheck selftest: %v; %s\n", err, selftestFlags)
-		return exitUsage
-	}
-	selected, ok := parseStores(*storeList, "selftest", stderr)
+func selftest(inv invocation) int {
+	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
+	selected, ok := parseStores(f.str("store"), "selftest", stderr)
 	if !ok {
 		return exitUsage
 	}
-	sh, err := sim.ParseShard(*shard)
+	execSample, workers := f.num("exec-sample"), f.num("workers")
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	sh, err := sim.ParseShard(f.str("shard"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
 		return exitUsage
@@ -72,84 +55,135 @@ func selftest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "storecheck selftest: cannot find this program to run it again: %v\n", err)
 		return exitBackend
 	}
+	seeds := sim.DefaultSeeds
+	if f.given("seeds") {
+		if seeds, err = sim.ParseSeeds(f.str("seeds")); err != nil {
+			fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
+			return exitUsage
+		}
+	}
+	run := selftestRun{self: self, seeds: seeds.Seeds(sim.Shard{}), execSeeds: "1..20", cheapest: f.on("cheapest")}
+	if f.given("seeds") {
+		run.execSeeds = seeds.String()
+	}
 
 	// The subjects: the reference first, then every bug of the stores
 	// asked for, the shard's share of them.
 	subjects := []bugs.Bug{{}}
 	sampled := map[bugs.Bug]bool{}
 	perStore := map[string]int{}
-	for i, b := range bugs.All() {
-		store := storeOfBug(b)
+	for i, b := range stores.Bugs() {
+		store := b.Store()
 		if !slices.Contains(selected, store) || i%sh.N != sh.I-1 {
 			continue
 		}
 		subjects = append(subjects, b)
-		if perStore[store] < *execSample {
+		if perStore[store] < execSample {
 			perStore[store]++
 			sampled[b] = true
 		}
 	}
 
 	start := time.Now()
-	progress := reports.StartProgress(stderr, progressMode(*quiet), "backends", len(subjects))
+	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "backends", len(subjects))
 	table := make([]map[string]verdict, len(subjects))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(*workers, 1))
+	sem := make(chan struct{}, workers)
 	for i, b := range subjects {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			stores := selected
+			names := selected
 			if b.Name() != "" {
-				stores = []string{storeOfBug(b)}
+				names = []string{b.Store()}
 			}
-			table[i] = checkBackend(self, b, stores, b.Name() == "" || sampled[b])
+			table[i] = run.check(b, names, b.Name() == "" || sampled[b])
 			progress.Done(1)
 		}()
 	}
 	wg.Wait()
 	progress.Stop()
 
-	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(args, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start)}
+	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(f.line, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start)}
 	code := writeTable(stdout, subjects, table, &result)
-	if *reportDir != "" {
-		if err := reports.WriteDir(*reportDir, result); err != nil {
-			fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
-		}
-	}
+	writeReports(f, result, stderr)
 	return code
 }
 
-// storeOfBug is the store a bug breaks: its name starts with the store's.
-func storeOfBug(b bugs.Bug) string {
-	for _, s := range stores {
-		if strings.HasPrefix(b.Name(), s+"_") {
-			return s
-		}
+// selftestSubject is the command selftest starts its processes with:
+// "storecheck selftest-subject BUG COMMAND [ARG...]" runs COMMAND against
+// the reference with BUG ("none": the reference itself). It is selftest's
+// alone: no help lists it, and no other command or environment variable
+// opens a broken reference.
+const selftestSubject = "selftest-subject"
+
+// runSelftestSubject is "storecheck selftest-subject BUG COMMAND ...".
+func runSelftestSubject(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 2 {
+		fmt.Fprintf(stderr, "storecheck %s: want BUG COMMAND [ARG...]\n", selftestSubject)
+		return exitUsage
 	}
-	return ""
+	b, ok := bugs.ByName(args[0])
+	if !ok && args[0] != "none" {
+		fmt.Fprintf(stderr, "storecheck %s: %q names no deliberate bug\n", selftestSubject, args[0])
+		return exitUsage
+	}
+	return cli(args[1:], stdout, stderr, stores.Backend(stores.Options{Bug: b}))
 }
 
-// checkBackend runs the reference with bug b (none: the reference itself)
-// through every layer for the stores.
-func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[string]verdict {
-	out := map[string]verdict{}
-	ref := reference.Options{Bug: b}
-	h := reference.Harness(ref)
-	env := append(os.Environ(), bugEnv+"="+b.Name())
+// subjectName is b as selftestSubject takes it.
+func subjectName(b bugs.Bug) string {
 	if b.Name() == "" {
-		env = append(os.Environ(), bugEnv+"=none")
+		return "none"
 	}
-	storeArg := strings.Join(stores, ",")
+	return b.Name()
+}
+
+// selftestRun is how one selftest checks its subjects.
+type selftestRun struct {
+	self string
+	// seeds are the in-process simulator layer's sweep; execSeeds the exec
+	// simulator layer's (--seeds, else 1..20: a process of its own costs).
+	seeds     []int64
+	execSeeds string
+	// cheapest: a bug not in the exec sample goes through its cheapest
+	// catching layer only, the in-process layers tried in cost order.
+	cheapest bool
+}
+
+// cheapestOrder is the in-process layers in the order of what they cost to
+// catch a bug they can: a simulated seed takes milliseconds in this
+// process, the specs a process of their own (a second), a history and its
+// check a few seconds.
+var cheapestOrder = []string{"sim", "spec", "linearizability"}
+
+// check runs the reference with bug b (none: the reference itself) through
+// the layers for the stores: every layer, over the exec adapter too, when
+// every; else the in-process layers, or with cheapest, the first of them
+// (in cost order) that catches b.
+func (st selftestRun) check(b bugs.Bug, names []string, every bool) map[string]verdict {
+	out := map[string]verdict{}
+	ref := stores.Backend(stores.Options{Bug: b})
+	storeArg := strings.Join(names, ",")
+	var modelled []string
+	for _, name := range names {
+		if s, _ := stores.Lookup(name); s.Model != nil {
+			modelled = append(modelled, name)
+		}
+	}
 
 	// A layer in a process of its own: the specs always (Ginkgo runs one
 	// suite a process), and every layer over the exec adapter, against
 	// "storecheck serve" started with the same bug.
+	scratch, _ := os.MkdirTemp("", "storecheck-selftest-")
+	defer os.RemoveAll(scratch)
 	sub := func(args ...string) verdict {
-		cmd := exec.Command(self, args...)
-		cmd.Env = env
+		cmd := exec.Command(st.self, append([]string{selftestSubject, subjectName(b)}, args...)...)
+		// Away from the folder's storecheck.json: it configures the
+		// checks of a backend, never the broken references'.
+		cmd.Dir = scratch
 		start := time.Now()
 		outb, err := cmd.CombinedOutput()
 		v := verdict{ran: true, took: time.Since(start)}
@@ -162,59 +196,77 @@ func checkBackend(self string, b bugs.Bug, stores []string, overExec bool) map[s
 		}
 		return v
 	}
-	serve := []string{"--", self, "serve"}
-	out["spec"] = sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
-	if overExec {
-		out["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
-		dir, _ := os.MkdirTemp("", "storecheck-selftest-")
-		defer os.RemoveAll(dir)
-		var modelled []string
-		for _, name := range stores {
-			if k, _ := kitOf(name); k.model != nil {
-				modelled = append(modelled, name)
+	serve := []string{"--", st.self, selftestSubject, subjectName(b), "serve"}
+
+	layers := map[string]func() verdict{
+		"spec": func() verdict {
+			return sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
+		},
+		"linearizability": func() verdict {
+			v := verdict{}
+			for _, name := range modelled {
+				s, _ := stores.Lookup(name)
+				start := time.Now()
+				c := linearizeStore(context.Background(), ref, s, linearizeConfig{
+					run: linearizability.Config{Seed: 1}, timeout: defaultCheckTimeout, reportDir: scratch,
+					command: "storecheck linearize"}, io.Discard)
+				v.ran = true
+				if c.Outcome == reports.Failed && !v.caught {
+					v.caught, v.took = true, time.Since(start)
+				}
+				if c.Outcome == reports.Inconclusive {
+					v.note = "inconclusive"
+				}
 			}
+			return v
+		},
+		"sim": func() verdict {
+			v := verdict{}
+			for _, name := range modelled {
+				s, _ := stores.Lookup(name)
+				start := time.Now()
+				var firstFail time.Duration
+				failed := false
+				sim.Sweep(context.Background(), subject(s, nil), sim.InProcess(ref, name), st.seeds,
+					sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
+						if r.Failure != nil && !failed {
+							failed, firstFail = true, time.Since(start)
+						}
+					}, func() bool { return failed })
+				v.ran = true
+				if failed && !v.caught {
+					v.caught, v.took = true, firstFail
+				}
+			}
+			return v
+		},
+	}
+	// The exec layers run beside the in-process ones: a subject that goes
+	// through every layer is the longest row of the table.
+	execOut := map[string]verdict{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if !every {
+			return
 		}
+		execOut["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
 		if len(modelled) > 0 {
 			list := strings.Join(modelled, ",")
-			out["exec lin"] = sub(append([]string{"linearize", "--store", list, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", dir}, serve...)...)
-			out["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", "1..20", "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", dir}, serve...)...)
+			execOut["exec lin"] = sub(append([]string{"linearize", "--store", list, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", scratch}, serve...)...)
+			execOut["exec sim"] = sub(append([]string{"sim", "--store", list, "--seeds", st.execSeeds, "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", scratch}, serve...)...)
+		}
+	}()
+	for _, l := range cheapestOrder {
+		out[l] = layers[l]()
+		if st.cheapest && !every && out[l].caught {
+			break
 		}
 	}
-
-	lin := verdict{}
-	simv := verdict{}
-	for _, name := range stores {
-		k, _ := kitOf(name)
-		if k.model == nil {
-			continue
-		}
-		start := time.Now()
-		c := linearizeStore(context.Background(), h, k, linearizeConfig{
-			run: linearizability.Config{Seed: 1}, timeout: time.Minute, reportDir: os.TempDir(),
-			command: "storecheck linearize"}, io.Discard)
-		lin.ran = true
-		if c.Outcome == reports.Failed && !lin.caught {
-			lin.caught, lin.took = true, time.Since(start)
-		}
-		if c.Outcome == reports.Inconclusive {
-			lin.note = "inconclusive"
-		}
-
-		start = time.Now()
-		var firstFail time.Duration
-		failed := false
-		sim.Sweep(context.Background(), k.subject(nil), sim.InProcess(inProcess(h), name), sim.DefaultSeeds.Seeds(sim.Shard{}),
-			sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
-				if r.Failure != nil && !failed {
-					failed, firstFail = true, time.Since(start)
-				}
-			}, func() bool { return failed })
-		simv.ran = true
-		if failed && !simv.caught {
-			simv.caught, simv.took = true, firstFail
-		}
+	<-done
+	for l, v := range execOut {
+		out[l] = v
 	}
-	out["linearizability"], out["sim"] = lin, simv
 	return out
 }
 
@@ -238,7 +290,7 @@ func writeTable(w io.Writer, subjects []bugs.Bug, table []map[string]verdict, re
 	var escaped, flagged []string
 	code := exitPassed
 	for i, b := range subjects {
-		name, store := b.Name(), storeOfBug(b)
+		name, store := b.Name(), b.Store()
 		if name == "" {
 			name, store = "reference (no bug)", "all"
 		}

@@ -15,14 +15,16 @@ import (
 // crash point fires.
 const exitCrashPoint = 70
 
-// serve is "storecheck serve": the reference stores over the wire protocol
-// on stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
+// serveCommand is "storecheck serve": the in-process backend (the
+// reference) over the wire.
+func serveCommand(inv invocation) int {
+	return serve(inv.stdin, inv.stdout, inv.stderr, inv.ref)
+}
+
+// serve is "storecheck serve": backend's stores over the wire protocol on
+// stdin and stdout (docs/protocol.md), until stdin ends. An armed crash
 // point ends the process on the spot, without closing anything.
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, backend adapters.Backend) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "storecheck serve: unexpected argument %q; serve takes none\n", args[0])
-		return exitUsage
-	}
+func serve(stdin io.Reader, stdout, stderr io.Writer, backend adapters.Backend) int {
 	var mu sync.Mutex
 	armed := map[string]int{}
 	sqlitedb.SetCrashHook(func(point string) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,93 +12,57 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
-	"github.com/storecheck/storecheck/spec/suite"
 )
-
-const simFlags = "accepted flags: --store, --seed, --seeds, --shard, --steps, --clients, --processes, --workers, --shrink, --report-dir, --fail-fast, --quiet, --timeout"
 
 // simulation is "storecheck sim": seeded schedules of concurrent clients,
 // clock jumps and crashes against one backend, checked step by step against
 // the contract's model; each failure is shrunk and saved.
-func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
-	args, command, ok := splitCommand(args, "sim", simFlags, stderr)
+func simulation(inv invocation) int {
+	f, stdout, stderr, command := inv.f, inv.stdout, inv.stderr, inv.backend
+	ref := inv.ref
+	selected, ok := parseStores(f.str("store"), "sim", stderr)
 	if !ok {
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	storeList := fs.String("store", strings.Join(stores, ","), "")
-	seed := fs.String("seed", "", "")
-	seeds := fs.String("seeds", "", "")
-	shard := fs.String("shard", "1/1", "")
-	steps := fs.Int("steps", 200, "")
-	clients := fs.Int("clients", 8, "")
-	processes := fs.Int("processes", 2, "")
-	workers := fs.Int("workers", 0, "")
-	shrinkBudget := fs.Int("shrink", 2000, "")
-	reportDir := fs.String("report-dir", "storecheck-report", "")
-	failFast := fs.Bool("fail-fast", false, "")
-	quiet := fs.Bool("quiet", false, "")
-	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
-	if err := config.apply(fs); err != nil {
-		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
-		return exitUsage
-	}
-	command = config.backend(command)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: storecheck sim [--store LIST] [--seed N | --seeds A..B] [--shard i/n] [--steps N] [--clients N] [--processes N] [--workers N] [--shrink RUNS] [--report-dir DIR] [--fail-fast] [--quiet] [-- BACKEND ARGS...]")
-			return exitPassed
-		}
-		fmt.Fprintf(stderr, "storecheck sim: %v; %s\n", err, simFlags)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "storecheck sim: unexpected argument %q; %s\n", fs.Arg(0), simFlags)
-		return exitUsage
-	}
-	selected, ok := parseStores(*storeList, "sim", stderr)
-	if !ok {
-		return exitUsage
-	}
-	sr, sh, err := sweep(args, *seed, *seeds, *shard, sim.DefaultSeeds.String())
+	sr, sh, err := sweep(f, sim.DefaultSeeds.String())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
 		return exitUsage
 	}
-	for name, v := range map[string]int{"--steps": *steps, "--clients": *clients, "--processes": *processes} {
-		if v <= 0 {
-			fmt.Fprintf(stderr, "storecheck sim: %s must be at least 1, got %d\n", name, v)
-			return exitUsage
-		}
+	if !f.atLeastOne(stderr, "steps", "clients", "processes") {
+		return exitUsage
 	}
-	params := sim.Params{Steps: *steps, Clients: *clients, Processes: *processes}
+	params := sim.Params{Steps: f.num("steps"), Clients: f.num("clients"), Processes: f.num("processes")}
+	failFast, shrinkBudget, reportDir, timeout := f.on("fail-fast"), f.num("shrink"), f.str("report-dir"), f.dur("reply-timeout")
 
 	// The command that reproduces one seed, as the report prints it.
 	base := "storecheck sim"
-	if *steps != 200 || *clients != 8 || *processes != 2 {
-		base += fmt.Sprintf(" --steps %d --clients %d --processes %d", *steps, *clients, *processes)
+	for _, name := range []string{"steps", "clients", "processes"} {
+		if o, _ := optionNamed(name); f.str(name) != o.def {
+			base += fmt.Sprintf(" --%s %s", name, f.str(name))
+		}
 	}
 	suffix := ""
 	if command != nil {
 		suffix = " -- " + strings.Join(command, " ")
 	}
 
-	result := reports.Run{Tool: "storecheck", Backend: h.Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(args, " ") + suffix}
+	result := reports.Run{Tool: "storecheck", Backend: ref.Info().Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(f.line, " ") + suffix}
 	if command != nil {
 		result.Backend = strings.Join(command, " ")
 	}
 	start := time.Now()
 	seedList := sr.Seeds(sh)
-	progress := reports.StartProgress(stderr, progressMode(*quiet), "seeds", len(seedList)*len(selected))
+	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "seeds", len(seedList)*len(selected))
 	defer progress.Stop()
 	var failed atomic.Bool
 	backendFailed := false
 	for _, name := range selected {
-		k, _ := kitOf(name)
-		if k.model == nil {
+		st, _ := stores.Lookup(name)
+		if st.Model == nil {
 			result.Checks = append(result.Checks, reports.Check{Store: name, Layer: "sim", Name: "seeds " + sr.String(),
 				Outcome: reports.Skipped, Message: "storecheck has no model of the " + name + " store yet"})
 			continue
@@ -108,7 +70,7 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 		var backend sim.Backend
 		var points []string
 		if command != nil {
-			o := adapters.ExecOptions{Command: command, Timeout: *timeout}
+			o := execOptions(command, timeout)
 			probe, err := adapters.StartExec(context.Background(), o)
 			if err != nil {
 				fmt.Fprintf(stderr, "storecheck sim: backend failure: %v\n", err)
@@ -124,12 +86,12 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 			points = info.Capabilities.CrashPoints[name]
 			backend = sim.Exec(o, name)
 		} else {
-			backend = sim.InProcess(inProcess(h), name)
-			points = k.crashPoints
+			backend = sim.InProcess(ref, name)
+			points = ref.Info().Capabilities.CrashPoints[name]
 		}
-		subj := k.subject(points)
+		subj := subject(st, points)
 		coverage := sim.Coverage{}
-		err := sim.Sweep(context.Background(), subj, backend, seedList, params, *workers, sim.ScratchDir(), func(res sim.Result) {
+		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
@@ -143,23 +105,23 @@ func simulation(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 				}
 				c.Outcome = reports.Failed
 				c.Message = res.Failure.Error()
-				c.Details, c.Artifacts, c.Interleaving = shrinkAndSave(subj, backend, res, *shrinkBudget, *reportDir, name, suffix, stderr)
+				c.Details, c.Artifacts, c.Interleaving = shrinkAndSave(subj, backend, res, shrinkBudget, reportDir, name, suffix, stderr)
 			}
 			result.Checks = append(result.Checks, c)
-		}, func() bool { return *failFast && failed.Load() })
+		}, func() bool { return failFast && failed.Load() })
 		if err != nil {
 			fmt.Fprintf(stderr, "storecheck sim: %v\n", err)
 			return exitBackend
 		}
-		if missing := coverage.Missing(k.rareEvents); len(missing) > 0 && sr == sim.DefaultSeeds && sh.N == 1 {
+		if missing := coverage.Missing(rareEvents(st)); len(missing) > 0 && sr == sim.DefaultSeeds && sh.N == 1 {
 			fmt.Fprintf(stderr, "storecheck sim: the %s sweep did not reach: %s\n", name, strings.Join(missing, "; "))
 		}
-		writeCoverage(stdout, name, coverage, k.rareEvents)
+		writeCoverage(stdout, name, coverage, rareEvents(st))
 	}
 	progress.Stop()
 	result.Duration = time.Since(start)
 	reports.WriteText(stdout, result)
-	writeReports(fs, *reportDir, result, stderr)
+	writeReports(f, result, stderr)
 	if backendFailed {
 		return exitBackend
 	}
@@ -217,37 +179,23 @@ func writeCoverage(w io.Writer, store string, c sim.Coverage, rare []string) {
 }
 
 // replay is "storecheck replay FILE": a saved schedule run again, once.
-func replay(args []string, stdout, stderr io.Writer, h suite.Harness) int {
-	const accepted = "usage: storecheck replay [--timeout D] SCHEDULE.json [-- BACKEND ARGS...]"
-	args, command, ok := splitCommand(args, "replay", accepted, stderr)
-	if !ok {
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	timeout := fs.Duration("timeout", adapters.DefaultTimeout, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			err = fmt.Errorf("want exactly one schedule file, got %d arguments", fs.NArg())
-		}
-		fmt.Fprintf(stderr, "storecheck replay: %v; %s\n", err, accepted)
-		return exitUsage
-	}
-	s, err := sim.ReadSchedule(fs.Arg(0), contracts())
+func replay(inv invocation) int {
+	f, stdout, stderr, command := inv.f, inv.stdout, inv.stderr, inv.backend
+	s, err := sim.ReadSchedule(f.args()[0], stores.Contracts())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitUsage
 	}
-	k, _ := kitOf(s.Store)
-	if k.model == nil {
+	st, _ := stores.Lookup(s.Store)
+	if st.Model == nil {
 		fmt.Fprintf(stderr, "storecheck replay: storecheck has no model of the %s store yet\n", s.Store)
 		return exitUsage
 	}
-	backend := sim.InProcess(inProcess(h), s.Store)
+	backend := sim.InProcess(inv.ref, s.Store)
 	if command != nil {
-		backend = sim.Exec(adapters.ExecOptions{Command: command, Timeout: *timeout}, s.Store)
+		backend = sim.Exec(execOptions(command, f.dur("reply-timeout")), s.Store)
 	}
-	res, err := sim.Run(context.Background(), k.subject(nil), backend, s, sim.ScratchDir())
+	res, err := sim.Run(context.Background(), subject(st, nil), backend, s, sim.ScratchDir())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitBackend
@@ -264,19 +212,6 @@ func replay(args []string, stdout, stderr io.Writer, h suite.Harness) int {
 	return exitPassed
 }
 
-// splitCommand takes the backend command after "--" off args.
-func splitCommand(args []string, cmd, accepted string, stderr io.Writer) ([]string, []string, bool) {
-	i := slices.Index(args, "--")
-	if i < 0 {
-		return args, nil, true
-	}
-	if i == len(args)-1 {
-		fmt.Fprintf(stderr, "storecheck %s: no command after --; %s\n", cmd, accepted)
-		return nil, nil, false
-	}
-	return args[:i], args[i+1:], true
-}
-
 func progressMode(quiet bool) reports.ProgressMode {
 	if quiet {
 		return reports.ProgressQuiet
@@ -285,27 +220,26 @@ func progressMode(quiet bool) reports.ProgressMode {
 }
 
 // sweep is the seeds a command runs, and its shard: --seed N or --seeds
-// A..B from the command line (not both), else the config's seeds, else
-// fallback.
-func sweep(args []string, seed, seeds, shard, fallback string) (sim.SeedRange, sim.Shard, error) {
-	given := func(name string) bool {
-		return slices.ContainsFunc(args, func(a string) bool {
-			return a == "--"+name || a == "-"+name || strings.HasPrefix(a, "--"+name+"=") || strings.HasPrefix(a, "-"+name+"=")
-		})
-	}
-	text := seeds
+// A..B from the command line (not both), else the config's seeds (or its
+// seed), else fallback.
+func sweep(f *flags, fallback string) (sim.SeedRange, sim.Shard, error) {
+	var text string
 	switch {
-	case given("seed") && given("seeds"):
+	case f.from("seed") == fromCommandLine && f.from("seeds") == fromCommandLine:
 		return sim.SeedRange{}, sim.Shard{}, fmt.Errorf("--seed and --seeds name the same thing; give one")
-	case given("seed"):
-		text = seed
-	case text == "":
+	case f.from("seed") == fromCommandLine:
+		text = f.str("seed")
+	case f.given("seeds"):
+		text = f.str("seeds")
+	case f.given("seed"):
+		text = f.str("seed")
+	default:
 		text = fallback
 	}
 	sr, err := sim.ParseSeeds(text)
 	if err != nil {
 		return sim.SeedRange{}, sim.Shard{}, err
 	}
-	sh, err := sim.ParseShard(shard)
+	sh, err := sim.ParseShard(f.str("shard"))
 	return sr, sh, err
 }

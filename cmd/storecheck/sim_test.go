@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
-	"github.com/storecheck/storecheck/reference"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/sim"
 )
 
@@ -43,11 +43,11 @@ var traceHash = regexp.MustCompile(`(?m)^ok: \d+ steps, trace ([0-9a-f]{64})$`)
 // adapter against "storecheck serve" (a real process per simulated process,
 // killed and crashed for real), and the same trace in process.
 func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
-	k, _ := kitOf("continuity")
+	k, _ := stores.Lookup("continuity")
 	for _, seed := range []int64{3, 11} {
 		path := filepath.Join(t.TempDir(), "schedule.json")
-		backend := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
-		explored, err := sim.Explore(context.Background(), k.subject(nil), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
+		backend := sim.InProcess(stores.Reference(), k.Name())
+		explored, err := sim.Explore(context.Background(), subject(k, nil), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
 		if err != nil || explored.Failure != nil {
 			t.Fatal(err, explored.Failure)
 		}
@@ -78,8 +78,8 @@ func TestSimUsageErrors(t *testing.T) {
 		{[]string{"sim", "--seeds", "5..1"}, "storecheck sim: seeds \"5..1\": the range ends before it starts\n"},
 		{[]string{"sim", "--shard", "3/2"}, "storecheck sim: shard \"3/2\": want i/n with 1 <= i <= n\n"},
 		{[]string{"sim", "--steps", "0"}, "storecheck sim: --steps must be at least 1, got 0\n"},
-		{[]string{"sim", "--"}, "storecheck sim: no command after --; " + simFlags + "\n"},
-		{[]string{"replay"}, "storecheck replay: want exactly one schedule file, got 0 arguments; usage: storecheck replay [--timeout D] SCHEDULE.json [-- BACKEND ARGS...]\n"},
+		{[]string{"sim", "--"}, "storecheck sim: no command after --; " + mustCommand("sim").accepted() + "\n"},
+		{[]string{"replay"}, "storecheck replay: want exactly 1 SCHEDULE.json, got 0 arguments; usage: storecheck replay [flags] SCHEDULE.json [-- BACKEND [ARG...]]\n"},
 	} {
 		_, errs, code := storecheck(t, "file", tc.args...)
 		if code != exitUsage || errs != tc.want {
@@ -105,10 +105,10 @@ func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
 	} {
 		t.Run(tc.bug.Name(), func(t *testing.T) {
 			t.Parallel()
-			k, _ := kitOf(storeOfBug(tc.bug))
-			subj := k.subject(nil)
-			broken := sim.InProcess(inProcess(reference.Harness(reference.Options{Bug: tc.bug})), k.contract.Name)
-			correct := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
+			k, _ := stores.Lookup(tc.bug.Store())
+			subj := subject(k, nil)
+			broken := sim.InProcess(stores.Backend(stores.Options{Bug: tc.bug}), k.Name())
+			correct := sim.InProcess(stores.Reference(), k.Name())
 			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
 				res, err := sim.Explore(ctx, subj, broken, seed, tc.params, sim.ScratchDir())
 				if err != nil {
@@ -139,12 +139,12 @@ func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
 // Over the default sweep the simulator reaches every rare event each store
 // names, and never flags the reference.
 func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
-	for _, k := range kits {
-		t.Run(k.contract.Name, func(t *testing.T) {
+	for _, k := range stores.All {
+		t.Run(k.Name(), func(t *testing.T) {
 			t.Parallel()
 			cov := sim.Coverage{}
-			backend := sim.InProcess(inProcess(reference.Harness(reference.Options{})), k.contract.Name)
-			err := sim.Sweep(context.Background(), k.subject(nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
+			backend := sim.InProcess(stores.Reference(), k.Name())
+			err := sim.Sweep(context.Background(), subject(k, nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
 				func(r sim.Result) {
 					if r.Failure != nil {
 						t.Errorf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure)
@@ -154,10 +154,10 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(k.rareEvents) == 0 {
+			if len(rareEvents(k)) == 0 {
 				t.Fatal("the store names no rare events")
 			}
-			if missing := cov.Missing(k.rareEvents); len(missing) > 0 {
+			if missing := cov.Missing(rareEvents(k)); len(missing) > 0 {
 				t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
 			}
 		})

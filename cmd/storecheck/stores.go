@@ -2,170 +2,89 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
-	"github.com/storecheck/storecheck/linearizability/model"
-	refclient "github.com/storecheck/storecheck/reference/client"
-	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
-	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/client"
-	"github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/runtime"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
-// kit is what storecheck knows of one store: its contract, its model, the
-// workload that makes its races likely, and how to open it as a Target from
-// a harness. A store without a model yet is checked by its specs only, and
-// its linearizability check is reported as skipped with that reason.
-type kit struct {
-	contract spec.Contract
-	model    model.Model
-	workload func() linearizability.Workload
-	// crashPoints are the reference store's crash points (an exec backend
-	// declares its own); rareEvents what the default sweep must reach.
-	crashPoints []string
-	rareEvents  []string
-	// target opens the store of h at path as a Target; nil when h does not
-	// implement the store.
-	target func(h suite.Harness) func(ctx context.Context, o suite.Options) (adapters.Target, error)
-}
+// The stores storecheck checks are the registration's (internal/stores):
+// every command reads them from there.
 
-// kits are the stores storecheck checks, in report order.
-var kits = []kit{
-	{
-		contract:    continuity.Contract,
-		model:       model.Continuity{},
-		workload:    linearizability.DefaultContinuityWorkload.New,
-		crashPoints: refcontinuity.CrashPoints,
-		rareEvents:  append(slices.Clone(model.ContinuityEvents), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill),
-		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
-			if h.Continuity == nil {
-				return nil
-			}
-			return func(ctx context.Context, o suite.Options) (adapters.Target, error) {
-				s, err := h.Continuity(ctx, o)
-				if err != nil {
-					return nil, err
-				}
-				return adapters.Continuity(s), nil
-			}
-		},
-	},
-	{
-		contract:    runtime.Contract,
-		crashPoints: refruntime.CrashPoints,
-		model:       model.Runtime{},
-		workload:    linearizability.DefaultRuntimeWorkload.New,
-		rareEvents:  append(slices.Clone(model.RuntimeEvents), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill),
-		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
-			if h.Runtime == nil {
-				return nil
-			}
-			return func(ctx context.Context, o suite.Options) (adapters.Target, error) {
-				s, err := h.Runtime(ctx, o)
-				if err != nil {
-					return nil, err
-				}
-				return adapters.Runtime(s), nil
-			}
-		},
-	},
-	{
-		contract:    client.Contract,
-		crashPoints: refclient.CrashPoints,
-		model:       model.Client{},
-		workload:    linearizability.DefaultClientWorkload.New,
-		rareEvents:  append(slices.Clone(model.ClientEvents), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill),
-		target: func(h suite.Harness) func(context.Context, suite.Options) (adapters.Target, error) {
-			if h.Client == nil {
-				return nil
-			}
-			return func(ctx context.Context, o suite.Options) (adapters.Target, error) {
-				s, err := h.Client(ctx, o)
-				if err != nil {
-					return nil, err
-				}
-				return adapters.Client(s), nil
-			}
-		},
-	},
-}
+// storeNames are the registered stores' names, in report order.
+var storeNames = stores.Names()
 
-// stores are the kits' names.
-var stores = func() []string {
-	var names []string
-	for _, k := range kits {
-		names = append(names, k.contract.Name)
-	}
-	return names
-}()
-
-func kitOf(store string) (kit, bool) {
-	for _, k := range kits {
-		if k.contract.Name == store {
-			return k, true
-		}
-	}
-	return kit{}, false
-}
-
-func contracts() []spec.Contract {
-	var cs []spec.Contract
-	for _, k := range kits {
-		cs = append(cs, k.contract)
-	}
-	return cs
-}
-
-// opener opens every handle of a linearizability run on one database in dir
-// (or in memory when the harness keeps no files: then one handle only).
-func (k kit) opener(h suite.Harness, dir string) (linearizability.Opener, int) {
-	open := k.target(h)
-	if open == nil {
+// opener opens every handle of a linearizability run of store s on one
+// database in dir, through backend b (in memory when b keeps no files: then
+// one handle only); nil when b does not implement the store. A program over
+// the wire gets a process of its own for every handle after the first, so
+// that races between processes are real whatever the backend's own
+// concurrency; closing the handle ends its process.
+func opener(b adapters.Backend, s stores.Store, dir string) (linearizability.Opener, int) {
+	info := b.Info()
+	if !slices.Contains(info.Stores, s.Name()) {
 		return nil, 0
 	}
 	path, handles := "", 1
-	if h.Capabilities.Files {
-		path = filepath.Join(dir, k.contract.Name+".db")
-		if h.Capabilities.SharedFiles {
+	if info.Capabilities.Files {
+		path = filepath.Join(dir, s.Name()+".db")
+		if info.Capabilities.SharedFiles {
 			handles = 2
 		}
 	}
+	var mu sync.Mutex
+	opened := 0
 	return func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
-		return open(ctx, suite.Options{Path: path, Clock: clock})
+		o := spec.OpenOptions{Path: path, Clock: clock}
+		mu.Lock()
+		opened++
+		first := opened == 1
+		mu.Unlock()
+		sib, ok := siblings(b)
+		if first || !ok {
+			return b.Open(ctx, s.Name(), o)
+		}
+		e, err := sib.Sibling(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t, err := e.Open(ctx, s.Name(), o)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		return ownProcess{t, e}, nil
 	}, handles
 }
 
-// subject is the kit as the simulator needs it; crashPoints are the
-// backend's (nil: the reference's).
-func (k kit) subject(crashPoints []string) sim.Subject {
-	if crashPoints == nil {
-		crashPoints = k.crashPoints
-	}
-	return sim.Subject{Model: k.model, NewWorkload: k.workload, CrashPoints: crashPoints, RareEvents: k.rareEvents}
+// ownProcess is a handle with a backend process of its own, which ends
+// with it.
+type ownProcess struct {
+	adapters.Target
+	e *adapters.Exec
 }
 
-// inProcess is h as a Backend of Go stores in this process.
-func inProcess(h suite.Harness) adapters.Backend {
-	openers := map[string]adapters.Opener{}
-	for _, k := range kits {
-		if open := k.target(h); open != nil {
-			openers[k.contract.Name] = open
-		}
+func (t ownProcess) Close() error { return errors.Join(t.Target.Close(), t.e.Close()) }
+
+// rareEvents are what the default sweep of store s must reach: its model's
+// events and the simulator's own.
+func rareEvents(s stores.Store) []string {
+	return append(slices.Clone(s.Events), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill)
+}
+
+// subject is store s as the simulator needs it; crashPoints are the
+// backend's (nil: the reference's).
+func subject(s stores.Store, crashPoints []string) sim.Subject {
+	if crashPoints == nil {
+		crashPoints = s.CrashPoints
 	}
-	crash := map[string][]string{}
-	for _, k := range kits {
-		crash[k.contract.Name] = k.crashPoints
-	}
-	return adapters.InProcess(adapters.Hello{Name: h.Name, Capabilities: adapters.Capabilities{
-		Files: h.Capabilities.Files, SharedFiles: h.Capabilities.SharedFiles, InMemory: h.Capabilities.InMemory,
-		CrashPoints: crash}}, openers)
+	return sim.Subject{Model: s.Model, NewWorkload: s.Workload, CrashPoints: crashPoints, RareEvents: rareEvents(s)}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -22,13 +23,16 @@ const suiteEnv = "STORECHECK_PYTHON_BACKEND_SUITE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(suiteEnv) != "" {
-		e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{Command: []string{"python3", "backend.py"}})
+		e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{Command: []string{"python3", "backend.py"}, Contracts: stores.Contracts()})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
-		h := adapters.Harness(e)
-		r := reports.Run{Backend: h.Name, Seed: 1, Checks: suite.Run(h, suite.Config{Seed: 1})}
+		h := suite.HarnessOf(e)
+		r := reports.Run{Backend: h.Name, Seed: 1}
+		for _, res := range suite.Run(h, suite.Config{Seed: 1}) {
+			r.Checks = append(r.Checks, reports.Check{Store: res.Store, Layer: suite.Layer, Name: res.Name, Outcome: reports.Outcome(res.Outcome), Message: res.Message})
+		}
 		e.Close()
 		reports.WriteText(os.Stdout, r)
 		switch {

@@ -1,76 +1,97 @@
-// Package bugs names the deliberate bugs the reference stores can be opened
-// with. Each one breaks a single rule of a contract, so the kit can show that
-// it catches what it claims. The package is internal: only storecheck's own
-// tests and selftest can open a broken store.
+// Package bugs holds the deliberately broken variants of the reference
+// stores. Each one breaks a single rule of a contract, so the kit can show
+// that it catches what it claims (storecheck selftest's detection table).
+// The package is internal: only storecheck's own tests and selftest open a
+// broken store.
+//
+// Where the bugs live. The reference knows of none: it reads as the
+// contract. Each reference store decides by a Rules value it is opened with
+// (refcontinuity.Rules, ...): every decision a seed's comment shows going
+// wrong in a real store is one rule there, a plain function (or the SQL
+// condition it puts in a statement) of what the store read, named by the
+// contract's rule, and Rules{} is the contract. A bug is built here from
+// those seams, in one of two ways:
+//
+//   - a replaced rule: the reference opened with one rule of its Rules
+//     swapped for a broken one (a fence compared with > where the contract
+//     says >=), injected explicitly at Open, never a global; most bugs are
+//     this, and the swap is the whole bug, one line;
+//   - a wrapper: the reference's contract interface wrapped, for a bug that
+//     is about the shape of an operation rather than one decision: a check
+//     outside the transaction that writes (the stored state read in a read
+//     transaction of its own, Stored, and the write, deciding on that
+//     earlier read, in another, through a view of the same store whose
+//     decision is the one taken: WithRules), a write-behind buffer, a commit
+//     whose failed check still writes, an operation done as another.
+//
+// Build-tagged variants were the third choice and are not used: selftest
+// runs the correct reference and every bug in one binary, through every
+// layer, and a build tag would need a binary per bug.
 package bugs
+
+import (
+	"context"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/spec"
+)
 
 // Bug is one deliberate bug; the zero Bug is none.
 type Bug struct{ name string }
 
+// variant is what a registered bug is: the store it breaks and how to open
+// it.
+type variant struct {
+	store string
+	open  func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error)
+}
+
+// all is every bug of every store, in registration order.
+var (
+	all      []Bug
+	variants = map[string]variant{}
+)
+
+// register adds a bug of store to the registry.
+func register(name, store string, open func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error)) Bug {
+	b := Bug{name}
+	all = append(all, b)
+	variants[name] = variant{store: store, open: open}
+	return b
+}
+
 // Name is the bug's stable name ("" for none).
 func (b Bug) Name() string { return b.name }
 
-// all is every bug of every store, in registration order.
-var all []Bug
+// Store is the store the bug breaks ("" for none).
+func (b Bug) Store() string { return variants[b.name].store }
 
-// register adds a store's bugs to the registry and returns them.
-func register(bs ...Bug) []Bug {
-	all = append(all, bs...)
-	return bs
+// Open opens the broken store on o as an adapters.Target, in process and
+// armable at the reference's crash points, as the reference's own
+// OpenTarget opens the correct one.
+func (b Bug) Open(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+	return variants[b.name].open(ctx, o)
 }
 
 // ByName finds a bug by its name.
 func ByName(name string) (Bug, bool) {
-	for _, b := range all {
-		if b.name == name {
-			return b, true
-		}
+	if _, ok := variants[name]; !ok {
+		return Bug{}, false
 	}
-	return Bug{}, false
+	return Bug{name}, true
 }
 
-// All lists every bug of every store.
-func All() []Bug { return append([]Bug(nil), all...) }
+// Of lists the bugs of store, in the order they are declared (each
+// store's list is its registration's, internal/stores: the one list of
+// every bug).
+func Of(store string) []Bug {
+	var out []Bug
+	for _, b := range all {
+		if b.Store() == store {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
-// The continuity store's bugs.
-var (
-	// ContinuityFenceRejectsEqual compares fences with <= where the
-	// contract says <: a writer presenting the stored fence is refused.
-	ContinuityFenceRejectsEqual = Bug{"continuity_fence_rejects_equal"}
-	// ContinuityFenceAcceptsOlder lets a fence one below the stored one
-	// through (an off-by-one on the stale-fence comparison).
-	ContinuityFenceAcceptsOlder = Bug{"continuity_fence_accepts_older"}
-	// ContinuityDeleteSkipsFence deletes a record without checking the fence.
-	ContinuityDeleteSkipsFence = Bug{"continuity_delete_skips_fence"}
-	// ContinuityGenerationRegression lets a newer fence take a record back
-	// to an older generation.
-	ContinuityGenerationRegression = Bug{"continuity_generation_regression"}
-	// ContinuityVersionResetOnRebind takes the presented checkpoint version
-	// even within the same generation.
-	ContinuityVersionResetOnRebind = Bug{"continuity_version_reset_on_rebind"}
-	// ContinuitySnapshotOwnerUnchecked overwrites a snapshot row owned by
-	// another identity or generation.
-	ContinuitySnapshotOwnerUnchecked = Bug{"continuity_snapshot_owner_unchecked"}
-	// ContinuityMaxFenceRecordsOnly computes the fencing high-water mark
-	// over the records table alone.
-	ContinuityMaxFenceRecordsOnly = Bug{"continuity_max_fence_records_only"}
-	// ContinuityUpsertCheckOutsideTx checks the fence and generation in one
-	// transaction and writes in another: a race lets an older fence land
-	// after a newer one was acknowledged. Only concurrency exposes it.
-	ContinuityUpsertCheckOutsideTx = Bug{"continuity_upsert_check_outside_tx"}
-	// ContinuityWriteBehind acknowledges record upserts from a memory
-	// buffer and writes them to the database a few at a time (and at
-	// Close): a crash loses upserts it already acknowledged. Only a crash
-	// exposes it to one process.
-	ContinuityWriteBehind = Bug{"continuity_write_behind"}
-	// ContinuityProcessLock guards the upsert's check and write with a lock
-	// of this process instead of one database transaction: safe while one
-	// process writes, broken by a second process on the same file (the
-	// seed's "second handle writing around the lock").
-	ContinuityProcessLock = Bug{"continuity_process_lock"}
-)
-
-// Continuity lists the continuity store's bugs.
-var Continuity = register(ContinuityFenceRejectsEqual, ContinuityFenceAcceptsOlder,
-	ContinuityDeleteSkipsFence, ContinuityGenerationRegression, ContinuityVersionResetOnRebind,
-	ContinuitySnapshotOwnerUnchecked, ContinuityMaxFenceRecordsOnly, ContinuityUpsertCheckOutsideTx, ContinuityWriteBehind, ContinuityProcessLock)
+func always[T any](T, T) bool { return true }

@@ -1,55 +1,136 @@
 package bugs
 
+import (
+	"context"
+	"time"
+
+	"github.com/storecheck/storecheck/adapters"
+	refclient "github.com/storecheck/storecheck/reference/client"
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/client"
+)
+
+// clientBug registers a bug of the client store: the reference opened with
+// rules, then wrapped by wrap (nil: as it is).
+func clientBug(name string, rules refclient.Rules, wrap func(*refclient.Store) c.Store) Bug {
+	return register(name, c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+		s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: o.Clock, Rules: rules})
+		if err != nil {
+			return nil, err
+		}
+		var st c.Store = s
+		if wrap != nil {
+			st = wrap(s)
+		}
+		return sqlitedb.Target(st, c.Apply), nil
+	})
+}
+
 // The client store's bugs, each traced to a rule of spec/client or a comment
 // of the seed (seeds/002).
 var (
 	// ClientEnqueueOverwrites upserts an intent whose op_id is already
 	// queued: a redelivery resets its attempt, state and times, and answers
 	// true.
-	ClientEnqueueOverwrites = Bug{"client_enqueue_overwrites"}
+	ClientEnqueueOverwrites = clientBug("client_enqueue_overwrites", refclient.Rules{},
+		func(s *refclient.Store) c.Store { return enqueueOverwrites{s} })
 	// ClientSettledIntentRevives lets bump_intent and defer_intent act on an
 	// accepted or exhausted intent, which comes back as retrying.
-	ClientSettledIntentRevives = Bug{"client_settled_intent_revives"}
+	ClientSettledIntentRevives = clientBug("client_settled_intent_revives", refclient.Rules{Retryable: `1`}, nil)
 	// ClientDeferConsumesAttempt counts a deferral (a transport failure)
 	// against the intent's attempt budget.
-	ClientDeferConsumesAttempt = Bug{"client_defer_consumes_attempt"}
+	ClientDeferConsumesAttempt = clientBug("client_defer_consumes_attempt", refclient.Rules{},
+		func(s *refclient.Store) c.Store { return deferConsumesAttempt{s} })
 	// ClientDueOrderWholeSeconds orders due intents by whole seconds of
 	// their next attempt time, dropping the sub-second part.
-	ClientDueOrderWholeSeconds = Bug{"client_due_order_whole_seconds"}
+	ClientDueOrderWholeSeconds = clientBug("client_due_order_whole_seconds",
+		refclient.Rules{DueOrder: `next_attempt_at / 1000, created_at, rowid`}, nil)
 	// ClientDueLimitUncapped reads as many due intents as asked, past the
 	// cap of 500.
-	ClientDueLimitUncapped = Bug{"client_due_limit_uncapped"}
+	ClientDueLimitUncapped = clientBug("client_due_limit_uncapped", refclient.Rules{DueLimit: func(asked uint32) int {
+		if asked > 0 {
+			return int(asked)
+		}
+		return c.EffectiveLimit(asked)
+	}}, nil)
 	// ClientLastVerdictWins lets settle_task overwrite a terminal verdict
 	// (the zombie session rewriting the answer it already gave).
-	ClientLastVerdictWins = Bug{"client_last_verdict_wins"}
+	ClientLastVerdictWins = clientBug("client_last_verdict_wins", refclient.Rules{VerdictOpen: `1`}, nil)
 	// ClientReopenLowersAttempt takes the presented attempt on re-opening a
 	// task, so the count can run backwards.
-	ClientReopenLowersAttempt = Bug{"client_reopen_lowers_attempt"}
+	ClientReopenLowersAttempt = clientBug("client_reopen_lowers_attempt", refclient.Rules{ReopenAttempt: `?`}, nil)
 	// ClientSessionGateAcceptsEqual writes a session tuple whose
 	// (generation, seq) equals the stored pair.
-	ClientSessionGateAcceptsEqual = Bug{"client_session_gate_accepts_equal"}
+	ClientSessionGateAcceptsEqual = clientBug("client_session_gate_accepts_equal", refclient.Rules{
+		Newer: func(gen, seq, storedGen, storedSeq uint64) bool {
+			return gen > storedGen || (gen == storedGen && seq >= storedSeq)
+		}}, nil)
 	// ClientSessionGateSeqOnly requires the seq to grow even across a newer
 	// generation (the gate is not lexicographic).
-	ClientSessionGateSeqOnly = Bug{"client_session_gate_seq_only"}
+	ClientSessionGateSeqOnly = clientBug("client_session_gate_seq_only", refclient.Rules{
+		Newer: func(gen, seq, storedGen, storedSeq uint64) bool { return gen >= storedGen && seq > storedSeq }}, nil)
 	// ClientRebindKeepsOldBinding opens a binding without closing the
 	// session's other open binding.
-	ClientRebindKeepsOldBinding = Bug{"client_rebind_keeps_old_binding"}
+	ClientRebindKeepsOldBinding = clientBug("client_rebind_keeps_old_binding", refclient.Rules{
+		ClosedOnBind: func(string) (string, []any) { return `0`, nil }}, nil)
 	// ClientActiveDropsSuspended leaves suspended sessions (resource closed,
 	// agent ready or idle) out of active_sessions, so the server requeues
 	// work they still owe.
-	ClientActiveDropsSuspended = Bug{"client_active_drops_suspended"}
+	ClientActiveDropsSuspended = clientBug("client_active_drops_suspended", refclient.Rules{
+		Active: `agent_state IN ('booting', 'ready', 'idle') AND resource_state <> 'closed'`}, nil)
 	// ClientSchemaIgnoresVersion opens a file of the right marker and
 	// another version.
-	ClientSchemaIgnoresVersion = Bug{"client_schema_ignores_version"}
+	ClientSchemaIgnoresVersion = clientBug("client_schema_ignores_version", refclient.Rules{
+		SchemaMatches: func(marker string, _ int64) bool { return marker == c.SchemaMarker }}, nil)
 	// ClientSettleCheckOutsideTx reads whether a task is settled in one
 	// transaction and writes its verdict in another: two racing settles both
 	// find it open, both answer true, and the second overwrites the first
 	// verdict. Only concurrency exposes it.
-	ClientSettleCheckOutsideTx = Bug{"client_settle_check_outside_tx"}
+	ClientSettleCheckOutsideTx = clientBug("client_settle_check_outside_tx", refclient.Rules{},
+		func(s *refclient.Store) c.Store { return racySettle{s, s.WithRules(refclient.Rules{VerdictOpen: `1`})} })
 )
 
 // Client lists the client store's bugs.
-var Client = register(ClientEnqueueOverwrites, ClientSettledIntentRevives, ClientDeferConsumesAttempt,
-	ClientDueOrderWholeSeconds, ClientDueLimitUncapped, ClientLastVerdictWins, ClientReopenLowersAttempt,
-	ClientSessionGateAcceptsEqual, ClientSessionGateSeqOnly, ClientRebindKeepsOldBinding,
-	ClientActiveDropsSuspended, ClientSchemaIgnoresVersion, ClientSettleCheckOutsideTx)
+var Client = Of(c.StoreName)
+
+// enqueueOverwrites enqueues a redelivered op_id afresh: the queued intent
+// is deleted and enqueued again.
+type enqueueOverwrites struct{ *refclient.Store }
+
+func (e enqueueOverwrites) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON) (bool, error) {
+	added, err := e.Store.EnqueueIntent(ctx, opID, env)
+	if err != nil || added {
+		return added, err
+	}
+	if _, err := e.Store.DeleteIntent(ctx, opID); err != nil {
+		return false, err
+	}
+	return e.Store.EnqueueIntent(ctx, opID, env)
+}
+
+// deferConsumesAttempt defers as a retry does: with the attempt counted.
+type deferConsumesAttempt struct{ *refclient.Store }
+
+func (d deferConsumesAttempt) DeferIntent(ctx context.Context, opID string, next time.Time, lastError string) (bool, error) {
+	return d.Store.BumpIntent(ctx, opID, next, lastError)
+}
+
+// racySettle reads whether the task is settled in one transaction and
+// writes the verdict in another, through a view that writes over any
+// verdict.
+type racySettle struct {
+	*refclient.Store
+	unguarded *refclient.Store
+}
+
+func (s racySettle) SettleTask(ctx context.Context, taskID string, state c.TaskState) (bool, error) {
+	t, err := s.Store.Task(ctx, taskID)
+	if err != nil {
+		return false, err
+	}
+	if t != nil && t.SettledAt != nil {
+		return false, nil
+	}
+	return s.unguarded.SettleTask(ctx, taskID, state)
+}

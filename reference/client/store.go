@@ -19,7 +19,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/client"
@@ -141,15 +140,15 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Clock is the store's only time source (default: the real clock).
 	Clock clockwork.Clock
-	// Bug opens a deliberately broken store (storecheck's own tests only).
-	Bug bugs.Bug
+	// Rules are the decisions the store takes (Rules{}: the contract's).
+	Rules Rules
 }
 
 // Store is the reference client store.
 type Store struct {
 	db    *sqlitedb.DB
 	clock clockwork.Clock
-	bug   bugs.Bug
+	rules Rules
 }
 
 var _ c.Store = (*Store)(nil)
@@ -162,7 +161,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
-	s := &Store{clock: o.Clock, bug: o.Bug}
+	s := &Store{clock: o.Clock, rules: o.Rules.complete()}
 	if !sqlitedb.InMemory(o.Path) {
 		if err := s.precheck(ctx, o); err != nil {
 			return nil, err
@@ -258,11 +257,7 @@ func (s *Store) checkSchema(ctx context.Context, tx *sql.Tx, path string) (fresh
 			marker, version = "", 0
 		}
 	}
-	ok := marker == c.SchemaMarker && version == c.SchemaVersion
-	if s.bug == bugs.ClientSchemaIgnoresVersion {
-		ok = marker == c.SchemaMarker
-	}
-	if !ok {
+	if !s.rules.SchemaMatches(marker, version) {
 		shown := marker
 		if shown == "" {
 			shown = "(no marker)"
@@ -271,6 +266,14 @@ func (s *Store) checkSchema(ctx context.Context, tx *sql.Tx, path string) (fresh
 			path, shown, version, c.SchemaMarker, c.SchemaVersion)
 	}
 	return false, nil
+}
+
+// WithRules is s deciding by r: the same database (closing either closes
+// it) and clock, other rules.
+func (s *Store) WithRules(r Rules) *Store {
+	v := *s
+	v.rules = r.complete()
+	return &v
 }
 
 // Close closes the store.
@@ -330,12 +333,6 @@ func (s *Store) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON
 	now := ms(s.clock.Now())
 	query := `INSERT INTO intents (` + intentColumns + `) VALUES (?, ?, 0, 'pending', ?, NULL, '', ?, ?)
 		ON CONFLICT(op_id) DO NOTHING`
-	if s.bug == bugs.ClientEnqueueOverwrites {
-		query = `INSERT INTO intents (` + intentColumns + `) VALUES (?, ?, 0, 'pending', ?, NULL, '', ?, ?)
-			ON CONFLICT(op_id) DO UPDATE SET env_json = excluded.env_json, attempt = 0, state = 'pending',
-				next_attempt_at = excluded.next_attempt_at, receipt_json = NULL, last_error = '',
-				created_at = excluded.created_at, updated_at = excluded.updated_at`
-	}
 	var added bool
 	err := s.db.Write(ctx, "enqueue_intent", func(tx *sql.Tx) (err error) {
 		added, err = changed(ctx, tx, query, opID, string(env), now, now, now)
@@ -369,14 +366,7 @@ func (s *Store) FlushOrder(ctx context.Context) ([]c.Intent, error) {
 }
 
 func (s *Store) due(ctx context.Context, op string, now time.Time, lim uint32) ([]c.Intent, error) {
-	order := `next_attempt_at, created_at, rowid`
-	if s.bug == bugs.ClientDueOrderWholeSeconds {
-		order = `next_attempt_at / 1000, created_at, rowid`
-	}
-	n := limit(lim)
-	if s.bug == bugs.ClientDueLimitUncapped && lim > 0 {
-		n = int(lim)
-	}
+	order, n := s.rules.DueOrder, s.rules.DueLimit(lim)
 	var out []c.Intent
 	err := s.db.Read(ctx, op, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+intentColumns+` FROM intents
@@ -397,14 +387,6 @@ func (s *Store) due(ctx context.Context, op string, now time.Time, lim uint32) (
 	return out, err
 }
 
-// live is the condition that keeps a settled intent settled.
-func (s *Store) live() string {
-	if s.bug == bugs.ClientSettledIntentRevives {
-		return ``
-	}
-	return ` AND state IN ('pending', 'retrying')`
-}
-
 // settleWrite runs one intent transition and says whether it acted.
 func (s *Store) settleWrite(ctx context.Context, op, query string, args ...any) (bool, error) {
 	var acted bool
@@ -418,17 +400,13 @@ func (s *Store) settleWrite(ctx context.Context, op, query string, args ...any) 
 func (s *Store) BumpIntent(ctx context.Context, opID string, next time.Time, lastError string) (bool, error) {
 	now := ms(s.clock.Now())
 	return s.settleWrite(ctx, "bump_intent", `UPDATE intents SET state = 'retrying', attempt = attempt + 1,
-		next_attempt_at = ?, last_error = ?, updated_at = ? WHERE op_id = ?`+s.live(), ms(next), lastError, now, opID)
+		next_attempt_at = ?, last_error = ?, updated_at = ? WHERE op_id = ? AND `+s.rules.Retryable, ms(next), lastError, now, opID)
 }
 
 func (s *Store) DeferIntent(ctx context.Context, opID string, next time.Time, lastError string) (bool, error) {
 	now := ms(s.clock.Now())
-	attempt := `attempt`
-	if s.bug == bugs.ClientDeferConsumesAttempt {
-		attempt = `attempt + 1`
-	}
-	return s.settleWrite(ctx, "defer_intent", `UPDATE intents SET state = 'retrying', attempt = `+attempt+`,
-		next_attempt_at = ?, last_error = ?, updated_at = ? WHERE op_id = ?`+s.live(), ms(next), lastError, now, opID)
+	return s.settleWrite(ctx, "defer_intent", `UPDATE intents SET state = 'retrying',
+		next_attempt_at = ?, last_error = ?, updated_at = ? WHERE op_id = ? AND `+s.rules.Retryable, ms(next), lastError, now, opID)
 }
 
 func (s *Store) AcceptIntent(ctx context.Context, opID string, receipt spec.RawJSON) (bool, error) {
@@ -583,18 +561,6 @@ func (s *Store) Config(ctx context.Context, key string) (*string, error) {
 
 // ----- sessions and bindings -----
 
-// newer is the session gate: (generation, seq) strictly after the stored
-// pair, lexicographically.
-func (s *Store) newer(gen, seq, storedGen, storedSeq uint64) bool {
-	switch s.bug {
-	case bugs.ClientSessionGateAcceptsEqual:
-		return gen > storedGen || (gen == storedGen && seq >= storedSeq)
-	case bugs.ClientSessionGateSeqOnly:
-		return gen >= storedGen && seq > storedSeq
-	}
-	return gen > storedGen || (gen == storedGen && seq > storedSeq)
-}
-
 // storedPair is the session's (generation, seq), and whether it has a row.
 func storedPair(ctx context.Context, tx *sql.Tx, sessionID string) (gen, seq uint64, ok bool, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT generation, seq FROM sessions WHERE session_id = ?`, sessionID).Scan(&gen, &seq)
@@ -629,11 +595,10 @@ func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, op, sessionID, task
 	case open:
 		return false, nil
 	}
-	if s.bug != bugs.ClientRebindKeepsOldBinding {
-		if _, err := tx.ExecContext(ctx, `UPDATE session_tasks SET released_at = ?
-			WHERE session_id = ? AND task_id <> ? AND released_at IS NULL`, now, sessionID, taskID); err != nil {
-			return false, fmt.Errorf("close the other binding: %w", err)
-		}
+	closed, args := s.rules.ClosedOnBind(taskID)
+	if _, err := tx.ExecContext(ctx, `UPDATE session_tasks SET released_at = ?
+		WHERE session_id = ? AND released_at IS NULL AND `+closed, append([]any{now, sessionID}, args...)...); err != nil {
+		return false, fmt.Errorf("close the other binding: %w", err)
 	}
 	// Upsert_session and bind_task both reach here: the other binding is
 	// closed, this one not yet open.
@@ -656,7 +621,7 @@ func (s *Store) UpsertSession(ctx context.Context, taskID string, v c.VersionedS
 		if err != nil {
 			return err
 		}
-		if ok && !s.newer(v.Generation, v.Seq, gen, seq) {
+		if ok && !s.rules.Newer(v.Generation, v.Seq, gen, seq) {
 			return nil
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, generation, seq, agent_state, delivery_state,
@@ -692,7 +657,7 @@ func (s *Store) BumpSessionVersion(ctx context.Context, taskID string, generatio
 			return err
 		}
 		gen, sq, ok, err := storedPair(ctx, tx, sessionID)
-		if err != nil || !ok || !s.newer(generation, seq, gen, sq) {
+		if err != nil || !ok || !s.rules.Newer(generation, seq, gen, sq) {
 			return err
 		}
 		moved, err = changed(ctx, tx, `UPDATE sessions SET generation = ?, seq = ?, updated_at = ? WHERE session_id = ?`,
@@ -745,10 +710,7 @@ func (s *Store) ReleaseBinding(ctx context.Context, sessionID, taskID string) (b
 }
 
 func (s *Store) ActiveSessions(ctx context.Context) ([]c.LiveSession, error) {
-	where := `agent_state IN ('booting', 'ready', 'idle') AND (resource_state <> 'closed' OR agent_state IN ('ready', 'idle'))`
-	if s.bug == bugs.ClientActiveDropsSuspended {
-		where = `agent_state IN ('booting', 'ready', 'idle') AND resource_state <> 'closed'`
-	}
+	where := s.rules.Active
 	var out []c.LiveSession
 	err := s.db.Read(ctx, "active_sessions", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT s.session_id, s.resource_state,
@@ -801,10 +763,7 @@ func (s *Store) OpenTask(ctx context.Context, cz c.Causality, kind string) (bool
 		return false, spec.Errorf(c.ErrInvalidArgument, "task %s: kind %q is neither %s nor %s", cz.Task, kind, c.KindRoot, c.KindRelay)
 	}
 	now := ms(s.clock.Now())
-	attempt := `MAX(attempt, ?)`
-	if s.bug == bugs.ClientReopenLowersAttempt {
-		attempt = `?`
-	}
+	attempt := s.rules.ReopenAttempt
 	// The record is written either way, a fresh open or a refresh of the
 	// chain, and the call answers true (client.open_task.refresh).
 	var written bool
@@ -828,13 +787,7 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState
 		return false, spec.Errorf(c.ErrInvalidArgument, "task %s: %q is not a terminal verdict (accepted: %v)", taskID, state, c.TerminalTaskStates)
 	}
 	now := ms(s.clock.Now())
-	if s.bug == bugs.ClientSettleCheckOutsideTx {
-		return s.racySettle(ctx, taskID, state, now)
-	}
-	firstWins := ` WHERE task.settled_at IS NULL`
-	if s.bug == bugs.ClientLastVerdictWins {
-		firstWins = ``
-	}
+	firstWins := ` WHERE ` + s.rules.VerdictOpen
 	var settled bool
 	err := s.db.Write(ctx, "settle_task", func(tx *sql.Tx) (err error) {
 		settled, err = changed(ctx, tx, `INSERT INTO task (`+taskColumns+`) VALUES (?, '', '', 0, 0, ?, ?, ?)
@@ -843,29 +796,6 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState
 		return err
 	})
 	return settled, err
-}
-
-// racySettle is bugs.ClientSettleCheckOutsideTx: whether the task is
-// settled is read in one transaction, and the verdict written,
-// unconditionally, in another, so a racing settle can come between.
-func (s *Store) racySettle(ctx context.Context, taskID string, state c.TaskState, now int64) (bool, error) {
-	var settled bool
-	if err := s.db.Read(ctx, "settle_task", func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT settled_at IS NOT NULL FROM task WHERE task_id = ?`, taskID).Scan(&settled)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		return err
-	}); err != nil || settled {
-		return false, err
-	}
-	err := s.db.Write(ctx, "settle_task", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO task (`+taskColumns+`) VALUES (?, '', '', 0, 0, ?, ?, ?)
-			ON CONFLICT(task_id) DO UPDATE SET task_state = excluded.task_state, settled_at = excluded.settled_at`,
-			taskID, string(state), now, now)
-		return err
-	})
-	return err == nil, err
 }
 
 func (s *Store) Task(ctx context.Context, taskID string) (*c.Task, error) {

@@ -10,10 +10,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
@@ -59,16 +57,14 @@ type Options struct {
 	// BusyTimeout bounds the wait for another connection's lock (default
 	// 5s, as in the seed).
 	BusyTimeout time.Duration
-	// Bug opens a deliberately broken store (storecheck's own tests only).
-	Bug bugs.Bug
+	// Rules are the decisions the store takes (Rules{}: the contract's).
+	Rules Rules
 }
 
 // Store is the reference continuity store.
 type Store struct {
-	db  *sqlitedb.DB
-	bug bugs.Bug
-	// processLock is bugs.ContinuityProcessLock's lock.
-	processLock sync.Mutex
+	db    *sqlitedb.DB
+	rules Rules
 }
 
 var _ c.Store = (*Store)(nil)
@@ -79,23 +75,21 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, bug: o.Bug}, nil
+	return &Store{db: db, rules: o.Rules.complete()}, nil
 }
+
+// WithRules is s deciding by r: the same database (closing either closes
+// it), other rules.
+func (s *Store) WithRules(r Rules) *Store { return &Store{db: s.db, rules: r.complete()} }
 
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
-// record is a continuity row with its fence.
-type record struct {
-	c.Record
-	fence c.FencingToken
-}
-
-func loadRecord(ctx context.Context, tx *sql.Tx, id c.Identity) (*record, error) {
-	r := record{Record: c.Record{Identity: id}}
+func loadRecord(ctx context.Context, tx *sql.Tx, id c.Identity) (*Stored, error) {
+	r := Stored{Record: c.Record{Identity: id}}
 	err := tx.QueryRowContext(ctx, `SELECT agent_runtime_id, session_id, generation, checkpoint_version, fencing_token
 		FROM continuity_records WHERE identity = ?`, id).
-		Scan(&r.AgentRuntimeID, &r.SessionID, &r.Generation, &r.CheckpointVersion, &r.fence)
+		Scan(&r.AgentRuntimeID, &r.SessionID, &r.Generation, &r.CheckpointVersion, &r.Fence)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -103,22 +97,6 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id c.Identity) (*record, error)
 		return nil, err
 	}
 	return &r, nil
-}
-
-// staleFence is the fencing rule: a presented fence older than the stored
-// one has lost its authority.
-func (s *Store) staleFence(presented, stored c.FencingToken) bool {
-	switch s.bug {
-	case bugs.ContinuityFenceRejectsEqual:
-		return presented <= stored
-	case bugs.ContinuityFenceAcceptsOlder:
-		return presented+1 < stored
-	}
-	return presented < stored
-}
-
-func staleFenceError(id c.Identity, presented, stored c.FencingToken) error {
-	return spec.Errorf(c.ErrStaleFencingToken, "identity %s: presented fence %d, current %d", id, presented, stored)
 }
 
 func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
@@ -225,8 +203,8 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 				return spec.Errorf(c.ErrNotFound, "identity %s is at session %s generation %d, not session %s generation %d",
 					w.Identity, rec.SessionID, rec.Generation, w.SessionID, w.Generation)
 			}
-			if s.staleFence(w.FencingToken, rec.fence) {
-				return staleFenceError(w.Identity, w.FencingToken, rec.fence)
+			if !s.rules.FenceNotLower(w.FencingToken, rec.Fence) {
+				return staleFenceError(w.Identity, w.FencingToken, rec.Fence)
 			}
 			if w.CheckpointVersion <= rec.CheckpointVersion {
 				return spec.Errorf(c.ErrStaleCheckpointVersion, "identity %s: presented checkpoint version %d, current %d",
@@ -241,7 +219,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
-		case (owner != w.Identity || ownerGen != w.Generation) && s.bug != bugs.ContinuitySnapshotOwnerUnchecked:
+		case !s.rules.SnapshotOwner(Owner{owner, ownerGen}, Owner{w.Identity, w.Generation}):
 			return spec.Errorf(c.ErrCorruption, "session snapshot %s is owned by %s generation %d, not %s generation %d",
 				w.SessionID, owner, ownerGen, w.Identity, w.Generation)
 		}
@@ -271,63 +249,36 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 	})
 }
 
+// Stored reads the record of id as the store keeps it, with its fence (nil:
+// none), in a read transaction of its own: what an upsert decides on.
+func (s *Store) Stored(ctx context.Context, id c.Identity) (*Stored, error) {
+	var cur *Stored
+	err := s.db.Read(ctx, "stored_record", func(tx *sql.Tx) (err error) {
+		cur, err = loadRecord(ctx, tx, id)
+		return err
+	})
+	return cur, err
+}
+
+// UpsertContinuityRecord reads the record, decides (Rules.Upsert) and
+// writes, in one transaction.
 func (s *Store) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
-	switch s.bug {
-	case bugs.ContinuityUpsertCheckOutsideTx:
-		return s.racyUpsert(ctx, r, fence)
-	case bugs.ContinuityProcessLock:
-		// The lock orders this handle's upserts, and no other handle's.
-		s.processLock.Lock()
-		defer s.processLock.Unlock()
-		return s.racyUpsert(ctx, r, fence)
-	}
 	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
 		cur, err := loadRecord(ctx, tx, r.Identity)
 		if err != nil {
 			return err
 		}
-		return s.upsertChecked(ctx, tx, cur, r, fence)
-	})
-}
-
-// upsertChecked applies the upsert rules to the current record and writes.
-func (s *Store) upsertChecked(ctx context.Context, tx *sql.Tx, cur *record, r c.Record, fence c.FencingToken) error {
-	version := r.CheckpointVersion
-	if cur != nil {
-		if s.staleFence(fence, cur.fence) {
-			return staleFenceError(r.Identity, fence, cur.fence)
+		rec, err := s.rules.Upsert(cur, r, fence)
+		if err != nil {
+			return err
 		}
-		if r.Generation < cur.Generation && s.bug != bugs.ContinuityGenerationRegression {
-			return spec.Errorf(c.ErrStaleContinuityGeneration, "identity %s: presented generation %d, current %d",
-				r.Identity, r.Generation, cur.Generation)
-		}
-		// Within one generation the durable checkpoint head never goes
-		// backwards, even when the session is rebound.
-		if r.Generation == cur.Generation && cur.CheckpointVersion > version && s.bug != bugs.ContinuityVersionResetOnRebind {
-			version = cur.CheckpointVersion
-		}
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO continuity_records
-		(identity, agent_runtime_id, session_id, generation, checkpoint_version, fencing_token) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT(identity) DO UPDATE SET agent_runtime_id = excluded.agent_runtime_id,
-			session_id = excluded.session_id, generation = excluded.generation,
-			checkpoint_version = excluded.checkpoint_version, fencing_token = excluded.fencing_token`,
-		r.Identity, r.AgentRuntimeID, r.SessionID, r.Generation, version, fence)
-	return err
-}
-
-// racyUpsert is bugs.ContinuityUpsertCheckOutsideTx: the read and the
-// checked write are two transactions, so another writer can come between.
-func (s *Store) racyUpsert(ctx context.Context, r c.Record, fence c.FencingToken) error {
-	var cur *record
-	if err := s.db.Read(ctx, "upsert_continuity_record", func(tx *sql.Tx) (err error) {
-		cur, err = loadRecord(ctx, tx, r.Identity)
+		_, err = tx.ExecContext(ctx, `INSERT INTO continuity_records
+			(identity, agent_runtime_id, session_id, generation, checkpoint_version, fencing_token) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(identity) DO UPDATE SET agent_runtime_id = excluded.agent_runtime_id,
+				session_id = excluded.session_id, generation = excluded.generation,
+				checkpoint_version = excluded.checkpoint_version, fencing_token = excluded.fencing_token`,
+			rec.Identity, rec.AgentRuntimeID, rec.SessionID, rec.Generation, rec.CheckpointVersion, fence)
 		return err
-	}); err != nil {
-		return err
-	}
-	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
-		return s.upsertChecked(ctx, tx, cur, r, fence)
 	})
 }
 
@@ -343,8 +294,8 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 		if cur == nil {
 			return spec.Errorf(c.ErrNotFound, "identity %s has no record to roll back", attempt.Identity)
 		}
-		if cur.fence != fence {
-			return staleFenceError(attempt.Identity, fence, cur.fence)
+		if cur.Fence != fence {
+			return staleFenceError(attempt.Identity, fence, cur.Fence)
 		}
 		if cur.AgentRuntimeID != attempt.AgentRuntimeID || cur.SessionID != attempt.SessionID || cur.Generation != attempt.Generation {
 			return spec.Errorf(c.ErrStaleContinuityGeneration,
@@ -378,8 +329,8 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 		if err != nil {
 			return err
 		}
-		if cur != nil && s.staleFence(fence, cur.fence) && s.bug != bugs.ContinuityDeleteSkipsFence {
-			return staleFenceError(id, fence, cur.fence)
+		if cur != nil && !s.rules.FenceNotLower(fence, cur.Fence) {
+			return staleFenceError(id, fence, cur.Fence)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_snapshots WHERE identity = ?`, id); err != nil {
 			return fmt.Errorf("delete snapshots: %w", err)
@@ -393,15 +344,13 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 }
 
 func (s *Store) MaxFencingToken(ctx context.Context) (c.FencingToken, error) {
-	query := `SELECT MAX(
-		(SELECT COALESCE(MAX(fencing_token), 0) FROM continuity_records),
-		(SELECT COALESCE(MAX(fencing_token), 0) FROM session_snapshots))`
-	if s.bug == bugs.ContinuityMaxFenceRecordsOnly {
-		query = `SELECT COALESCE(MAX(fencing_token), 0) FROM continuity_records`
-	}
-	var max c.FencingToken
+	var records, snapshots c.FencingToken
 	err := s.db.Read(ctx, "max_fencing_token", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, query).Scan(&max)
+		return tx.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(fencing_token), 0) FROM continuity_records),
+			(SELECT COALESCE(MAX(fencing_token), 0) FROM session_snapshots)`).Scan(&records, &snapshots)
 	})
-	return max, err
+	if err != nil {
+		return 0, err
+	}
+	return s.rules.HighWater(records, snapshots), nil
 }

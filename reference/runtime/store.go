@@ -17,7 +17,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
@@ -137,8 +136,8 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Clock is the store's only time source (default: the real clock).
 	Clock clockwork.Clock
-	// Bug opens a deliberately broken store (storecheck's own tests only).
-	Bug bugs.Bug
+	// Rules are the decisions the store takes (Rules{}: the contract's).
+	Rules Rules
 }
 
 // Store is the reference runtime store.
@@ -146,7 +145,7 @@ type Store struct {
 	db    *sqlitedb.DB
 	clock clockwork.Clock
 	tier  r.DurabilityTier
-	bug   bugs.Bug
+	rules Rules
 }
 
 var _ r.Store = (*Store)(nil)
@@ -157,7 +156,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, clock: o.Clock, tier: r.Durable, bug: o.Bug}
+	s := &Store{db: db, clock: o.Clock, tier: r.Durable, rules: o.Rules.complete()}
 	if s.clock == nil {
 		s.clock = clockwork.NewRealClock()
 	}
@@ -167,28 +166,28 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
+// WithRules is s deciding by rs: the same database (closing either closes
+// it) and clock, other rules.
+func (s *Store) WithRules(rs Rules) *Store {
+	v := *s
+	v.rules = rs.complete()
+	return &v
+}
+
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
 // now is the operation's one reading of the clock, in Unix milliseconds.
 func (s *Store) now() int64 { return s.clock.Now().UnixMilli() }
 
-// live is the expiry rule of leases and claims: live while now < expiry.
-func (s *Store) live(expiresAt, now int64) bool {
-	if s.bug == bugs.RuntimeLeaseLiveAtExpiry {
-		return expiresAt >= now
-	}
-	return expiresAt > now
+// free is the condition on queued_work_batches that no live claim holds a
+// batch at now (by the expiry rule).
+func (s *Store) free(now int64) Cond {
+	return Cond{SQL: "(claim_token IS NULL OR claim_expires_at_ms <= ?)", Args: []any{s.rules.ExpiredBy(now)}}
 }
 
-// claimFree is the SQL form of "unclaimed or the claim has expired", with
-// one parameter: now.
-func (s *Store) claimFree() string {
-	if s.bug == bugs.RuntimeLeaseLiveAtExpiry {
-		return "(claim_token IS NULL OR claim_expires_at_ms < ?)"
-	}
-	return "(claim_token IS NULL OR claim_expires_at_ms <= ?)"
-}
+// ready is the condition that a batch's available_at has come at now.
+func ready(now int64) Cond { return Cond{SQL: "available_at_ms <= ?", Args: []any{now}} }
 
 // The ids this store mints where the seed's derivations are not shown (rule
 // runtime.minted_ids): the contract leaves them to the store, and these are
@@ -400,7 +399,6 @@ func (s *Store) LoadNode(ctx context.Context, nodeID string) (*r.Node, error) {
 func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.CommitResult, error) {
 	now := s.now()
 	var res r.CommitResult
-	var partial error // RuntimePartialCommit: the error of a check whose transaction was committed anyway
 	err := s.db.Write(ctx, "commit_runtime_state", func(tx *sql.Tx) error {
 		h, err := loadHead(ctx, tx)
 		if err != nil {
@@ -422,7 +420,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
 				return err
-			case hash == tc.TurnCommitHash || s.bug == bugs.RuntimeTurnReplayAnyHash:
+			case s.rules.SameTurn(hash, tc.TurnCommitHash):
 				res = prior
 				if cm.ReleaseLease != nil {
 					return releaseLease(ctx, tx, *cm.ReleaseLease)
@@ -433,31 +431,20 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 					tc.TurnID, tc.SessionID, hash, tc.TurnCommitHash)
 			}
 		}
-		if s.bug != bugs.RuntimeCommitWithoutLease {
-			if cm.Lease == nil {
-				return spec.Errorf(r.ErrSessionExecutionLeaseExpired, "session %s: the commit presents no lease", cm.SessionID)
-			}
-			if err := s.ensureLease(ctx, tx, cm.SessionID, *cm.Lease, now); err != nil {
-				return err
-			}
+		if err := s.rules.CommitLease(cm.Lease, func(f r.SessionExecutionLeaseFence) error {
+			return s.ensureLease(ctx, tx, cm.SessionID, f, now)
+		}); err != nil {
+			return err
 		}
 		var actual uint64
 		if h != nil {
 			actual = h.revision
 		}
-		if e := cm.ExpectedHeadRevision; e != nil && *e != actual && s.bug != bugs.RuntimeHeadRevisionUnchecked {
-			return spec.Errorf(r.ErrHeadRevisionConflict, "expected head revision %d, actual %d", *e, actual)
+		if !s.rules.HeadRevision(cm.ExpectedHeadRevision, actual) {
+			return spec.Errorf(r.ErrHeadRevisionConflict, "expected head revision %d, actual %d", *cm.ExpectedHeadRevision, actual)
 		}
 		res = r.CommitResult{HeadRevision: actual + 1, CheckpointRef: checkpointRef(cm.Checkpoint)}
-		if s.bug == bugs.RuntimePartialCommit {
-			if err := writeHead(ctx, tx, cm, res); err != nil {
-				return err
-			}
-			if err := s.checkCompletedClaims(ctx, tx, cm, now); err != nil {
-				partial = err
-				return nil
-			}
-		} else if err := s.checkCompletedClaims(ctx, tx, cm, now); err != nil {
+		if err := s.checkCompletedClaims(ctx, tx, cm, now); err != nil {
 			return err
 		}
 		if err := s.applyGraph(ctx, tx, cm.Graph); err != nil {
@@ -493,12 +480,8 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_claims_delete"); err != nil {
 			return err
 		}
-		stamp := `COALESCE(committed_at_ms, ?)`
-		if s.bug == bugs.RuntimeAttachmentCommitTimeMoves {
-			stamp = `?`
-		}
 		for _, id := range cm.CommittedAttachmentIDs {
-			if _, err := tx.ExecContext(ctx, `UPDATE attachments SET committed_at_ms = `+stamp+`
+			if _, err := tx.ExecContext(ctx, `UPDATE attachments SET committed_at_ms = `+s.rules.AttachmentCommittedAt+`
 				WHERE attachment_id = ? AND session_id = ?`, now, id, cm.SessionID); err != nil {
 				return fmt.Errorf("commit attachment: %w", err)
 			}
@@ -515,9 +498,6 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		}
 		return nil
 	})
-	if err == nil {
-		err = partial
-	}
 	if err != nil {
 		return r.CommitResult{}, err
 	}
@@ -563,7 +543,7 @@ func (s *Store) heldBy(ctx context.Context, tx *sql.Tx, session, batchID, claimI
 	if err != nil {
 		return err
 	}
-	if id.String != claimID || tok.String != token || !s.live(expires, now) {
+	if id.String != claimID || tok.String != token || !s.rules.live(expires, now) {
 		return spec.Errorf(r.ErrQueuedWorkClaimExpired, "claim %s no longer holds batch %s of session %s", claimID, batchID, session)
 	}
 	return nil
@@ -584,18 +564,14 @@ func (s *Store) applyGraph(ctx context.Context, tx *sql.Tx, d r.GraphDelta) erro
 		return spec.Errorf(r.ErrInvalidArgument, "unknown graph delta kind %q", d.Kind)
 	}
 	for _, n := range d.Nodes {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM graph_nodes WHERE node_id = ?)`, n.NodeID).Scan(&exists); err != nil {
+		res, err := tx.ExecContext(ctx, s.rules.WriteNode, n.NodeID, n.ParentID, raw(n.Data))
+		if err != nil {
 			return err
 		}
-		if exists && s.bug != bugs.RuntimeAppendOverwritesNode {
+		if written, err := res.RowsAffected(); err != nil {
+			return err
+		} else if written == 0 {
 			return spec.Errorf(r.ErrGraphNodeConflict, "graph node %s is already stored", n.NodeID)
-		}
-		// OR REPLACE only matters to the bug: the correct path never
-		// reaches here with a stored id.
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO graph_nodes (node_id, parent_id, data) VALUES (?, ?, ?)`,
-			n.NodeID, n.ParentID, raw(n.Data)); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -621,6 +597,15 @@ func loadLease(ctx context.Context, tx *sql.Tx, session string) (*lease, error) 
 	return &l, nil
 }
 
+// row is l as Rules see it (nil: no row).
+func (l *lease) row() *Lease {
+	if l == nil {
+		return nil
+	}
+	return &Lease{OwnerID: l.owner.String, Token: l.token.String, Held: l.token.Valid, Fence: l.fence,
+		ClaimedAtMs: l.claimedAt, ExpiresAtMs: l.expiresAt}
+}
+
 // matches says whether the row is the lease the fence names.
 func (l *lease) matches(f r.SessionExecutionLeaseFence) bool {
 	return l != nil && l.token.Valid && l.owner.String == f.OwnerID && l.token.String == f.LeaseToken && l.fence == f.FencingToken
@@ -635,7 +620,7 @@ func (s *Store) ensureLease(ctx context.Context, tx *sql.Tx, session string, f r
 	if err != nil {
 		return err
 	}
-	if !l.matches(f) || !s.live(l.expiresAt, now) {
+	if !l.matches(f) || !s.rules.live(l.expiresAt, now) {
 		return spec.Errorf(r.ErrSessionExecutionLeaseExpired, "session %s: the lease of %s (fence %d) is not the live lease",
 			session, f.OwnerID, f.FencingToken)
 	}
@@ -653,59 +638,46 @@ func releaseLease(ctx context.Context, tx *sql.Tx, c r.SessionExecutionLeaseComp
 	return nil
 }
 
+// StoredLease reads the session's lease row (nil: none), in a read
+// transaction of its own: what a lease claim decides on.
+func (s *Store) StoredLease(ctx context.Context, session string) (*Lease, error) {
+	var cur *lease
+	err := s.db.Read(ctx, "stored_lease", func(tx *sql.Tx) (err error) {
+		cur, err = loadLease(ctx, tx, session)
+		return err
+	})
+	return cur.row(), err
+}
+
+// TryClaimSessionExecutionLease reads the lease row, decides
+// (Rules.TryClaim) and writes, in one transaction.
 func (s *Store) TryClaimSessionExecutionLease(ctx context.Context, session, owner string, ttl uint64) (*r.SessionExecutionLease, error) {
 	now := s.now()
 	var out *r.SessionExecutionLease
-	// RuntimeLeaseClaimOutsideTx decides on the lease as an earlier
-	// transaction read it.
-	var read *lease
-	raced := s.bug == bugs.RuntimeLeaseClaimOutsideTx
-	if raced {
-		if err := s.db.Read(ctx, "try_claim_session_execution_lease", func(tx *sql.Tx) (err error) {
-			read, err = loadLease(ctx, tx, session)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-	}
 	err := s.db.Write(ctx, "try_claim_session_execution_lease", func(tx *sql.Tx) error {
 		cur, err := loadLease(ctx, tx, session)
 		if err != nil {
 			return err
 		}
-		if raced {
-			cur = read
-		}
-		expires := expiry(now, ttl)
-		if cur != nil && cur.token.Valid && s.live(cur.expiresAt, now) {
-			if cur.owner.String != owner {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE session_execution_leases SET expires_at_ms = ? WHERE session_id = ?`,
-				expires, session); err != nil {
-				return err
-			}
-			out = &r.SessionExecutionLease{SessionID: session, OwnerID: owner, LeaseToken: cur.token.String,
-				FencingToken: cur.fence, ClaimedAtMs: cur.claimedAt, ExpiresAtMs: expires}
+		l, granted := s.rules.TryClaim(session, cur.row(), owner, now, ttl)
+		if l == nil {
 			return nil
 		}
-		fence := uint64(1)
-		if cur != nil {
-			fence = cur.fence + 1
-			if s.bug == bugs.RuntimeFenceNotBumped {
-				fence = cur.fence
-			}
+		if granted {
+			_, err = tx.ExecContext(ctx, `INSERT INTO session_execution_leases (session_id, owner_id, lease_token,
+				fencing_token, claimed_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT(session_id) DO UPDATE SET owner_id = excluded.owner_id, lease_token = excluded.lease_token,
+					fencing_token = excluded.fencing_token, claimed_at_ms = excluded.claimed_at_ms,
+					expires_at_ms = excluded.expires_at_ms`, session, l.OwnerID, l.Token, l.Fence, l.ClaimedAtMs, l.ExpiresAtMs)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE session_execution_leases SET expires_at_ms = ? WHERE session_id = ?`,
+				l.ExpiresAtMs, session)
 		}
-		token := r.LeaseToken(session, owner, now, fence)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO session_execution_leases (session_id, owner_id, lease_token,
-			fencing_token, claimed_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT(session_id) DO UPDATE SET owner_id = excluded.owner_id, lease_token = excluded.lease_token,
-				fencing_token = excluded.fencing_token, claimed_at_ms = excluded.claimed_at_ms,
-				expires_at_ms = excluded.expires_at_ms`, session, owner, token, fence, now, expires); err != nil {
+		if err != nil {
 			return err
 		}
-		out = &r.SessionExecutionLease{SessionID: session, OwnerID: owner, LeaseToken: token, FencingToken: fence,
-			ClaimedAtMs: now, ExpiresAtMs: expires}
+		out = &r.SessionExecutionLease{SessionID: session, OwnerID: l.OwnerID, LeaseToken: l.Token, FencingToken: l.Fence,
+			ClaimedAtMs: l.ClaimedAtMs, ExpiresAtMs: l.ExpiresAtMs}
 		return nil
 	})
 	if err != nil {
@@ -722,7 +694,7 @@ func (s *Store) RenewSessionExecutionLease(ctx context.Context, f r.SessionExecu
 		if err != nil {
 			return err
 		}
-		if !cur.matches(f) || (!s.live(cur.expiresAt, now) && s.bug != bugs.RuntimeRenewAfterExpiry) {
+		if !cur.matches(f) || !s.rules.Renewable(cur.expiresAt, now) {
 			return spec.Errorf(r.ErrSessionExecutionLeaseExpired, "session %s: the lease of %s (fence %d) is not the live lease",
 				f.SessionID, f.OwnerID, f.FencingToken)
 		}
@@ -897,14 +869,9 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		if err := s.ensureLease(ctx, tx, session, leaseFence, now); err != nil {
 			return err
 		}
-		query, args := `WHERE session_id = ?`, []any{session}
-		if s.bug != bugs.RuntimeClaimIgnoresAvailableAt {
-			query, args = query+` AND available_at_ms <= ?`, append(args, now)
-		}
-		if s.bug != bugs.RuntimeHalfOwnedClaim {
-			query, args = query+` AND `+s.claimFree(), append(args, now)
-		}
-		candidates, err := queryBatches(ctx, tx, query+` ORDER BY enqueue_seq LIMIT ?`, append(args, maxBatches)...)
+		claimable := s.rules.Claimable(ready(now), s.free(now))
+		candidates, err := queryBatches(ctx, tx, `WHERE session_id = ? AND `+claimable.SQL+` ORDER BY enqueue_seq LIMIT ?`,
+			append(append([]any{session}, claimable.Args...), maxBatches)...)
 		if err != nil {
 			return err
 		}
@@ -917,13 +884,14 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		claim := r.QueuedWorkClaim{SessionID: session, OwnerID: owner, FencingToken: fence, ClaimedAtMs: now,
 			ExpiresAtMs: expiry(now, ttl), ClaimID: claimID(session, selected[0].BatchID, fence)}
 		claim.LeaseToken = claimToken(claim.ClaimID, owner, now)
+		// The guard repeats the free condition: a row another claimer
+		// holds is never taken, and the claim stands only as a whole.
+		free, updated := s.free(now), 0
 		for _, b := range selected {
-			// The guard repeats the candidate filter: a row another claimer
-			// holds is never taken, and losing one loses the whole claim.
 			res, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET claim_id = ?, claim_owner_id = ?, claim_token = ?,
 				claim_fencing_token = claim_fencing_token + 1, claim_claimed_at_ms = ?, claim_expires_at_ms = ?
-				WHERE session_id = ? AND batch_id = ? AND `+s.claimFree(),
-				claim.ClaimID, owner, claim.LeaseToken, now, claim.ExpiresAtMs, session, b.BatchID, now)
+				WHERE session_id = ? AND batch_id = ? AND `+free.SQL,
+				append([]any{claim.ClaimID, owner, claim.LeaseToken, now, claim.ExpiresAtMs, session, b.BatchID}, free.Args...)...)
 			if err != nil {
 				return err
 			}
@@ -931,9 +899,10 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 			if err != nil {
 				return err
 			}
-			if changed == 0 && s.bug != bugs.RuntimeHalfOwnedClaim {
-				return errClaimLost
-			}
+			updated += int(changed)
+		}
+		if !s.rules.ClaimStands(len(selected), updated) {
+			return errClaimLost
 		}
 		if err := sqlitedb.Point(ctx, "claim_ready_queued_work/after_batches_update"); err != nil {
 			return err
@@ -997,16 +966,14 @@ func (s *Store) CancelQueuedWorkBatch(ctx context.Context, session, batchID stri
 	now := s.now()
 	var out *r.QueuedWorkBatch
 	err := s.db.Write(ctx, "cancel_queued_work_batch", func(tx *sql.Tx) error {
-		cond, args := `AND `+s.claimFree(), []any{now}
-		if s.bug == bugs.RuntimeCancelLiveClaim {
-			cond, args = ``, nil
-		}
-		bs, err := queryBatches(ctx, tx, `WHERE session_id = ? AND batch_id = ? `+cond, append([]any{session, batchID}, args...)...)
+		cancellable := s.rules.Cancellable(s.free(now))
+		cond := `AND ` + cancellable.SQL
+		bs, err := queryBatches(ctx, tx, `WHERE session_id = ? AND batch_id = ? `+cond, append([]any{session, batchID}, cancellable.Args...)...)
 		if err != nil || len(bs) == 0 {
 			return err
 		}
 		out = &bs[0]
-		return deleteBatch(ctx, tx, session, batchID, cond, args...)
+		return deleteBatch(ctx, tx, session, batchID, cond, cancellable.Args...)
 	})
 	if err != nil {
 		return nil, err
@@ -1027,7 +994,8 @@ func (s *Store) ListPendingQueuedWork(ctx context.Context, session string) ([]r.
 	now := s.now()
 	var out []r.QueuedWorkBatch
 	err := s.db.Read(ctx, "list_pending_queued_work", func(tx *sql.Tx) (err error) {
-		out, err = queryBatches(ctx, tx, `WHERE session_id = ? AND `+s.claimFree()+` ORDER BY enqueue_seq`, session, now)
+		free := s.free(now)
+		out, err = queryBatches(ctx, tx, `WHERE session_id = ? AND `+free.SQL+` ORDER BY enqueue_seq`, append([]any{session}, free.Args...)...)
 		return err
 	})
 	return out, err

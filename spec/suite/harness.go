@@ -3,8 +3,7 @@ package suite
 import (
 	"context"
 
-	"github.com/jonboulle/clockwork"
-
+	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
@@ -36,39 +35,9 @@ type Harness struct {
 	WriteClientSchema func(path, marker string, version int) error
 }
 
-// Options is what the suite asks of an opener.
-type Options struct {
-	// Path is the database file to open, created if missing. "" asks for an
-	// in-memory store (only when Capabilities.InMemory is declared).
-	Path string
-	// Clock is the only time source a store may use. Specs move it by hand.
-	Clock clockwork.Clock
-}
+// Options is what the suite asks of an opener (spec.OpenOptions: the kit
+// asks every backend the same).
+type Options = spec.OpenOptions
 
-// Capabilities are a backend's optional features.
-type Capabilities struct {
-	// Files: the store persists to Options.Path, and a store closed and
-	// opened again on the same path finds everything it acknowledged.
-	Files bool
-	// SharedFiles: two stores may be open on one path at once (as two
-	// processes would be) and every rule holds across them.
-	SharedFiles bool
-	// InMemory: an empty Options.Path opens a private in-memory store.
-	InMemory bool
-	// SQLiteLocking: Options.Path is a SQLite database that the kit may lock
-	// from its own connection, to check that opening waits for the lock no
-	// longer than the caller's context allows.
-	SQLiteLocking bool
-	// ClientSchemaTable: the client store's Options.Path is a SQLite
-	// database that keeps its schema marker as spec/client lays it out, so
-	// the kit may write files of another marker or version itself to check
-	// the schema gate at open. (A backend with a layout of its own sets
-	// Harness.WriteClientSchema instead.)
-	ClientSchemaTable bool
-	// SnapshotRevision is how the continuity store computes the revision
-	// delete_session_snapshot_if_current_revision compares (the seed leaves
-	// it to meerkat's session_projection_cas_token): "" or "sha256" for the
-	// lowercase hex SHA-256 of the stored bytes (continuity.SnapshotRevision),
-	// "opaque" for a revision the kit cannot compute.
-	SnapshotRevision string
-}
+// Capabilities are a backend's optional features (spec.Capabilities).
+type Capabilities = spec.Capabilities

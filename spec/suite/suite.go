@@ -21,8 +21,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
-
-	"github.com/storecheck/storecheck/reports"
 )
 
 // Epoch is where every spec's fake clock starts: a fixed instant, so that
@@ -64,11 +62,31 @@ type failer struct{ failed bool }
 
 func (f *failer) Fail() { f.failed = true }
 
-// Run runs the suite against h and returns one check per spec.
-func Run(h Harness, cfg Config) []reports.Check {
+// Outcome is a spec's verdict.
+type Outcome string
+
+const (
+	Passed  Outcome = "passed"
+	Failed  Outcome = "failed"
+	Skipped Outcome = "skipped"
+)
+
+// Result is what one spec found: its store, its full name, its verdict and
+// why (the failure, or the reason it was skipped), and how long it took.
+// The suite renders nothing: reports does, from these.
+type Result struct {
+	Store    string
+	Name     string
+	Outcome  Outcome
+	Message  string
+	Duration time.Duration
+}
+
+// Run runs the suite against h and returns one result per spec.
+func Run(h Harness, cfg Config) []Result {
 	RegisterFailHandler(Fail)
 	Define(h)
-	var checks []reports.Check
+	var checks []Result
 	ReportAfterSuite("storecheck", func(r Report) { checks = convert(r) })
 	sc, rc := GinkgoConfiguration()
 	sc.RandomSeed = cfg.Seed
@@ -86,7 +104,7 @@ func Run(h Harness, cfg Config) []reports.Check {
 	}
 	// Specs of stores left out by the label filter are not skipped checks:
 	// they were not asked for.
-	var asked []reports.Check
+	var asked []Result
 	for _, c := range checks {
 		if slices.Contains(cfg.Stores, c.Store) {
 			asked = append(asked, c)
@@ -95,26 +113,26 @@ func Run(h Harness, cfg Config) []reports.Check {
 	return asked
 }
 
-// convert turns Ginkgo's report into checks: the store is a spec's first
+// convert turns Ginkgo's report into results: the store is a spec's first
 // container, the operation its second.
-func convert(r Report) []reports.Check {
-	var out []reports.Check
+func convert(r Report) []Result {
+	var out []Result
 	for _, s := range r.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt {
 			continue
 		}
-		c := reports.Check{Layer: Layer, Name: s.FullText(), Duration: s.RunTime}
+		c := Result{Name: s.FullText(), Duration: s.RunTime}
 		if h := s.ContainerHierarchyTexts; len(h) > 0 {
 			c.Store = h[0]
 		}
 		switch {
 		case s.State.Is(types.SpecStatePassed):
-			c.Outcome = reports.Passed
+			c.Outcome = Passed
 		case s.State.Is(types.SpecStateSkipped | types.SpecStatePending):
-			c.Outcome = reports.Skipped
+			c.Outcome = Skipped
 			c.Message = s.Failure.Message
 		default:
-			c.Outcome = reports.Failed
+			c.Outcome = Failed
 			c.Message = s.Failure.Message
 			if loc := s.Failure.Location; loc.FileName != "" {
 				c.Message += " (" + filepath.Base(loc.FileName) + ":" + strconv.Itoa(loc.LineNumber) + ")"

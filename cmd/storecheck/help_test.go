@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"go/parser"
+	"go/token"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/sim"
+)
+
+func mustCommand(name string) *command {
+	c, ok := commandNamed(name)
+	if !ok {
+		panic("no command " + name)
+	}
+	return c
+}
+
+var helpFlag = regexp.MustCompile(`(?m)^  --([a-z-]+)(?: (\S+))?\s+(.*)$`)
+
+// unwrapped is help with each flag's text on one line.
+func unwrapped(help string) string {
+	return regexp.MustCompile(`\n {25}`).ReplaceAllString(help, " ")
+}
+
+// storecheck <cmd> --help lists every flag of the command's flag set, each
+// once with its default, and nothing else; storecheck --help holds every
+// command's.
+func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
+	var all bytes.Buffer
+	if code := cli([]string{"--help"}, &all, &bytes.Buffer{}, stores.Reference()); code != exitPassed {
+		t.Fatalf("--help: exit %d", code)
+	}
+	for _, c := range commands {
+		if c.name == "help" {
+			continue
+		}
+		var out, errs bytes.Buffer
+		if code := cli([]string{c.name, "--help"}, &out, &errs, stores.Reference()); code != exitPassed || errs.Len() > 0 {
+			t.Fatalf("%s --help: exit %d, stderr %q", c.name, code, errs.String())
+		}
+		help := unwrapped(out.String())
+		if !strings.Contains(unwrapped(all.String()), help) {
+			t.Errorf("storecheck --help leaves out %s's help:\n%s", c.name, help)
+		}
+		var listed []string
+		for _, m := range helpFlag.FindAllStringSubmatch(help, -1) {
+			listed = append(listed, m[1])
+		}
+		var defined []string
+		f := newFlags(c)
+		f.fs.VisitAll(func(fl *flag.Flag) {
+			if o, _ := optionNamed(fl.Name); o.alias != fl.Name {
+				defined = append(defined, fl.Name)
+			}
+		})
+		slices.Sort(defined)
+		sorted := slices.Sorted(slices.Values(listed))
+		if !slices.Equal(sorted, defined) || len(listed) != len(slices.Compact(sorted)) {
+			t.Errorf("%s --help lists %v, its flag set has %v", c.name, listed, defined)
+		}
+		f.fs.VisitAll(func(fl *flag.Flag) {
+			o, _ := optionNamed(fl.Name)
+			if o.alias == fl.Name || o.kind == kindBool || fl.DefValue == "" {
+				return
+			}
+			if !regexp.MustCompile(`(?m)^  --` + fl.Name + ` .*\(default ` + regexp.QuoteMeta(fl.DefValue) + `\)$`).MatchString(help) {
+				t.Errorf("%s --help does not give --%s's default %q:\n%s", c.name, fl.Name, fl.DefValue, help)
+			}
+		})
+	}
+}
+
+// The options' defaults are the libraries' own, so that a Go caller and the
+// command line get the same run.
+func TestOptionDefaultsAreTheLibraries(t *testing.T) {
+	lin, sp := linearizability.Config{}.WithDefaults(), sim.DefaultParams()
+	for name, want := range map[string]int{"ops": lin.Ops, "clients": lin.Clients, "handles": lin.Handles,
+		"steps": sp.Steps, "processes": sp.Processes} {
+		o, _ := optionNamed(name)
+		if o.def != strconv.Itoa(want) {
+			t.Errorf("--%s defaults to %s, the library to %d", name, o.def, want)
+		}
+	}
+	if sp.Clients != lin.Clients {
+		t.Errorf("--clients is one option: the simulator's default (%d) and the linearizability check's (%d) must agree", sp.Clients, lin.Clients)
+	}
+}
+
+// The package comment names every command.
+func TestMainDocNamesEveryCommand(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := f.Doc.Text()
+	for _, c := range commands {
+		if !strings.Contains(doc, "storecheck "+c.name) {
+			t.Errorf("main.go's doc comment does not name storecheck %s:\n%s", c.name, doc)
+		}
+	}
+}
+
+// README's synopsis of the commands is the one the definitions give.
+// STORECHECK_UPDATE_DOCS=1 rewrites it.
+func TestReadmeSynopsis(t *testing.T) {
+	const path = "../../README.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin, end := "<!-- BEGIN GENERATED synopsis -->\n", "<!-- END GENERATED synopsis -->"
+	page := string(b)
+	i, j := strings.Index(page, begin), strings.Index(page, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q section", path, begin, end)
+	}
+	want := page[:i+len(begin)] + "```\n" + synopses() + "```\n" + page[j:]
+	if want == page {
+		return
+	}
+	if os.Getenv("STORECHECK_UPDATE_DOCS") != "" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README's synopsis is out of date; run STORECHECK_UPDATE_DOCS=1 go test ./cmd/storecheck -run TestReadmeSynopsis")
+}
+
+// The deprecated spelling --timeout is --reply-timeout.
+func TestTimeoutIsAnAliasOfReplyTimeout(t *testing.T) {
+	f := newFlags(mustCommand("run"))
+	if err := f.fs.Parse([]string{"--timeout", "7s"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.str("reply-timeout") != "7s" || f.from("reply-timeout") != fromCommandLine {
+		t.Errorf("--timeout 7s left --reply-timeout at %s", f.str("reply-timeout"))
+	}
+}

@@ -1,0 +1,249 @@
+package bugs
+
+import (
+	"context"
+	"sync"
+
+	"github.com/storecheck/storecheck/adapters"
+	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/continuity"
+)
+
+// continuityBug registers a bug of the continuity store: the reference
+// opened with rules, then wrapped by wrap (nil: as it is).
+func continuityBug(name string, rules refcontinuity.Rules, wrap func(*refcontinuity.Store) c.Store) Bug {
+	return register(name, c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+		s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: o.Path, Rules: rules})
+		if err != nil {
+			return nil, err
+		}
+		var st c.Store = s
+		if wrap != nil {
+			st = wrap(s)
+		}
+		return sqlitedb.Target(st, c.Apply), nil
+	})
+}
+
+// The continuity store's bugs.
+var (
+	// ContinuityFenceRejectsEqual compares fences with <= where the
+	// contract says <: a writer presenting the stored fence is refused.
+	ContinuityFenceRejectsEqual = continuityBug("continuity_fence_rejects_equal",
+		refcontinuity.Rules{FenceNotLower: func(presented, stored c.FencingToken) bool { return presented > stored }}, nil)
+	// ContinuityFenceAcceptsOlder lets a fence one below the stored one
+	// through (an off-by-one on the stale-fence comparison).
+	ContinuityFenceAcceptsOlder = continuityBug("continuity_fence_accepts_older",
+		refcontinuity.Rules{FenceNotLower: func(presented, stored c.FencingToken) bool { return presented+1 >= stored }}, nil)
+	// ContinuityDeleteSkipsFence deletes a record without checking the fence.
+	ContinuityDeleteSkipsFence = continuityBug("continuity_delete_skips_fence", refcontinuity.Rules{},
+		func(s *refcontinuity.Store) c.Store {
+			return deleteSkipsFence{s, s.WithRules(refcontinuity.Rules{FenceNotLower: always[c.FencingToken]})}
+		})
+	// ContinuityGenerationRegression lets a newer fence take a record back
+	// to an older generation.
+	ContinuityGenerationRegression = continuityBug("continuity_generation_regression",
+		refcontinuity.Rules{GenerationNotLower: always[c.Generation]}, nil)
+	// ContinuityVersionResetOnRebind takes the presented checkpoint version
+	// even within the same generation.
+	ContinuityVersionResetOnRebind = continuityBug("continuity_version_reset_on_rebind",
+		refcontinuity.Rules{CheckpointVersionKept: func(presented, _ c.CheckpointVersion) c.CheckpointVersion { return presented }}, nil)
+	// ContinuitySnapshotOwnerUnchecked overwrites a snapshot row owned by
+	// another identity or generation.
+	ContinuitySnapshotOwnerUnchecked = continuityBug("continuity_snapshot_owner_unchecked",
+		refcontinuity.Rules{SnapshotOwner: always[refcontinuity.Owner]}, nil)
+	// ContinuityMaxFenceRecordsOnly computes the fencing high-water mark
+	// over the records table alone.
+	ContinuityMaxFenceRecordsOnly = continuityBug("continuity_max_fence_records_only",
+		refcontinuity.Rules{HighWater: func(records, _ c.FencingToken) c.FencingToken { return records }}, nil)
+	// ContinuityUpsertCheckOutsideTx checks the fence and generation in one
+	// transaction and writes in another: a race lets an older fence land
+	// after a newer one was acknowledged. Only concurrency exposes it.
+	ContinuityUpsertCheckOutsideTx = continuityBug("continuity_upsert_check_outside_tx", refcontinuity.Rules{},
+		func(s *refcontinuity.Store) c.Store { return &racyUpsert{Store: s} })
+	// ContinuityWriteBehind acknowledges record upserts from a memory
+	// buffer and writes them to the database a few at a time (and at
+	// Close): a crash loses upserts it already acknowledged. Only a crash
+	// exposes it to one process.
+	ContinuityWriteBehind = continuityBug("continuity_write_behind", refcontinuity.Rules{},
+		func(s *refcontinuity.Store) c.Store { return &writeBehind{Store: s} })
+	// ContinuityProcessLock guards the upsert's check and write with a lock
+	// of this process instead of one database transaction: safe while one
+	// process writes, broken by a second process on the same file (the
+	// seed's "second handle writing around the lock").
+	ContinuityProcessLock = continuityBug("continuity_process_lock", refcontinuity.Rules{},
+		func(s *refcontinuity.Store) c.Store { return &racyUpsert{Store: s, lock: new(sync.Mutex)} })
+)
+
+// Continuity lists the continuity store's bugs.
+var Continuity = Of(c.StoreName)
+
+// deleteSkipsFence deletes through a view whose fence rule accepts any
+// fence.
+type deleteSkipsFence struct {
+	*refcontinuity.Store
+	unfenced *refcontinuity.Store
+}
+
+func (d deleteSkipsFence) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence c.FencingToken) error {
+	return d.unfenced.DeleteContinuityRecord(ctx, id, fence)
+}
+
+// writeDecided writes rec, decided on an earlier read, without deciding
+// again: the reference's upsert with a decision that answers rec.
+func writeDecided(ctx context.Context, s *refcontinuity.Store, rec c.Record, fence c.FencingToken) error {
+	return s.WithRules(refcontinuity.Rules{Upsert: func(*refcontinuity.Stored, c.Record, c.FencingToken) (c.Record, error) {
+		return rec, nil
+	}}).UpsertContinuityRecord(ctx, rec, fence)
+}
+
+// racyUpsert decides an upsert on what one transaction read and writes it
+// in another, so another writer can come between; with lock, under a lock
+// of this handle, which orders this handle's upserts and no other's.
+type racyUpsert struct {
+	*refcontinuity.Store
+	lock *sync.Mutex
+}
+
+func (u *racyUpsert) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
+	if u.lock != nil {
+		u.lock.Lock()
+		defer u.lock.Unlock()
+	}
+	stored, err := u.Stored(ctx, r.Identity)
+	if err != nil {
+		return err
+	}
+	rec, err := refcontinuity.Rules{}.DecideUpsert(stored, r, fence)
+	if err != nil {
+		return err
+	}
+	return writeDecided(ctx, u.Store, rec, fence)
+}
+
+// writeBehind checks record upserts against the database and a memory
+// buffer, acknowledges them, and writes them three at a time; every other
+// operation, and Close, writes the buffer first, so that one process never
+// notices. A crash (Crash) loses the upserts it acknowledged.
+type writeBehind struct {
+	*refcontinuity.Store
+	mu      sync.Mutex
+	pending []refcontinuity.Stored
+}
+
+// Crash closes the store as a killed process would leave it: the buffer is
+// lost.
+func (w *writeBehind) Crash() error {
+	w.mu.Lock()
+	w.pending = nil
+	w.mu.Unlock()
+	return w.Store.Close()
+}
+
+func (w *writeBehind) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var stored *refcontinuity.Stored
+	for i := len(w.pending) - 1; i >= 0 && stored == nil; i-- {
+		if w.pending[i].Identity == r.Identity {
+			p := w.pending[i]
+			stored = &p
+		}
+	}
+	if stored == nil {
+		var err error
+		if stored, err = w.Stored(ctx, r.Identity); err != nil {
+			return err
+		}
+	}
+	rec, err := refcontinuity.Rules{}.DecideUpsert(stored, r, fence)
+	if err != nil {
+		return err
+	}
+	w.pending = append(w.pending, refcontinuity.Stored{Record: rec, Fence: fence})
+	if len(w.pending) >= 3 {
+		return w.write(ctx)
+	}
+	return nil
+}
+
+// flush writes the buffer.
+func (w *writeBehind) flush(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.write(ctx)
+}
+
+func (w *writeBehind) write(ctx context.Context) error {
+	pending := w.pending
+	w.pending = nil
+	for _, p := range pending {
+		if err := writeDecided(ctx, w.Store, p.Record, p.Fence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *writeBehind) Close() error {
+	w.flush(context.Background())
+	return w.Store.Close()
+}
+
+func (w *writeBehind) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
+	if err := w.flush(ctx); err != nil {
+		return nil, err
+	}
+	return w.Store.ResolveMany(ctx, ids)
+}
+
+func (w *writeBehind) LoadSessionSnapshot(ctx context.Context, session c.SessionID) (*c.Snapshot, error) {
+	if err := w.flush(ctx); err != nil {
+		return nil, err
+	}
+	return w.Store.LoadSessionSnapshot(ctx, session)
+}
+
+func (w *writeBehind) SessionSnapshotMatchesCurrent(ctx context.Context, m c.MatchCandidate) (bool, error) {
+	if err := w.flush(ctx); err != nil {
+		return false, err
+	}
+	return w.Store.SessionSnapshotMatchesCurrent(ctx, m)
+}
+
+func (w *writeBehind) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session c.SessionID, rev string) (bool, error) {
+	if err := w.flush(ctx); err != nil {
+		return false, err
+	}
+	return w.Store.DeleteSessionSnapshotIfCurrentRevision(ctx, session, rev)
+}
+
+func (w *writeBehind) SaveSessionSnapshot(ctx context.Context, sw c.SnapshotWrite) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	return w.Store.SaveSessionSnapshot(ctx, sw)
+}
+
+func (w *writeBehind) RollbackContinuityRecord(ctx context.Context, attempt c.Record, previous *c.Record, fence c.FencingToken) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	return w.Store.RollbackContinuityRecord(ctx, attempt, previous, fence)
+}
+
+func (w *writeBehind) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence c.FencingToken) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	return w.Store.DeleteContinuityRecord(ctx, id, fence)
+}
+
+func (w *writeBehind) MaxFencingToken(ctx context.Context) (c.FencingToken, error) {
+	if err := w.flush(ctx); err != nil {
+		return 0, err
+	}
+	return w.Store.MaxFencingToken(ctx)
+}

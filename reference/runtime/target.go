@@ -1,0 +1,21 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+	"github.com/storecheck/storecheck/spec"
+	r "github.com/storecheck/storecheck/spec/runtime"
+)
+
+// OpenTarget opens the reference runtime store on o as an adapters.Target:
+// operation values applied in process, and crash points armed there
+// (sqlitedb.Target).
+func OpenTarget(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+	s, err := Open(ctx, Options{Path: o.Path, Clock: o.Clock})
+	if err != nil {
+		return nil, err
+	}
+	return sqlitedb.Target[r.Store](s, r.Apply), nil
+}

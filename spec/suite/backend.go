@@ -1,0 +1,52 @@
+package suite
+
+import (
+	"context"
+	"slices"
+
+	"github.com/storecheck/storecheck/adapters"
+	cli "github.com/storecheck/storecheck/spec/client"
+	cont "github.com/storecheck/storecheck/spec/continuity"
+	rt "github.com/storecheck/storecheck/spec/runtime"
+)
+
+// HarnessOf is the suite's harness for any adapters.Backend, in this
+// process or a program over the wire: its name and the capabilities it
+// declared; each store it implements opens through its Open and reaches the
+// specs as the contract's Proxy, so that every call of a spec is an
+// operation value applied to a Target, the path the checkers and the
+// simulator take; each store it does not implement keeps a nil opener, so
+// the suite skips its specs with that reason.
+func HarnessOf(b adapters.Backend) Harness {
+	info := b.Info()
+	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities}
+	if w, ok := b.(adapters.SchemaWriter); ok && info.Capabilities.ClientSchemaWriter && slices.Contains(info.Stores, cli.StoreName) {
+		h.WriteClientSchema = func(path, marker string, version int) error {
+			return w.WriteForeignSchema(context.Background(), cli.StoreName, path, marker, version)
+		}
+	}
+	for _, store := range info.Stores {
+		open := func(ctx context.Context, o Options) (adapters.Target, error) { return b.Open(ctx, store, o) }
+		switch store {
+		case cont.StoreName:
+			h.Continuity = proxied(open, func(t adapters.Target) cont.Store { return cont.Proxy{Target: t} })
+		case rt.StoreName:
+			h.Runtime = proxied(open, func(t adapters.Target) rt.Store { return rt.Proxy{Target: t} })
+		case cli.StoreName:
+			h.Client = proxied(open, func(t adapters.Target) cli.Store { return cli.Proxy{Target: t} })
+		}
+	}
+	return h
+}
+
+// proxied turns a Target opener into an opener of the store type S.
+func proxied[S any](open func(context.Context, Options) (adapters.Target, error), proxy func(adapters.Target) S) func(context.Context, Options) (S, error) {
+	return func(ctx context.Context, o Options) (S, error) {
+		t, err := open(ctx, o)
+		if err != nil {
+			var zero S
+			return zero, err
+		}
+		return proxy(t), nil
+	}
+}
