@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	case "reverse":
 		reverseBackend()
 		os.Exit(0)
+	case "sloppy":
+		sloppyBackend()
+		os.Exit(0)
 	case "now":
 		// The kit's clock as the backend sees it: every operation is
 		// answered with its now_ms.
@@ -77,6 +80,29 @@ func reverseBackend() {
 				}
 				batch = nil
 			}
+		}
+	}
+}
+
+// sloppyBackend answers each operation with the reply line its args'
+// session_id names (load_session_snapshot): a reply that leaves out a
+// field, or has one the protocol does not define.
+func sloppyBackend() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var req adapters.Request
+		json.Unmarshal(in.Bytes(), &req)
+		switch req.Type {
+		case adapters.TypeHello:
+			fmt.Printf(`{"id":%d,"result":{"version":1,"name":"sloppy","stores":["continuity"],"capabilities":{"in_memory":true}}}`+"\n", req.ID)
+		case adapters.TypeOpen:
+			fmt.Printf(`{"id":%d,"result":{"handle":1}}`+"\n", req.ID)
+		default:
+			var args struct {
+				SessionID string `json:"session_id"`
+			}
+			json.Unmarshal(req.Args, &args)
+			fmt.Printf(args.SessionID+"\n", req.ID)
 		}
 	}
 }
@@ -209,6 +235,30 @@ func TestACanceledCallIsIndefiniteAndItsLateReplyIsDropped(t *testing.T) {
 	}
 }
 
+// Strict decoding both ways: a reply (or a result in it) that leaves out a
+// field, or has one the protocol does not define, is a protocol violation
+// that names the field and the operation.
+func TestExecRefusesMissingAndUnknownReplyFields(t *testing.T) {
+	for _, tc := range []struct{ reply, want string }{
+		{`{"id":%d,"result":{}}`, `missing field "data"`},
+		{`{"id":%d,"result":{"data":null,"revision":"r"}}`, `unknown field "revision"`},
+		{`{"id":%d,"error":{"kind":"not_found"}}`, `missing field "error.message"`},
+		{`{"id":%d,"result":null,"note":"n"}`, `unknown field "note"`},
+		{`{"id":%d}`, `none of "result", "error" and "yield"`},
+		{`{"id":%d,"result":null,"error":{"kind":"io","message":"m"}}`, `more than one of "result", "error" and "yield"`},
+	} {
+		e := start(t, "sloppy")
+		tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tgt.Apply(context.Background(), c.LoadSessionSnapshot{SessionID: c.SessionID(tc.reply)})
+		if spec.KindOf(err) != spec.ErrBackendFailure || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "load_session_snapshot") {
+			t.Errorf("reply %s: got %v; want a backend failure naming load_session_snapshot and %s", tc.reply, err, tc.want)
+		}
+	}
+}
+
 func TestDecodeOpRoundTripsEveryOperation(t *testing.T) {
 	prev := c.Record{Identity: "a", SessionID: "s"}
 	values := []spec.Op{
@@ -311,6 +361,9 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		{`{"id":6,"type":"open","store":"continuity","in_memory":true}`, `{"id":6,"result":{"handle":1}}`},
 		{`{"id":7,"type":"op","handle":1,"store":"continuity","op":"no_such_op","args":{}}`, `continuity has no operation \"no_such_op\"`},
 		{`{"id":8,"type":"op","handle":1,"store":"continuity","op":"upsert_continuity_record","args":{"fence":"x"}}`, `{"id":8,"error":{"kind":"bad_request","message":"continuity upsert_continuity_record: arguments: json: cannot unmarshal`},
+		{`{"id":81,"type":"op","handle":1,"store":"continuity","op":"upsert_continuity_record","args":{"record":{"identity":"a","agent_runtime_id":"r","session_id":"s","generation":1,"checkpoint_version":0}}}`, `continuity upsert_continuity_record: arguments: missing field \"fence\"`},
+		{`{"id":82,"type":"op","handle":1,"store":"continuity","op":"upsert_continuity_record","args":{"record":{"identity":"a"},"fence":1}}`, `continuity upsert_continuity_record: arguments: missing field \"record.agent_runtime_id\"`},
+		{`{"id":83,"type":"op","handle":1,"store":"continuity","op":"max_fencing_token","args":{},"deadline_ms":5}`, `op request 83: json: unknown field \"deadline_ms\"`},
 		{`{"id":9,"type":"arm_crash","point":"nowhere","nth":1}`, `no crash point \"nowhere\"`},
 		{`{"id":10,"type":"op","handle":1,"store":"continuity","op":"max_fencing_token","args":{}}`, `{"id":10,"result":0}`},
 		{`{"id":11,"type":"close","handle":1}`, `{"id":11,"result":null}`},

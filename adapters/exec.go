@@ -473,6 +473,16 @@ func (p *process) deliver(line []byte) bool {
 		return false
 	}
 	id := *rep.ID
+	if why := replyShape(line, &rep); why != "" {
+		p.mu.Lock()
+		what := fmt.Sprintf("request %d", id)
+		if c := p.pending[id]; c != nil {
+			what = fmt.Sprintf("%s (request %d)", c.what, id)
+		}
+		p.mu.Unlock()
+		p.violate(fmt.Sprintf("%s: the reply is not one the protocol allows: %s%s: %s", what, why, p.inFlight(), clip(line, 200)))
+		return false
+	}
 	p.mu.Lock()
 	c := p.pending[id]
 	abandoned := p.abandoned[id]
@@ -495,6 +505,28 @@ func (p *process) deliver(line []byte) bool {
 		return false
 	}
 	return true
+}
+
+// replyShape says what is wrong with a reply line, strictly decoded: an
+// unknown member, a missing one (an error's kind and message), or not
+// exactly one of result, error and yield ("" when nothing).
+func replyShape(line []byte, rep *Reply) string {
+	if err := strictUnmarshal(line, &Reply{}); err != nil {
+		return err.Error()
+	}
+	n := 0
+	for _, has := range []bool{rep.Result != nil, rep.Error != nil, rep.Yield != ""} {
+		if has {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return `it has none of "result", "error" and "yield" (an operation that yields nothing answers "result": null)`
+	case n > 1:
+		return `it has more than one of "result", "error" and "yield"`
+	}
+	return ""
 }
 
 func errText(err error) string {

@@ -55,6 +55,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 			if err := json.Unmarshal(line, req); err != nil {
 				fmt.Fprintf(o.Log, "storecheck serve: a request that is not JSON: %v: %s\n", err, clip(line, 200))
 				s.reply(req.ID, nil, spec.Errorf(spec.ErrBadRequest, "the request is not a JSON object: %v", err))
+			} else if err := strictUnmarshal(line, &Request{}); err != nil {
+				// Strict both ways: a request the protocol does not
+				// define (an unknown or a missing member) is refused
+				// with what was wrong, as the kit refuses such a reply.
+				fmt.Fprintf(o.Log, "storecheck serve: a request the protocol does not define: %v: %s\n", err, clip(line, 200))
+				s.reply(req.ID, nil, spec.Errorf(spec.ErrBadRequest, "%s request %d: %v", req.Type, req.ID, err))
 			} else if req.Type == TypeResume {
 				s.resume(req.ID)
 			} else {

@@ -254,3 +254,32 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// run --store S shows S's own specs in its progress: Ginkgo's count and its
+// marks are the store's, not every store's with the others skipped.
+func TestRunOfOneStoreShowsItsOwnSpecs(t *testing.T) {
+	store := storeNames[0]
+	out, errs, code := storecheck(t, "file", "run", "--store", store, "--layers", "spec", "--seed", "1")
+	if code != exitPassed {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	m := tally(store, "spec").FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %s spec line:\n%s", store, out)
+	}
+	var passed, failed, skipped int
+	fmt.Sscan(m[1], &passed)
+	fmt.Sscan(m[2], &failed)
+	fmt.Sscan(m[3], &skipped)
+	total := passed + failed + skipped
+	progress := regexp.MustCompile(` - (\d+)/(\d+) specs ([•S✗F]*)`).FindStringSubmatch(out)
+	if progress == nil {
+		t.Fatalf("no Ginkgo progress line:\n%s", out)
+	}
+	if progress[1] != fmt.Sprint(total) || progress[2] != fmt.Sprint(total) {
+		t.Errorf("Ginkgo says %s/%s specs, the %s store has %d:\n%s", progress[1], progress[2], store, total, out)
+	}
+	if marks := []rune(progress[3]); len(marks) != total || strings.Count(progress[3], "S") != skipped {
+		t.Errorf("Ginkgo marks %d specs (%d skipped), the %s store has %d (%d skipped): %s", len(marks), strings.Count(progress[3], "S"), store, total, skipped, progress[3])
+	}
+}
