@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	case "sloppy":
 		sloppyBackend()
 		os.Exit(0)
+	case "late-open":
+		lateOpenBackend()
+		os.Exit(0)
 	case "now":
 		// The kit's clock as the backend sees it: every operation is
 		// answered with its now_ms.
@@ -103,6 +106,34 @@ func sloppyBackend() {
 			}
 			json.Unmarshal(req.Args, &args)
 			fmt.Printf(args.SessionID+"\n", req.ID)
+		}
+	}
+}
+
+// lateOpenBackend answers an open 300 ms late, with handle 42, and says on
+// stderr which handles it is asked to close.
+func lateOpenBackend() {
+	in := bufio.NewScanner(os.Stdin)
+	var mu sync.Mutex
+	write := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Printf(format+"\n", args...)
+	}
+	for in.Scan() {
+		var req adapters.Request
+		json.Unmarshal(in.Bytes(), &req)
+		switch req.Type {
+		case adapters.TypeHello:
+			write(`{"id":%d,"result":{"version":1,"name":"late-open","stores":["continuity"],"capabilities":{"in_memory":true}}}`, req.ID)
+		case adapters.TypeOpen:
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				write(`{"id":%d,"result":{"handle":42}}`, req.ID)
+			}()
+		case adapters.TypeClose:
+			fmt.Fprintf(os.Stderr, "closed handle %d\n", req.Handle)
+			write(`{"id":%d,"result":null}`, req.ID)
 		}
 	}
 }
@@ -257,6 +288,52 @@ func TestExecRefusesMissingAndUnknownReplyFields(t *testing.T) {
 			t.Errorf("reply %s: got %v; want a backend failure naming load_session_snapshot and %s", tc.reply, err, tc.want)
 		}
 	}
+}
+
+// An open whose caller stopped waiting is indefinite; when its late reply
+// opened a handle after all, the adapter closes it: nothing the caller
+// never saw stays open (and holds its database).
+func TestAHandleALateOpenReplyOpenedIsClosed(t *testing.T) {
+	var stderr syncBuffer
+	e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{
+		Command: []string{os.Args[0]}, Env: []string{backendEnv + "=late-open"}, Timeout: 5 * time.Second,
+		Contracts: stores.Contracts(), Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := e.Open(ctx, c.StoreName, suite.Options{}); spec.KindOf(err) != spec.ErrCanceled {
+		t.Fatalf("want a canceled open, got %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), "closed handle 42"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the handle the late open reply opened was never closed; the backend's stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if e.Err() != nil {
+		t.Fatalf("a late reply was taken for a failure: %v", e.Err())
+	}
+}
+
+// syncBuffer is a bytes.Buffer many goroutines write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestDecodeOpRoundTripsEveryOperation(t *testing.T) {

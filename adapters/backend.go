@@ -78,10 +78,17 @@ func (b *inProcess) Contract(store string) (spec.Contract, bool) {
 	return s.Contract, ok
 }
 
+// Open opens store's Target; an o.Timeout bounds the open through its
+// context, as it bounds a Go store's wait for a lock.
 func (b *inProcess) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
 	s, ok := b.store(store)
 	if !ok {
 		return nil, fmt.Errorf("backend %s does not implement store %q", b.info.Name, store)
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
 	}
 	return s.Open(ctx, o)
 }

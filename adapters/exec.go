@@ -197,7 +197,11 @@ func (e *Exec) Open(ctx context.Context, store string, o spec.OpenOptions) (Targ
 		clock = clockwork.NewRealClock()
 	}
 	p := e.proc()
-	req := &Request{Type: TypeOpen, Store: store, Path: o.Path, InMemory: o.Path == "", NowMS: clock.Now().UnixMilli()}
+	// timeout_ms is o.Timeout when the caller gives one (the kit then
+	// waits for the answer as long as its context allows), else how long
+	// the kit waits.
+	req := &Request{Type: TypeOpen, Store: store, Path: o.Path, InMemory: o.Path == "", NowMS: clock.Now().UnixMilli(),
+		TimeoutMS: o.Timeout.Milliseconds()}
 	what := "open " + store
 	rep, err := p.call(ctx, req, what)
 	if err != nil {
@@ -352,10 +356,13 @@ type process struct {
 
 	wmu sync.Mutex // serializes writes to stdin
 
-	mu        sync.Mutex
-	next      uint64
-	pending   map[uint64]*call
-	abandoned map[uint64]bool
+	mu      sync.Mutex
+	next    uint64
+	pending map[uint64]*call
+	// abandoned are the requests whose callers stopped waiting, by id, with
+	// their type: a late reply to one is dropped, and a handle a late open
+	// reply opened is closed.
+	abandoned map[uint64]string
 	cause     error // the first violation, before the process is gone
 	expected  bool  // the kit asked for the exit (Kill, arm_crash, Close)
 	tail      []string
@@ -368,7 +375,9 @@ type call struct {
 	// yields: the request asked to be paused at its yield points.
 	yields bool
 	what   string
-	ch     chan *Reply
+	// typ is the request's type.
+	typ string
+	ch  chan *Reply
 }
 
 func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
@@ -398,7 +407,7 @@ func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
 	outW.Close()
 	errW.Close()
 	p := &process{o: o, cmd: cmd, stdin: stdin, onFatal: onFatal, pending: map[uint64]*call{},
-		abandoned: map[uint64]bool{}, done: make(chan struct{})}
+		abandoned: map[uint64]string{}, done: make(chan struct{})}
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(outDone); p.readReplies(outR) }()
 	go func() { defer close(errDone); p.readStderr(errR) }()
@@ -485,7 +494,7 @@ func (p *process) deliver(line []byte) bool {
 	}
 	p.mu.Lock()
 	c := p.pending[id]
-	abandoned := p.abandoned[id]
+	abandoned, wasAbandoned := p.abandoned[id]
 	if rep.Yield == "" || c == nil || !c.yields {
 		delete(p.pending, id)
 		delete(p.abandoned, id)
@@ -498,8 +507,16 @@ func (p *process) deliver(line []byte) bool {
 	switch {
 	case c != nil:
 		c.ch <- &rep
-	case abandoned:
-		// A reply the caller stopped waiting for: dropped.
+	case wasAbandoned:
+		// A reply the caller stopped waiting for: dropped, but a handle
+		// it opened is closed, so that nothing the caller never saw
+		// stays open (and holds its database).
+		if abandoned == TypeOpen && rep.Error == nil {
+			var opened Opened
+			if strictUnmarshal(rep.Result, &opened) == nil && opened.Handle > 0 {
+				go p.closeLate(opened.Handle)
+			}
+		}
 	default:
 		p.violate(fmt.Sprintf("a reply to id %d, which is no request in flight%s: %s", id, p.inFlight(), clip(line, 200)))
 		return false
@@ -671,13 +688,13 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
-	c := &call{what: what, ch: make(chan *Reply, 1), yields: req.Yields}
+	c := &call{what: what, typ: req.Type, ch: make(chan *Reply, 1), yields: req.Yields}
 	p.mu.Lock()
 	p.next++
 	req.ID = p.next
 	p.pending[req.ID] = c
 	p.mu.Unlock()
-	if req.Type == TypeOpen || req.Type == TypeOp {
+	if (req.Type == TypeOpen || req.Type == TypeOp) && req.TimeoutMS == 0 {
 		req.TimeoutMS = timeout.Milliseconds()
 	}
 	line, err := json.Marshal(req)
@@ -738,10 +755,28 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 func (p *process) forget(id uint64, abandon bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	c := p.pending[id]
 	delete(p.pending, id)
 	if abandon {
-		p.abandoned[id] = true
+		p.abandoned[id] = ""
+		if c != nil {
+			p.abandoned[id] = c.typ
+		}
 	}
+}
+
+// closeLate closes a handle that the late reply to an abandoned open
+// opened: a close request nobody waits for (its reply is dropped).
+func (p *process) closeLate(handle uint64) {
+	p.mu.Lock()
+	p.next++
+	id := p.next
+	p.abandoned[id] = TypeClose
+	p.mu.Unlock()
+	line, _ := json.Marshal(Request{ID: id, Type: TypeClose, Handle: handle})
+	p.wmu.Lock()
+	p.stdin.Write(append(line, '\n'))
+	p.wmu.Unlock()
 }
 
 // checkKind makes sure an error kind a backend sent is one it may send for

@@ -233,7 +233,7 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 			return nil, spec.Errorf(spec.ErrBadRequest, "open: give either a path or in_memory, not both or neither")
 		}
 		clock := clockwork.NewFakeClockAt(time.UnixMilli(req.NowMS))
-		t, err := s.b.Open(ctx, req.Store, spec.OpenOptions{Path: req.Path, Clock: clock})
+		t, err := s.b.Open(ctx, req.Store, spec.OpenOptions{Path: req.Path, Clock: clock, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,10 @@
 package spec
 
-import "github.com/jonboulle/clockwork"
+import (
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
 
 // OpenOptions is what the kit asks of a backend when it opens a store: the
 // suite, the checkers and the simulator alike, in process or over the wire.
@@ -10,7 +14,20 @@ type OpenOptions struct {
 	Path string
 	// Clock is the only time source a store may use. Specs move it by hand.
 	Clock clockwork.Clock
+	// Timeout, when set, is how long the open may wait for a lock another
+	// connection holds: by then it gives up with an error and opens
+	// nothing (the context's deadline, when earlier, bounds it too). Over
+	// the wire it is the open request's timeout_ms. The caller may wait
+	// longer for the answer: the locked-open spec does, and fails a store
+	// that answers after Timeout plus LockedOpenSlack.
+	Timeout time.Duration
 }
+
+// LockedOpenSlack is how long past OpenOptions.Timeout the locked-open
+// spec lets a store take to answer that it gave up (a process's
+// scheduling, a busy handler's last sleep); an answer later than that fails
+// the spec.
+const LockedOpenSlack = 2 * time.Second
 
 // Capabilities are a backend's optional features. The kit checks nothing a
 // backend does not declare, and guesses nothing: a spec that needs one the
@@ -28,7 +45,7 @@ type Capabilities struct {
 	InMemory bool `json:"in_memory,omitempty"`
 	// SQLiteLocking: OpenOptions.Path is a SQLite database that the kit may
 	// lock from its own connection, to check that opening waits for the lock
-	// no longer than the caller's context allows.
+	// and gives up by OpenOptions.Timeout (timeout_ms).
 	SQLiteLocking bool `json:"sqlite_locking,omitempty"`
 	// ClientSchemaTable: the client store's OpenOptions.Path is a SQLite
 	// database that keeps its schema marker as spec/client lays it out, so

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,10 +27,17 @@ func fakeBackend(name string) {
 		os.Exit(1)
 	}
 	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
 	reply := func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
 		b, _ := json.Marshal(v)
 		out.Write(append(b, '\n'))
 		out.Flush()
+	}
+	if strings.HasSuffix(name, "_open_timeout") {
+		lockedOpenBackend(name, reply)
+		return
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
@@ -81,6 +89,85 @@ func fakeBackend(name string) {
 				}
 			}
 		}
+	}
+}
+
+// lockedOpenBackend plays a backend that declares sqlite_locking: an open
+// of a locked.db (the locked-open spec's file) waits the first time, and every operation
+// but upsert_continuity_record fails with io. "keeps_open_timeout" gives up waiting at the open's
+// timeout_ms; "ignores_open_timeout" answers with handle 77 half a second
+// after timeout_ms and the slack, as a backend that waits for the lock its
+// own busy timeout would (the kit waits a second more: it gets the answer). It says on
+// stderr which handles it is asked to close.
+func lockedOpenBackend(name string, reply func(any)) {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	next := uint64(0)
+	locked := map[string]bool{}
+	for in.Scan() {
+		var req adapters.Request
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			continue
+		}
+		switch req.Type {
+		case adapters.TypeHello:
+			reply(map[string]any{"id": req.ID, "result": adapters.Hello{Version: adapters.ProtocolVersion, Name: "fake " + name,
+				Stores: []string{"continuity"}, Capabilities: adapters.Capabilities{Capabilities: spec.Capabilities{Files: true, SQLiteLocking: true}}}})
+		case adapters.TypeOpen:
+			if filepath.Base(req.Path) != "locked.db" || locked[req.Path] {
+				next++
+				reply(map[string]any{"id": req.ID, "result": adapters.Opened{Handle: next}})
+				continue
+			}
+			locked[req.Path] = true // the spec opens it again once it is released
+			go func(id uint64, timeout time.Duration) {
+				if name == "keeps_open_timeout" {
+					time.Sleep(timeout)
+					reply(map[string]any{"id": id, "error": adapters.WireError{Kind: "io", Message: "database is locked"}})
+					return
+				}
+				time.Sleep(timeout + spec.LockedOpenSlack + 500*time.Millisecond)
+				reply(map[string]any{"id": id, "result": adapters.Opened{Handle: 77}})
+			}(req.ID, time.Duration(req.TimeoutMS)*time.Millisecond)
+		case adapters.TypeClose:
+			fmt.Fprintf(os.Stderr, "fake backend %s: closed handle %d\n", name, req.Handle)
+			reply(map[string]any{"id": req.ID, "result": nil})
+		default:
+			if req.Op == "upsert_continuity_record" { // what the spec does once the lock is released
+				reply(map[string]any{"id": req.ID, "result": nil})
+				continue
+			}
+			reply(map[string]any{"id": req.ID, "error": adapters.WireError{Kind: "io", Message: "fake"}})
+		}
+	}
+}
+
+// The locked-open spec measures the backend: it sends timeout_ms and waits
+// longer itself, fails a backend that answers after timeout_ms plus the
+// stated slack, and passes one that gives up by then; the handle the late
+// answer opened is closed (a reply later than the kit's own wait is
+// adapters' TestAHandleALateOpenReplyOpenedIsClosed).
+func TestTheLockedOpenSpecMeasuresTheBackend(t *testing.T) {
+	const name = "continuity open waits for a database another connection holds write-locked, and gives up by its timeout_ms plus a slack of 2s"
+	for _, fake := range []string{"keeps_open_timeout", "ignores_open_timeout"} {
+		t.Run(fake, func(t *testing.T) {
+			t.Parallel()
+			out, errs, _ := storecheck(t, "file", "run", "--store", "continuity", "--layers", "spec", "--seed", "1", "--verbose",
+				"--", os.Args[0], "fake-backend", fake)
+			failed := strings.Contains(out, "FAIL continuity/spec: "+name+"\n")
+			if fake == "keeps_open_timeout" {
+				if failed {
+					t.Fatalf("a backend that gives up by timeout_ms failed the locked-open spec:\n%s", out)
+				}
+				return
+			}
+			if !failed || !strings.Contains(out, "the open gave up by its timeout (timeout_ms 400) plus a slack of 2s: it answered after") {
+				t.Fatalf("a backend that ignores timeout_ms passed the locked-open spec, or its failure does not say why:\n%s", out)
+			}
+			if !strings.Contains(errs, "closed handle 77") {
+				t.Errorf("the handle the late open answer opened was not closed; the backend's stderr:\n%s", errs)
+			}
+		})
 	}
 }
 

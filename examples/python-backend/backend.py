@@ -75,8 +75,11 @@ class Continuity:
                                       check_same_thread=False)
             if path != ":memory:":
                 self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            # The open waits for a lock no longer than its timeout_ms; the
+            # operations after it, the store's own busy timeout.
+            self.db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
             self.db.executescript(SCHEMA)  # idempotent; executescript runs outside a transaction
+            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         except sqlite3.Error as e:
             raise StoreError("io", f"open {path!r}: {e}")
         self.now_ms = 0

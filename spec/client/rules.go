@@ -48,7 +48,7 @@ var Rules = []spec.Rule{
 		Source: quoted("INTENT_FLUSH_BATCH_SIZE", "The queue is durable, so a client that stayed offline through a long outage /// can hold tens of thousands of pending rows."),
 	},
 	{
-		ID: "client.open_locked", Says: "Opening a file another connection holds write-locked waits for the lock (it does not fail at once), gives up by the caller's deadline, and succeeds once the lock is released.",
+		ID: "client.open_locked", Says: "Opening a file another connection holds write-locked waits for the lock (it does not fail at once), gives up by the open's timeout (the open request's timeout_ms), answering within a slack of 2 s more, and succeeds once the lock is released.",
 		Source:   quoted("ClientStore::delete_intent", "it runs on the /// store's one connection, under the store's lock and its busy timeout"),
 		Latitude: "How long a backend waits inside the deadline is its own; the kit checks only that it waits and that it stops by the deadline.",
 	},

@@ -259,9 +259,9 @@ var Rules = []spec.Rule{
 	},
 	{
 		ID:   "continuity.open_waits_for_lock",
-		Says: "Opening a database another connection holds write-locked waits for the lock, and gives up no later than the caller's deadline.",
+		Says: "Opening a database another connection holds write-locked waits for the lock, and gives up by the open's timeout (the open request's timeout_ms), answering within a slack of 2 s more.",
 		Source: spec.Quoted(seed, "open_with_fencing_floor", `SQLite open/schema/WAL setup can wait on the filesystem or a database
     /// lock for the configured busy timeout.`),
-		Latitude: "The seed waits its busy timeout (5 s); the kit's caller deadline (the request's timeout_ms on the wire) bounds the wait instead, and the kit checks it only where the backend declares sqlite_locking.",
+		Latitude: "The seed waits its busy timeout (5 s); the open's timeout (timeout_ms on the wire, spec.OpenOptions.Timeout in Go) bounds the wait instead, and the kit checks it only where the backend declares sqlite_locking.",
 	},
 }

@@ -170,7 +170,7 @@ func clientOpenSpecs(fx *clientFixture) {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(seq).To(BeNumerically(">", before.EventHead))
 		})
-		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", Rules("client.open_locked"), func() {
+		It("waits for a database another connection holds write-locked, and gives up by its timeout_ms plus a slack of "+spec.LockedOpenSlack.String(), Rules("client.open_locked"), func() {
 			waitsForALockedDatabase(fx.h, fx.fresh, fx.h.Client, func(st cli.Store) {
 				Expect(fx.acted(st.EnqueueIntent(fx.ctx, opA, fx.env(taskA)))).To(BeTrue())
 			})

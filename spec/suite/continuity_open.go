@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -22,7 +23,7 @@ func continuityOpenSpecs(fx *continuityFixture) {
 	})
 
 	Describe("open", func() {
-		It("waits for a database another connection holds write-locked, no longer than the caller's deadline", Rules("continuity.open_waits_for_lock"), func() {
+		It("waits for a database another connection holds write-locked, and gives up by its timeout_ms plus a slack of "+spec.LockedOpenSlack.String(), Rules("continuity.open_waits_for_lock"), func() {
 			waitsForALockedDatabase(fx.h, fx.fresh, fx.h.Continuity, func(st cont.Store) {
 				Expect(st.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 1)).To(Succeed())
 			})
