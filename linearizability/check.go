@@ -6,7 +6,9 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anishathalye/porcupine"
 
@@ -56,7 +58,40 @@ type Stuck struct {
 
 // Visualize writes porcupine's interactive HTML view of the check: each
 // partition's longest linearizable prefix and where it got stuck.
-func (r Result) Visualize(w io.Writer) error { return porcupine.Visualize(r.model, r.info, w) }
+//
+// The view steps the model again along every partial linearization, and
+// those share their prefixes: each step is taken once (memoized), and each
+// state described once (describer).
+func (r Result) Visualize(w io.Writer) error { return porcupine.Visualize(memoized(r.model), r.info, w) }
+
+// memoized is pm with its Step remembered: a state set and an entry lead
+// where they led before.
+func memoized(pm porcupine.Model) porcupine.Model {
+	type key struct {
+		hash uint64
+		e    *Entry
+	}
+	type step struct {
+		from stateSet
+		ok   bool
+		to   any
+	}
+	seen := map[key][]step{}
+	inner := pm.Step
+	pm.Step = func(state, input, output any) (bool, any) {
+		from := state.(stateSet)
+		k := key{from.hash(), input.(*Entry)}
+		for _, s := range seen[k] {
+			if s.from.equal(from) {
+				return s.ok, s.to
+			}
+		}
+		ok, to := inner(state, input, output)
+		seen[k] = append(seen[k], step{from, ok, to})
+		return ok, to
+	}
+	return pm
+}
 
 // Check decides whether h is linearizable with respect to m, giving up
 // after timeout.
@@ -132,6 +167,53 @@ func stuck(m model.Model, parts [][]porcupine.Operation, info porcupine.Lineariz
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
 	return out
+}
+
+// Headline is an illegal check in one line: the operation no order could
+// place in the smallest failing part (its client and its answer), what the
+// contract allows there, and how many more parts fail.
+func (r Result) Headline() string {
+	if len(r.Stuck) == 0 {
+		return "no sequential order of the history is one the contract allows: " + r.Summary()
+	}
+	st := r.Stuck[0]
+	e := st.Entry
+	s := fmt.Sprintf("no sequential order of the history is one the contract allows: client %d's %s answered %s, where the contract allows only %s",
+		e.Client, e.Op.Name(), clipText(e.Outcome.String(), 160), clipText(strings.Join(st.Allowed, " or "), 240))
+	if n := len(r.Stuck); n > 1 {
+		s += fmt.Sprintf(" (and %d more parts of the history fail; every one below)", n-1)
+	}
+	return s
+}
+
+// Excerpt is the smallest failing part as a history a person reads: the
+// last n operations of the longest order the contract allows of it, in that
+// order, then the operation no order could place ("" when the check was
+// not illegal).
+func (r Result) Excerpt(n int) string {
+	if len(r.Stuck) == 0 {
+		return ""
+	}
+	st := r.Stuck[0]
+	placed := st.Placed[max(0, len(st.Placed)-n):]
+	var h History
+	for _, e := range placed {
+		h.Entries = append(h.Entries, *e)
+	}
+	head := fmt.Sprintf("part 1 (%d operations): the last %d of the %d operations the contract allows in this order", st.Size, len(placed), len(st.Placed))
+	return head + ":\n" + h.Text() + "then the one no order could place:\n" + History{Entries: []Entry{*st.Entry}}.Text()
+}
+
+// clipText is s cut to n bytes, saying so.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // Explain is an illegal check in words: every stuck part, smallest first,
@@ -232,7 +314,36 @@ func Porcupine(m model.Model) porcupine.Model {
 			}
 			return fmt.Sprintf("%s %s -> %s", e.Op.Name(), describeArgs(e), output.(model.Outcome))
 		},
-		DescribeState: func(s any) string { return s.(stateSet).String() },
+		DescribeState: describer(),
+	}
+}
+
+// describer is porcupine's DescribeState for one check: a state set's text,
+// computed once for each distinct set. The visualization describes the
+// state after every step of every partial linearization, and those share
+// their prefixes: most of the states it describes it has described before.
+func describer() func(any) string {
+	var mu sync.Mutex
+	seen := map[uint64][]struct {
+		set  stateSet
+		text string
+	}{}
+	return func(s any) string {
+		set := s.(stateSet)
+		h := set.hash()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range seen[h] {
+			if d.set.equal(set) {
+				return d.text
+			}
+		}
+		text := set.String()
+		seen[h] = append(seen[h], struct {
+			set  stateSet
+			text string
+		}{set, text})
+		return text
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -160,7 +161,7 @@ func WriteText(w io.Writer, r Run) {
 	for _, c := range r.Checks {
 		switch {
 		case c.Outcome == Failed || c.Outcome == Inconclusive:
-			fmt.Fprintf(w, "%s %s/%s: %s\n    %s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, c.Message)
+			fmt.Fprintf(w, "%s %s/%s: %s\n%s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, indent(c.Message, "    "))
 			if c.Reproduce != "" {
 				fmt.Fprintf(w, "    reproduce: %s\n", c.Reproduce)
 			}
@@ -169,4 +170,9 @@ func WriteText(w io.Writer, r Run) {
 			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
 		}
 	}
+}
+
+// indent is text with every line indented by prefix.
+func indent(text, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n"+prefix)
 }

@@ -22,6 +22,15 @@ type linearizeConfig struct {
 	reportDir string
 	// command reproduces the run (without --seed, which is added).
 	command string
+	// timings, when set, receives where the time went.
+	timings *linearizeTimings
+}
+
+// linearizeTimings are where one store's linearizability check spent its
+// time: recording the history, porcupine's check, and the report (the
+// explanation, the saved history and its visualization).
+type linearizeTimings struct {
+	run, check, report time.Duration
 }
 
 // linearizeStore runs concurrent clients against store s of backend b,
@@ -59,8 +68,14 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		return check
 	}
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	ran := time.Now()
 	res, err := linearizability.Check(s.Model, hist, cfg.timeout)
-	check.Duration = time.Since(start)
+	checked := time.Now()
+	check.Duration = checked.Sub(start)
+	if cfg.timings != nil {
+		cfg.timings.run, cfg.timings.check = ran.Sub(start), checked.Sub(ran)
+		defer func() { cfg.timings.report = time.Since(checked) }()
+	}
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "history: "+err.Error()
 		return check
@@ -70,22 +85,23 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		check.Outcome = reports.Passed
 		return check
 	case linearizability.Illegal:
+		// The explanation is porcupine's one check read in words: every
+		// failing part, smallest first, with the operation no order could
+		// place; nothing is checked again.
 		check.Outcome = reports.Failed
-		check.Message = "no sequential order of the history is one the contract allows: " + res.Summary()
+		check.Message = res.Headline() + "\n" + strings.TrimRight(res.Explain(s.Contract), "\n")
+		check.Details = res.Excerpt(40)
 	default:
 		check.Outcome = reports.Inconclusive
 		check.Message = "the check ran out of time (" + cfg.timeout.String() + "): " + res.Summary()
 	}
 	check.Reproduce = hist.Command
-	if res.Verdict == linearizability.Illegal {
-		check.Details = minimalHistory(s, hist, cfg.timeout)
-	}
-	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res)
+	folder, err := linearizability.WriteFailure(cfg.reportDir, hist, res, s.Contract)
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck: could not write the failure report: %v\n", err)
 		return check
 	}
-	check.Message += "; history and visualization in " + folder
+	check.Message += "\nhistory and visualization in " + folder
 	if rel, err := filepath.Rel(cfg.reportDir, folder); err == nil {
 		check.Artifacts = []reports.Artifact{
 			{Name: "visualization", Path: filepath.Join(rel, "visualization.html")},
@@ -189,29 +205,8 @@ func check(inv invocation) int {
 	case linearizability.Linearizable:
 		return exitPassed
 	case linearizability.Illegal:
+		fmt.Fprintf(stdout, "%s\n%s", res.Headline(), res.Explain(s.Contract))
 		return exitFailed
 	}
 	return exitInconclusive
-}
-
-// minimalHistory is what a person reads of a failing history: the smallest
-// independent part that fails, cut to its shortest failing prefix, whose
-// last operations are where it went wrong.
-func minimalHistory(s stores.Store, hist linearizability.History, timeout time.Duration) string {
-	part := &hist
-	if small := linearizability.Smallest(s.Model, hist, timeout); small != nil {
-		part = small
-	}
-	prefix := linearizability.ShortestPrefix(s.Model, *part, timeout)
-	if prefix == nil {
-		return ""
-	}
-	const tail = 40
-	entries := prefix.Entries
-	text := fmt.Sprintf("%d of %d operations are one independent part that fails; its shortest failing prefix has %d operations", len(part.Entries), len(hist.Entries), len(entries))
-	if len(entries) > tail {
-		text += fmt.Sprintf("; the last %d of them, where it went wrong", tail)
-		entries = entries[len(entries)-tail:]
-	}
-	return text + ":\n" + linearizability.History{Entries: entries}.Text()
 }

@@ -3,15 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"html"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/reports"
 	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -20,7 +28,7 @@ import (
 // "storecheck check" again offline.
 func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 	dir := t.TempDir()
-	out, errs, code := storecheck(t, "bug:continuity_upsert_check_outside_tx", "linearize", "--seed", "3", "--report-dir", dir)
+	out, errs, code := storecheck(t, "bug:continuity_upsert_check_outside_tx", "linearize", "--store", "continuity", "--seed", "3", "--report-dir", dir)
 	if code != exitFailed {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 	}
@@ -40,6 +48,66 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 	}
 	if !strings.Contains(o.String(), "illegal") {
 		t.Errorf("check output: %s", o.String())
+	}
+	// The failure is explained in words, the same in every output: the
+	// operation no order could place, what the contract allows there,
+	// every failing part.
+	explained := regexp.MustCompile(`(?m)^no sequential order of the history is one the contract allows: client \d+'s [a-z_]+ answered .*, where the contract allows only .*\npart 1 of (\d+) \(\d+ operations\): client \d+'s [a-z_]+ \{.*\} at \d+ms answered .*,\n  but after the longest order`)
+	m := explained.FindStringSubmatch(string(summary))
+	if m == nil {
+		t.Fatalf("summary.txt does not explain the failure:\n%s", summary)
+	}
+	_, explanation, _ := strings.Cut(string(summary), "\n\n")
+	if !strings.Contains(o.String(), explanation) {
+		t.Errorf("storecheck check explains the saved history otherwise than summary.txt:\n%s\nsummary.txt:\n%s", o.String(), explanation)
+	}
+	if parts, _ := strconv.Atoi(m[1]); strings.Count(explanation, "\npart ")+1 != parts {
+		t.Errorf("summary.txt says %d failing parts and explains %d:\n%s", parts, strings.Count(explanation, "\npart ")+1, explanation)
+	}
+	headline, _, _ := strings.Cut(explanation, "\n")
+	if !strings.Contains(out, "    "+headline+"\n") {
+		t.Errorf("the console does not give the failure's headline %q:\n%s", headline, out)
+	}
+	for _, f := range []string{reports.JUnitFile, reports.JSONFile, reports.HTMLFile} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		text := string(b)
+		if f == reports.HTMLFile {
+			text = html.UnescapeString(text)
+		}
+		if f == reports.JSONFile {
+			var r reports.Run
+			json.Unmarshal(b, &r)
+			text = r.Checks[0].Message
+		}
+		if !strings.Contains(text, headline) {
+			t.Errorf("%s does not give the failure's headline %q", f, headline)
+		}
+	}
+}
+
+// A failing linearize reports within 1.5x of its check time: the report
+// reads porcupine's one check in words and checks nothing again (it used to
+// bisect the history with a check for each step).
+func TestAFailingLinearizeReportsWithinItsCheckTime(t *testing.T) {
+	for _, name := range []string{"runtime_lease_claim_outside_tx", "client_settle_check_outside_tx"} {
+		b, _ := bugs.ByName(name)
+		s, _ := stores.Lookup(b.Store())
+		var tm linearizeTimings
+		c := linearizeStore(context.Background(), stores.Backend(stores.Options{Bug: b}), s, linearizeConfig{
+			run: linearizability.Config{Seed: 2}, timeout: defaultCheckTimeout, reportDir: t.TempDir(),
+			command: "storecheck linearize", timings: &tm}, io.Discard)
+		if c.Outcome != reports.Failed {
+			t.Fatalf("%s: %s: %s", name, c.Outcome, c.Message)
+		}
+		ratio := float64(tm.check+tm.report) / float64(tm.check)
+		t.Logf("%s: history recorded in %v, checked in %v, reported in %v: check and report %.2fx the check",
+			name, tm.run.Round(time.Millisecond), tm.check.Round(time.Millisecond), tm.report.Round(time.Millisecond), ratio)
+		// The report writes the visualization (a fixed cost, whatever
+		// the check's): it is bounded by the check's own time or a
+		// quarter of a second.
+		if budget := max(tm.check/2, 250*time.Millisecond); tm.report > budget {
+			t.Errorf("%s: the report took %v, more than %v (the check took %v)", name, tm.report, budget, tm.check)
+		}
 	}
 }
 
