@@ -20,6 +20,7 @@ var continuitySubject = Subject{
 	NewWorkload: linearizability.DefaultContinuityWorkload.New,
 	CrashPoints: refcontinuity.CrashPoints,
 	RareEvents:  append(slices.Clone(model.ContinuityEvents), EventCrashInside, EventAnswerLost, EventKill),
+	Rival:       linearizability.ContinuityRival,
 }
 
 func referenceBackend(b bugs.Bug) Backend {

@@ -86,5 +86,5 @@ func subject(s stores.Store, crashPoints []string) sim.Subject {
 	if crashPoints == nil {
 		crashPoints = s.CrashPoints
 	}
-	return sim.Subject{Model: s.Model, NewWorkload: s.Workload, CrashPoints: crashPoints, RareEvents: rareEvents(s)}
+	return sim.Subject{Model: s.Model, NewWorkload: s.Workload, CrashPoints: crashPoints, RareEvents: rareEvents(s), Rival: s.Rival}
 }
