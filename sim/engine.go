@@ -93,7 +93,8 @@ func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir str
 	}
 	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"),
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
-		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy},
+		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
+			Capabilities: s.Capabilities},
 			Coverage: map[string]int{}}}
 	e.procs = make([]*proc, s.Processes)
 	cleanup := func() {

@@ -42,6 +42,13 @@ type ContinuityState struct {
 
 func (Continuity) Contract() spec.Contract { return c.Contract }
 
+// Configure reads the backend's snapshot revision (capability
+// snapshot_revision).
+func (m Continuity) Configure(caps spec.Capabilities) Model {
+	m.OpaqueRevision = caps.SnapshotRevision == "opaque"
+	return m
+}
+
 func (Continuity) Init() State { return ContinuityState{} }
 
 func (s ContinuityState) Equal(o State) bool {

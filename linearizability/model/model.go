@@ -138,6 +138,20 @@ type Splitter interface {
 	Split(op spec.Op, got Outcome) (parts []spec.Op, outs []Outcome, ok bool)
 }
 
+// Configurable is a model some of whose readings a backend declares (a
+// capability of its hello) rather than the model learns from its answers.
+type Configurable interface {
+	Configure(caps spec.Capabilities) Model
+}
+
+// For is m for a backend that declared caps.
+func For(m Model, caps spec.Capabilities) Model {
+	if c, ok := m.(Configurable); ok {
+		return c.Configure(caps)
+	}
+	return m
+}
+
 // One is the single branch of an operation whose rules fix the answer.
 func One(next State, out Outcome) []Branch { return []Branch{{Outcome: out, Next: next}} }
 
