@@ -76,11 +76,11 @@ type stepJSON struct {
 }
 
 type scheduleJSON struct {
-	Store     string     `json:"store"`
-	Seed      int64      `json:"seed"`
-	Clients   int        `json:"clients"`
-	Processes int        `json:"processes"`
-	Strategy  string     `json:"strategy,omitempty"`
+	Store     string `json:"store"`
+	Seed      int64  `json:"seed"`
+	Clients   int    `json:"clients"`
+	Processes int    `json:"processes"`
+	Strategy  string `json:"strategy,omitempty"`
 	// Capabilities: see Schedule.Capabilities.
 	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
 	Steps        []stepJSON         `json:"steps"`
