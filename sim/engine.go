@@ -256,19 +256,19 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	}
 	if spec.IsNotSent(err) {
 		e.trace(i, p.n, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
-		e.oracle.dropped(f.call)
+		e.oracle.dropped(f.call, f.op)
 		return true
 	}
 	if !definite {
 		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
-		e.oracle.indefinite(f.call)
+		e.oracle.indefinite(f.call, f.op)
 		return true
 	}
 	e.trace(i, p.n, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
-	allowed, ok := e.oracle.ret(f.call, got)
+	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if e.oracle.inconclusive {
 		e.res.Inconclusive = true
 	}
@@ -342,7 +342,7 @@ func (e *engine) abandon(p *proc) {
 		}
 		f.resume <- errKilled
 	}
-	e.oracle.indefinite(f.call)
+	e.oracle.indefinite(f.call, f.op)
 }
 
 // drain runs every operation still in flight to its end, process by
