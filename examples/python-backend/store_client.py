@@ -14,6 +14,7 @@ READINGS.md.
 import json
 import sqlite3
 
+from readings import kit
 from storecheck_protocol import (Database, StoreError, bad_request, canonical_json, fmt_ms, fmt_s,
                                  json_text_in, need, opt, text_to_ms, time_in, uint)
 
@@ -126,6 +127,9 @@ MARKER_DDL = "CREATE TABLE store_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)
 # written last). One `?`: the task id.
 SESSION_ID_FOR_TASK = ("(SELECT st.session_id FROM session_tasks st WHERE st.task_id=? "
                        "ORDER BY st.bound_at DESC, st.rowid DESC LIMIT 1)")
+if kit("client.session_for_task"):
+    SESSION_ID_FOR_TASK = ("(SELECT st.session_id FROM session_tasks st WHERE st.task_id=? "
+                           "ORDER BY (st.released_at IS NULL) DESC, st.bound_at DESC, st.rowid DESC LIMIT 1)")
 # OPEN_BINDING_TASK: the task of the session row's open binding, '' for none.
 OPEN_BINDING_TASK = ("COALESCE((SELECT ob.task_id FROM session_tasks ob WHERE ob.session_id=sessions.session_id "
                      "AND ob.released_at IS NULL ORDER BY ob.bound_at DESC, ob.rowid DESC LIMIT 1), '')")
@@ -148,6 +152,8 @@ def head_preview(head):
     """crate::server::head_preview (not shown by the seed): a head of at most
     160 characters is kept whole; a longer one keeps its first 157 followed
     by "..." (160 in all)."""
+    if kit("client.head_preview"):
+        return head if len(head) <= 200 else head[:200] + "\u2026"
     if len(head) <= HEAD_PREVIEW_CHARS:
         return head
     return head[:HEAD_PREVIEW_CHARS - 3] + "..."
@@ -176,13 +182,26 @@ def backend_parts(task_id, backend_ref):
         if isinstance(parsed.get("backend"), str):
             backend = parsed["backend"]
         if isinstance(parsed.get("task_id"), str):
-            session_id = parsed["task_id"]
+            if parsed["task_id"] != "" or not kit("client.empty_ref_task_id"):
+                session_id = parsed["task_id"]
     return backend, session_id
 
 
 def seconds_text(text):
     """rfc3339_to_unix then back: a stored time read as whole unix seconds."""
+    if kit("client.millis"):
+        return fmt_ms(text_to_ms(text))
     return fmt_s(text_to_ms(text) // 1000)
+
+
+def seconds_clock(ms):
+    """A time the seed keeps as the kernel's unix seconds (a session's
+    updated_at and last_seen, a fault's created_at, a binding's bound_at and
+    released_at: Utc::now().timestamp() or an i64 the caller hands in):
+    whole seconds, the sub-second part dropped."""
+    if kit("client.millis"):
+        return fmt_ms(ms)
+    return fmt_s(ms // 1000)
 
 
 def intent_out(r):
@@ -212,11 +231,11 @@ def fault_out(r):
             "created_at": seconds_text(r[13]) if r[13] is not None else fmt_s(0)}
 
 
-def open_binding(tx, session_id, task_id, at_seconds):
+def open_binding(tx, session_id, task_id, at_ms):
     """open_binding_conn: close the session's other open binding, then open
     the pair at `at` (a released pair opens again); answers how many rows
     the insert moved (0 for a pair already open)."""
-    at = fmt_s(at_seconds)
+    at = seconds_clock(at_ms)
     tx.execute("UPDATE session_tasks SET released_at=? WHERE session_id=? AND task_id<>? AND released_at IS NULL",
                (at, session_id, task_id))
     tx.point("after_close_others")
@@ -244,6 +263,9 @@ def intent_stats(tx, task_id):
 
 class ClientStore:
     KINDS = {"schema_mismatch", "invalid_argument", "io"}
+    # The marker is not kept as the kit's schema_meta table (unless the
+    # attribution switch says so), so client_schema_table is not declared.
+    CAPABILITIES = {"client_schema_table": True} if kit("client.schema_table") else {}
     CRASH_POINTS = [
         "enqueue_intent/after_commit",
         "bump_intent/after_commit",
@@ -282,6 +304,8 @@ class ClientStore:
 
     def _open_schema(self, tx):
         tables = {r[0] for r in tx.all("SELECT name FROM sqlite_master WHERE type='table'")}
+        if kit("client.schema_table"):
+            return self._open_schema_meta(tx, tables)
         if MARKER_TABLE in tables:
             rows = dict(tx.all(f"SELECT key, value FROM {MARKER_TABLE}"))
             marker = rows.get("marker")
@@ -304,14 +328,26 @@ class ClientStore:
         for stmt in CLIENT_DDL:
             tx.execute(stmt)
 
+    def _open_schema_meta(self, tx, tables):
+        want = f"{CLIENT_MARKER} version {CLIENT_SCHEMA_VERSION}"
+        if "schema_meta" in tables:
+            rows = tx.all("SELECT marker, version FROM schema_meta")
+            have = f"{rows[0][0]} version {rows[0][1]}" if len(rows) == 1 else "(no marker) version 0"
+            if have != want:
+                raise StoreError("schema_mismatch", f"client schema mismatch: file {have}, store {want}")
+        elif tables:
+            raise StoreError("schema_mismatch", f"client schema mismatch: file (no marker) version 0, store {want}")
+        else:
+            tx.execute("CREATE TABLE schema_meta(marker TEXT NOT NULL, version INTEGER NOT NULL)")
+            tx.execute("INSERT INTO schema_meta(marker, version) VALUES(?, ?)", (CLIENT_MARKER, CLIENT_SCHEMA_VERSION))
+        for stmt in CLIENT_DDL:
+            tx.execute(stmt)
+
     def close(self):
         self.db.close()
 
     def now(self):
         return fmt_ms(self.now_ms)
-
-    def now_seconds(self):
-        return self.now_ms // 1000
 
     def write(self, op, sql, params):
         return self.db.run(op, lambda tx: tx.changes(sql, params))
@@ -401,7 +437,7 @@ class ClientStore:
             # append_event_conn: the sequence is the creation clock, kept
             # strictly increasing: max(head + 1, now_ms).
             head = tx.one("SELECT COALESCE(MAX(seq),0) FROM events")[0]
-            seq = max(head + 1, now_ms)
+            seq = head + 1 if kit("client.event_seq") else max(head + 1, now_ms)
             tx.execute("INSERT INTO events(seq,type,data_json,created_at) VALUES(?,?,?,?)",
                        (seq, kind, data, fmt_ms(now_ms)))
             return seq
@@ -471,8 +507,8 @@ class ClientStore:
                                                    "backend_ref")}
         mismatch = need(v, "mismatch_count", int, w)
         # VersionedSession.updated_at is the kernel's unix seconds in the seed.
-        updated_s = time_in(need(v, "updated_at", str), "version.updated_at") // 1000
-        updated = fmt_s(updated_s)
+        updated_ms = time_in(need(v, "updated_at", str), "version.updated_at")
+        updated = seconds_clock(updated_ms)
         backend, session_id = backend_parts(task_id, fields["backend_ref"])
 
         def body(tx):
@@ -493,7 +529,8 @@ class ClientStore:
                  fields["backend_ref"], fields["desired_json"], mismatch, updated, updated))
             tx.point("after_session_write")
             if changed == 1:
-                open_binding(tx, session_id, task_id, updated_s)
+                # crate::server::open_binding_conn(&tx, &session_id, task_id, version.updated_at)
+                open_binding(tx, session_id, task_id, self.now_ms if kit("client.bind_at_now") else updated_ms)
                 tx.point("after_binding_open")
             return changed == 1
         return self.db.run("upsert_session", body)
@@ -521,7 +558,7 @@ class ClientStore:
     def bind_task(self, args):
         session_id = need(args, "session_id", str)
         task_id = need(args, "task_id", str)
-        at = self.now_seconds()
+        at = self.now_ms
         return self.db.run("bind_task", lambda tx: open_binding(tx, session_id, task_id, at)) > 0
 
     def release_binding(self, args):
@@ -530,7 +567,7 @@ class ClientStore:
         # release_binding_conn(conn, session, task, Utc::now().timestamp())
         return self.write("release_binding",
                           "UPDATE session_tasks SET released_at=? WHERE session_id=? AND task_id=? "
-                          "AND released_at IS NULL", (fmt_s(self.now_seconds()), session_id, task_id)) > 0
+                          "AND released_at IS NULL", (seconds_clock(self.now_ms), session_id, task_id)) > 0
 
     def active_sessions(self, args):
         rows = self.read("active_sessions", lambda tx: tx.all(
@@ -548,6 +585,18 @@ class ClientStore:
         parent = opt(c, "parent_task", str, "")
         hop, attempt = uint(c, "hop", "causality"), uint(c, "attempt", "causality")
         kind = need(args, "kind", str)
+        if kit("client.task_kind") and kind not in ("root", "relay"):
+            raise StoreError("invalid_argument", f"task kind {kind!r} is not root or relay")
+        if kit("client.open_refresh_false"):
+            def body(tx):
+                known = tx.one("SELECT 1 FROM task WHERE task_id=?", (task,)) is not None
+                tx.execute("INSERT INTO task(task_id,kind,parent_task,hop,attempt,task_state,opened_at,settled_at) "
+                           "VALUES(?,?,?,?,?,'pending',?,NULL) "
+                           "ON CONFLICT(task_id) DO UPDATE SET kind=excluded.kind,parent_task=excluded.parent_task,"
+                           "hop=excluded.hop,attempt=MAX(excluded.attempt,task.attempt)",
+                           (task, kind, parent or None, hop, attempt, self.now()))
+                return not known
+            return self.db.run("open_task", body)
         return self.write("open_task",
                           "INSERT INTO task(task_id,kind,parent_task,hop,attempt,task_state,opened_at,settled_at) "
                           "VALUES(?,?,?,?,?,'pending',?,NULL) "
@@ -558,6 +607,8 @@ class ClientStore:
     def settle_task(self, args):
         task_id = need(args, "task_id", str)
         state = need(args, "state", str)
+        if kit("client.verdicts") and state not in ("completed", "failed", "cancelled"):
+            raise StoreError("invalid_argument", f"verdict {state!r} is not terminal")
         now = self.now()
         return self.write("settle_task",
                           "INSERT INTO task(task_id,kind,parent_task,hop,attempt,task_state,opened_at,settled_at) "
@@ -597,7 +648,7 @@ class ClientStore:
     def insert_fault(self, args):
         f = need(args, "fault", dict)
         w = "fault"
-        created = fmt_s(time_in(need(f, "created_at", str), "fault.created_at") // 1000)
+        created = seconds_clock(time_in(need(f, "created_at", str), "fault.created_at"))
         params = (need(f, "task_id", str, w), need(f, "session_id", str, w), need(f, "generation", int, w),
                   need(f, "seq", int, w), need(f, "desired_json", str, w), need(f, "observed_json", str, w),
                   need(f, "intent", str, w), need(f, "attempt", int, w), need(f, "backend_ref", str, w),

@@ -11,6 +11,7 @@ this backend's own.
 import hashlib
 import json
 
+from readings import kit
 from storecheck_protocol import (Database, StoreError, b64_in, b64_out, canonical_json,
                                  need, str_list, uint)
 
@@ -166,6 +167,9 @@ class ContinuityStore:
             row = tx.one("SELECT data FROM session_snapshots WHERE session_id = ?1", (session_id,))
             if row is None:
                 return False
+            if kit("continuity.cas_token"):
+                return (hashlib.sha256(bytes(row[0])).hexdigest() == expected
+                        and tx.changes("DELETE FROM session_snapshots WHERE session_id = ?1", (session_id,)) > 0)
             try:
                 session = json.loads(bytes(row[0]).decode("utf-8"))
             except ValueError as e:  # UnicodeDecodeError is a ValueError

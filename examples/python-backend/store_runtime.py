@@ -13,6 +13,7 @@ this backend's own reading of it: see READINGS.md.
 import hashlib
 import json
 
+from readings import kit
 from storecheck_protocol import (Database, Rollback, StoreError, b64_in, b64_out, bad_request,
                                  canonical_json, json_text_in, log, need, opt, str_list, uint)
 
@@ -137,6 +138,8 @@ def item_id(batch_id, index):
 def derive_batch_id(session_id, source_key, now, nonce):
     """derive_batch_id(&session_id, source_key, now, Some(nonce)): "wb", the
     store-wide counter, "-", and 12 hex of a hash of what the seed passes."""
+    if kit("runtime.ids"):
+        return f"{session_id}:batch:{nonce}"
     h = blake(f"{session_id}\x1f{source_key if source_key is not None else ''}\x1f{now}\x1f{nonce}", 6)
     return f"wb{nonce}-{h}"
 
@@ -144,6 +147,11 @@ def derive_batch_id(session_id, source_key, now, nonce):
 def derive_claim(candidate, session_id, owner_id, now, ttl):
     """QueuedWorkClaimLease::derive(&candidates[0], session, owner, now, ttl)."""
     fencing_token = candidate["claim_fencing_token"] + 1
+    if kit("runtime.ids"):
+        claim_id = f"{session_id}:claim:{candidate['batch_id']}:{fencing_token}"
+        token = f"{claim_id}:{owner_id}:{now}"
+        return {"claim_id": claim_id, "lease_token": token, "fencing_token": fencing_token,
+                "claimed_at_ms": now, "expires_at_ms": saturating_add(now, ttl)}
     claim_id = f"wc{candidate['enqueue_seq']}-{fencing_token}"
     token = blake(f"{session_id}\x1f{owner_id}\x1f{candidate['enqueue_seq']}\x1f{fencing_token}\x1f{now}\x1f{ttl}", 16)
     return {"claim_id": claim_id, "lease_token": token, "fencing_token": fencing_token,
@@ -152,6 +160,8 @@ def derive_claim(candidate, session_id, owner_id, now, ttl):
 
 def checkpoint_ref(data):
     """put_checkpoint_conn's reference: content-addressed, BLAKE2b-256."""
+    if kit("runtime.ids"):
+        return "sha256:" + hashlib.sha256(data).hexdigest()
     return "blob:b2:" + hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
@@ -169,6 +179,17 @@ def select_claim_prefix(candidates, boundary, max_batches):
     if not candidates:
         return 0
     first = candidates[0]
+    if kit("runtime.claim_prefix"):
+        for i, b in enumerate(candidates):
+            if n >= max_batches or (boundary == "step" and b["delivery_policy"] != "interrupt"):
+                break
+            if i > 0 and (first["slot_policy"] != "mergeable" or b["slot_policy"] != "mergeable"
+                          or b["merge_key"] != first["merge_key"]):
+                break
+            n += 1
+            if b["slot_policy"] == "exclusive":
+                break
+        return n
     for c in candidates:
         if n >= max_batches:
             break
@@ -201,7 +222,11 @@ def opt_json(v, what):
     """An Option<serde_json::Value> field: None for absent, null, "" or the
     JSON text `null` (serde reads null into None); else its canonical text."""
     parsed = json_text_in(v, what)
-    if parsed is None or parsed[0] is None:
+    if parsed is None:
+        return None
+    if kit("runtime.json_verbatim"):
+        return v
+    if parsed[0] is None:
         return None
     return parsed[1]
 
@@ -212,6 +237,8 @@ def node_in(v, what):
     node_id = need(v, "node_id", str, what)
     parent = opt(v, "parent_id", str, "")
     data = opt_json(v.get("data"), f"{what}.data")
+    if kit("runtime.json_verbatim"):
+        return {"node_id": node_id, "parent_id": parent or None, "data_raw": data}
     return {"node_id": node_id, "parent_id": parent or None,
             "data": None if data is None else json.loads(data)}
 
@@ -220,7 +247,9 @@ def node_out(node):
     out = {"node_id": node["node_id"]}
     if node.get("parent_id"):
         out["parent_id"] = node["parent_id"]
-    if node.get("data") is not None:
+    if node.get("data_raw") is not None:
+        out["data"] = node["data_raw"]
+    elif node.get("data") is not None:
         out["data"] = canonical_json(node["data"])
     return out
 
@@ -329,13 +358,15 @@ def release_lease(tx, c):
                (c["session_id"], c["owner_id"], c["lease_token"], c["fencing_token"]))
 
 
-def ensure_completion(tx, completed):
+def ensure_completion(tx, completed, now):
     """ensure_queued_work_completion_conn: every named batch is still held by
     the claim (its claim id and claim token are on the row)."""
+    live = " AND claim_expires_at_ms > ?5" if kit("runtime.completion_live") else ""
     for batch_id in completed["batch_ids"]:
+        params = (completed["session_id"], batch_id, completed["claim_id"], completed["lease_token"])
         row = tx.one("""SELECT 1 FROM queued_work_batches
-                        WHERE session_id = ?1 AND batch_id = ?2 AND claim_id = ?3 AND claim_token = ?4""",
-                     (completed["session_id"], batch_id, completed["claim_id"], completed["lease_token"]))
+                        WHERE session_id = ?1 AND batch_id = ?2 AND claim_id = ?3 AND claim_token = ?4""" + live,
+                     params + ((now,) if live else ()))
         if row is None:
             raise StoreError("queued_work_claim_expired",
                              f"session {completed['session_id']}: claim {completed['claim_id']} "
@@ -418,6 +449,8 @@ def active_path(tx, leaf):
             node = json.loads(row[0])
         except ValueError:
             break
+        if row[1] and kit("runtime.active_path"):
+            break
         if not row[1]:
             path.append(node)
         cur = node.get("parent_id")
@@ -439,6 +472,8 @@ def merged_ledger(tx):
         u["output_tokens"] += o
         u["cached_input_tokens"] += c
         u["reasoning_tokens"] += r
+    if kit("runtime.ledger_order"):
+        return [merged[k] for k in sorted(merged)]
     return list(merged.values())
 
 
@@ -670,7 +705,13 @@ class RuntimeStore:
                 if cc["session_id"] != session_id:
                     raise StoreError("queued_work_claim_expired", f"claim {cc['claim_id']} of session "
                                      f"{cc['session_id']} in a commit of session {session_id}")
-                ensure_completion(tx, cc)
+                ensure_completion(tx, cc, now)
+            if kind == "append" and kit("runtime.graph_conflict"):
+                seen = set()
+                for n in nodes:
+                    if n["node_id"] in seen or tx.one("SELECT 1 FROM graph_nodes WHERE node_id = ?1", (n["node_id"],)):
+                        raise StoreError("graph_node_conflict", f"node {n['node_id']} is already in the graph")
+                    seen.add(n["node_id"])
 
             ref = checkpoint_ref(checkpoint)
             tx.execute("INSERT OR IGNORE INTO checkpoints (checkpoint_ref, data) VALUES (?1, ?2)", (ref, checkpoint))
@@ -808,7 +849,7 @@ class RuntimeStore:
         texts = []
         for i, p in enumerate(payloads):
             parsed = json_text_in(p, f"payloads[{i}]")
-            texts.append(None if parsed is None else parsed[1])
+            texts.append(None if parsed is None else (p if kit("runtime.json_verbatim") else parsed[1]))
         now = self.now_ms
 
         def body(tx):
@@ -878,7 +919,10 @@ class RuntimeStore:
                 if i == 0:
                     tx.point("after_first_batch_update")
             tx.point("after_batches_update")
-            batches = [batch_from_row(tx, row) for row in selected]
+            if kit("runtime.claim_batches_after_update"):
+                batches = [load_batch_by_id(tx, row["batch_id"]) for row in selected]
+            else:
+                batches = [batch_from_row(tx, row) for row in selected]
             return {"session_id": session_id, "claim_id": lease["claim_id"], "owner_id": owner_id,
                     "lease_token": lease["lease_token"], "fencing_token": lease["fencing_token"],
                     "claimed_at_ms": lease["claimed_at_ms"], "expires_at_ms": lease["expires_at_ms"],
@@ -889,6 +933,22 @@ class RuntimeStore:
         claim = claim_in(need(args, "claim", dict))
         ttl = uint(args, "lease_ttl_ms")
         expires = saturating_add(self.now_ms, ttl)
+        if kit("runtime.renew_expiry"):
+            now = self.now_ms
+
+            def body(tx):
+                for b in claim["batches"]:
+                    if tx.one("""SELECT 1 FROM queued_work_batches WHERE session_id = ?1 AND batch_id = ?2
+                                 AND claim_id = ?3 AND claim_token = ?4 AND claim_expires_at_ms > ?5""",
+                              (claim["session_id"], b["batch_id"], claim["claim_id"], claim["lease_token"], now)) is None:
+                        raise claim_expired(claim)
+                tx.execute("""UPDATE queued_work_batches SET claim_expires_at_ms = ?4
+                              WHERE session_id = ?1 AND claim_id = ?2 AND claim_token = ?3""",
+                           (claim["session_id"], claim["claim_id"], claim["lease_token"], expires))
+            self.db.run("renew_queued_work_claim", body)
+            out = dict(claim)
+            out["expires_at_ms"] = expires
+            return out
         changed = self.db.run("renew_queued_work_claim", lambda tx: tx.changes(
             """UPDATE queued_work_batches SET claim_expires_at_ms = ?4
                WHERE session_id = ?1 AND claim_id = ?2 AND claim_token = ?3""",
@@ -967,6 +1027,10 @@ class RuntimeStore:
         checkpoint stays reachable). The seed's method answers a report and
         no error: a failure reports 0 removed."""
         def body(tx):
+            if kit("runtime.gc_head_only"):
+                return tx.changes("""DELETE FROM checkpoints WHERE checkpoint_ref NOT IN (
+                    SELECT json_extract(head_json, '$.checkpoint_ref') FROM session_head
+                     WHERE json_extract(head_json, '$.checkpoint_ref') IS NOT NULL)""")
             return tx.changes("""DELETE FROM checkpoints
                 WHERE checkpoint_ref NOT IN (
                     SELECT json_extract(head_json, '$.checkpoint_ref') FROM session_head
@@ -987,6 +1051,12 @@ class RuntimeStore:
         now = self.now_ms
         # Staging is a draft: an attachment not yet committed takes the latest
         # staging (session and bytes); a committed one never changes.
+        if kit("runtime.attachment_first_stage"):
+            self.db.run("stage_attachment", lambda tx: tx.execute(
+                """INSERT OR IGNORE INTO attachment_manifest
+                       (attachment_id, session_id, data, staged_at_ms, committed_at_ms)
+                   VALUES (?1, ?2, ?3, ?4, NULL)""", (attachment_id, session_id, data, now)))
+            return None
         self.db.run("stage_attachment", lambda tx: tx.execute(
             """INSERT INTO attachment_manifest (attachment_id, session_id, data, staged_at_ms, committed_at_ms)
                VALUES (?1, ?2, ?3, ?4, NULL)

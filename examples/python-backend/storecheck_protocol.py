@@ -393,10 +393,12 @@ class Backend:
     def hello(self, req):
         if req.get("version") != PROTOCOL_VERSION:
             raise bad_request(f"protocol version {req.get('version')!r} asked; this backend speaks 1")
+        caps = {"files": True, "shared_files": True, "in_memory": True, "sqlite_locking": True}
+        for cls in self.stores.values():
+            caps.update(getattr(cls, "CAPABILITIES", {}))
+        caps["crash_points"] = {s: list(c.CRASH_POINTS) for s, c in self.stores.items()}
         return {"version": PROTOCOL_VERSION, "name": self.name, "stores": list(self.stores),
-                "capabilities": {"files": True, "shared_files": True, "in_memory": True,
-                                 "sqlite_locking": True,
-                                 "crash_points": {s: list(c.CRASH_POINTS) for s, c in self.stores.items()}}}
+                "capabilities": caps}
 
     def handle(self, req):
         t = req.get("type")
@@ -460,6 +462,10 @@ class Backend:
     def serve(self):
         log("ready")
         out = sys.stdout
+        # PY2_TRACE=DIR: append every request and reply to DIR/trace-<pid>.jsonl
+        # (a debugging aid; off by default).
+        trace_dir = os.environ.get("PY2_TRACE")
+        trace = open(os.path.join(trace_dir, f"trace-{os.getpid()}.jsonl"), "a") if trace_dir else None
         for raw in sys.stdin.buffer:
             line = raw.decode("utf-8", errors="replace").strip()
             if not line:
@@ -476,7 +482,11 @@ class Backend:
             except Exception as e:  # a malformed request, or a bug: say so on stderr
                 log(f"request {line[:300]!r} failed:\n{traceback.format_exc()}")
                 reply = {"id": rid, "error": {"kind": "bad_request", "message": f"{type(e).__name__}: {e}"}}
-            out.write(json.dumps(reply, ensure_ascii=False) + "\n")
+            text = json.dumps(reply, ensure_ascii=False)
+            if trace is not None:
+                trace.write(line + "\n" + text + "\n")
+                trace.flush()
+            out.write(text + "\n")
             out.flush()
         for _, s in list(self.handles.values()):
             try:
