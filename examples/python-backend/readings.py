@@ -30,6 +30,8 @@ NAMES = {
     "runtime.claim_prefix": "silence: mergeable batches with no merge key merge; delivery policy is not compared",
     "runtime.completion_live": "silence: a completed claim must still be live (not expired)",
     "runtime.renew_expiry": "SEED: renew's UPDATE has no expiry condition; the kit requires a live claim",
+    "runtime.graph_kind_late": "silence: a graph delta kind outside the vocabulary is refused where the "
+                               "delta is applied (after the lease, revision and claim checks), not on arrival",
     "runtime.ledger_order": "silence: the token ledger is ordered by source then model",
     "runtime.gc_head_only": "silence: gc keeps only the head's checkpoint",
     "runtime.attachment_first_stage": "silence: a re-staged uncommitted attachment keeps its first staging",

@@ -659,8 +659,10 @@ class RuntimeStore:
         # outside the vocabulary or a value that is not JSON).
         g = need(c, "graph", dict, "commit")
         kind = need(g, "kind", str, "graph")
-        if kind not in GRAPH_KINDS:
-            raise StoreError("invalid_argument", f"graph delta kind {kind!r} is not one of {', '.join(GRAPH_KINDS)}")
+        bad_kind = None if kind in GRAPH_KINDS else StoreError(
+            "invalid_argument", f"graph delta kind {kind!r} is not one of {', '.join(GRAPH_KINDS)}")
+        if bad_kind is not None and not kit("runtime.graph_kind_late"):
+            raise bad_kind
         nodes = [node_in(n, f"graph.nodes[{i}]") for i, n in enumerate(g.get("nodes") or [])]
         delta_leaf = opt(g, "leaf_node_id", str, "") or None
         checkpoint = b64_in(c.get("checkpoint"), "checkpoint")
@@ -706,6 +708,8 @@ class RuntimeStore:
                     raise StoreError("queued_work_claim_expired", f"claim {cc['claim_id']} of session "
                                      f"{cc['session_id']} in a commit of session {session_id}")
                 ensure_completion(tx, cc, now)
+            if bad_kind is not None:
+                raise bad_kind
             if kind == "append" and kit("runtime.graph_conflict"):
                 seen = set()
                 for n in nodes:
