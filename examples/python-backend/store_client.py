@@ -239,6 +239,15 @@ def open_binding(tx, session_id, task_id, at_ms):
     tx.execute("UPDATE session_tasks SET released_at=? WHERE session_id=? AND task_id<>? AND released_at IS NULL",
                (at, session_id, task_id))
     tx.point("after_close_others")
+    if kit("client.session_for_task"):
+        # The kit's "most recently opened": a reopened pair becomes the
+        # newest row, so that a tie in bound_at goes to the latest opening.
+        if tx.one("SELECT 1 FROM session_tasks WHERE session_id=? AND task_id=? AND released_at IS NULL",
+                  (session_id, task_id)) is not None:
+            return 0
+        tx.execute("DELETE FROM session_tasks WHERE session_id=? AND task_id=?", (session_id, task_id))
+        return tx.changes("INSERT INTO session_tasks(session_id,task_id,bound_at,released_at) VALUES(?,?,?,NULL)",
+                          (session_id, task_id, at))
     return tx.changes(
         "INSERT INTO session_tasks(session_id,task_id,bound_at,released_at) VALUES(?,?,?,NULL) "
         "ON CONFLICT(session_id,task_id) DO UPDATE SET bound_at=excluded.bound_at,released_at=NULL "
