@@ -12,8 +12,14 @@ Files:
   store_continuity.py     seed 003, meerkat-mobkit LocalContinuityStore
   store_runtime.py        seed 000, lash_sqlite_store RuntimePersistence
   store_client.py         seed 002, onlyne ClientStore + SessionLedger
+  readings.py             the attribution switch (PY2_KIT_READINGS): answer a
+                          named silence the kit's way instead, to attribute a
+                          failure to one reading; off by default
   READINGS.md             every place a seed is silent, and the reading taken
   FINDINGS.md             what the kit asks that the seeds do not say
+  backend_test.go         the suite against this backend, for all three stores
+
+PY2_TRACE=DIR appends every request and reply to DIR/trace-<pid>.jsonl.
 
 Requests are answered one at a time, in order. Every operation is one SQLite
 transaction (BEGIN IMMEDIATE when it writes); time comes only from each

@@ -12,10 +12,9 @@ READINGS.md.
 """
 
 import json
-import sqlite3
 
 from readings import kit
-from storecheck_protocol import (Database, StoreError, bad_request, canonical_json, fmt_ms, fmt_s,
+from storecheck_protocol import (Database, StoreError, fmt_ms, fmt_s,
                                  json_text_in, need, opt, text_to_ms, time_in, uint)
 
 CLIENT_MARKER = "onlyne-client"
