@@ -27,7 +27,7 @@ const suiteEnv = "STORECHECK_PYTHON_BACKEND_SUITE"
 // with the kit's.
 const readingsEnv = "PY2_KIT_READINGS"
 
-var stores = []string{"continuity", "runtime", "client"}
+var storeNames = []string{"continuity", "runtime", "client"}
 
 // allowedSkip is the one spec group the backend skips on purpose: it keeps
 // the client's schema marker in a table of its own (READINGS.md K1), so it
@@ -73,7 +73,7 @@ func runSuite(t *testing.T, readings string) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	runErr := cmd.Run()
 	text := out.String()
-	for _, store := range stores {
+	for _, store := range storeNames {
 		m := regexp.MustCompile(`(?m)^  ` + store + `\s+spec\s+(\d+) passed\s+(\d+) failed\s+(\d+) skipped`).FindStringSubmatch(text)
 		switch {
 		case m == nil:

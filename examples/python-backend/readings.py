@@ -72,3 +72,23 @@ def kit(name):
 
 def active():
     return sorted(n for n in NAMES if kit(n))
+
+
+# PY2_BREAK=name,... breaks one of the rules the seeds state, on purpose, for
+# the test that shows the kit still catches a backend that reads the seeds'
+# silences its own way (the latitude is not blindness). Never on by default.
+BREAKS = {
+    "continuity.upsert_fence": "upsert_continuity_record accepts a fence lower than the stored one",
+}
+
+_broken = {n.strip() for n in os.environ.get("PY2_BREAK", "").split(",") if n.strip()}
+for _n in _broken:
+    if _n not in BREAKS:
+        raise SystemExit(f"PY2_BREAK: unknown rule {_n!r} (known: {', '.join(sorted(BREAKS))})")
+
+
+def broken(name):
+    """Whether PY2_BREAK asks this backend to break the named rule."""
+    if name not in BREAKS:
+        raise KeyError(name)
+    return name in _broken

@@ -12,9 +12,11 @@ READINGS.md.
 """
 
 import json
+import os
+import sqlite3
 
 from readings import kit
-from storecheck_protocol import (Database, StoreError, fmt_ms, fmt_s,
+from storecheck_protocol import (bad_request, Database, StoreError, fmt_ms, fmt_s,
                                  json_text_in, need, opt, text_to_ms, time_in, uint)
 
 CLIENT_MARKER = "onlyne-client"
@@ -273,7 +275,11 @@ class ClientStore:
     KINDS = {"schema_mismatch", "invalid_argument", "io"}
     # The marker is not kept as the kit's schema_meta table (unless the
     # attribution switch says so), so client_schema_table is not declared.
-    CAPABILITIES = {"client_schema_table": True} if kit("client.schema_table") else {}
+    # The kit may ask this backend to write a file of another marker in its
+    # own layout (write_foreign_schema), to check the gate at open; with the
+    # kit's reading the marker is the kit's schema_meta table, which the kit
+    # may write itself.
+    CAPABILITIES = {"client_schema_table": True} if kit("client.schema_table") else {"client_schema_writer": True}
     CRASH_POINTS = [
         "enqueue_intent/after_commit",
         "bump_intent/after_commit",
@@ -350,6 +356,28 @@ class ClientStore:
             tx.execute("INSERT INTO schema_meta(marker, version) VALUES(?, ?)", (CLIENT_MARKER, CLIENT_SCHEMA_VERSION))
         for stmt in CLIENT_DDL:
             tx.execute(stmt)
+
+    @staticmethod
+    def write_foreign_schema(path, marker, version):
+        """write_foreign_schema (capability client_schema_writer): a new
+        client file at path, marked with another marker or version in this
+        backend's own layout (the store_meta table), for the kit to check
+        that open refuses it."""
+        if os.path.exists(path):
+            raise bad_request(f"write_foreign_schema: {path!r} exists already")
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(MARKER_DDL)
+            conn.execute(f"INSERT INTO {MARKER_TABLE}(key, value) VALUES('marker', ?), ('schema_version', ?)",
+                         (marker, str(version)))
+            for stmt in CLIENT_DDL:
+                conn.execute(stmt)
+            conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise StoreError("io", f"write_foreign_schema {path!r}: {e}")
+        finally:
+            conn.close()
 
     def close(self):
         self.db.close()

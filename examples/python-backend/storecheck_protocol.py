@@ -92,11 +92,45 @@ class CrashPoints:
 CRASH = CrashPoints()
 
 
+class Yields:
+    """The yield points of the request in flight (docs/protocol.md, "Yield
+    points"): when an op request asks for them ("yields": true), each one
+    writes {"id": N, "yield": "<op>/<place>"} and waits for the kit's
+    {"type": "resume", "id": N}. This backend answers one request at a time,
+    so while it waits the kit sends it nothing else."""
+
+    def __init__(self):
+        self.request = None  # the id of the op request that asked for yields
+
+    def reach(self, place):
+        rid = self.request
+        if rid is None:
+            return
+        sys.stdout.write(json.dumps({"id": rid, "yield": place}) + "\n")
+        sys.stdout.flush()
+        while True:
+            raw = sys.stdin.buffer.readline()
+            if not raw:
+                # The kit closed stdin (it gave up on this process): stop here.
+                os._exit(0)
+            line = raw.strip()
+            if not line:
+                continue
+            msg = json.loads(line)
+            if msg.get("type") == "resume" and msg.get("id") == rid:
+                return
+            log(f"at the yield point {place} of request {rid}, a line that is not its resume: {line[:200]!r}")
+            os._exit(76)
+
+
+YIELDS = Yields()
+
+
 def yield_point(name):
     """A pause point: before each transaction begins ("<op>/before_begin")
-    and after each commit ("<op>/after_commit"). It does nothing today; a
-    later protocol version may let the kit pause a backend here."""
-    return None
+    and after each commit ("<op>/after_commit"), where this backend holds no
+    database lock and no lock of its own."""
+    YIELDS.reach(name)
 
 
 # --------------------------------------------------------------------------
@@ -393,7 +427,7 @@ class Backend:
     def hello(self, req):
         if req.get("version") != PROTOCOL_VERSION:
             raise bad_request(f"protocol version {req.get('version')!r} asked; this backend speaks 1")
-        caps = {"files": True, "shared_files": True, "in_memory": True, "sqlite_locking": True}
+        caps = {"files": True, "shared_files": True, "in_memory": True, "sqlite_locking": True, "yields": True}
         for cls in self.stores.values():
             caps.update(getattr(cls, "CAPABILITIES", {}))
         caps["crash_points"] = {s: list(c.CRASH_POINTS) for s, c in self.stores.items()}
@@ -448,14 +482,27 @@ class Backend:
             timeout_ms = req.get("timeout_ms")
             s.db.set_timeout(timeout_ms if isinstance(timeout_ms, int) else 5000, OP_MARGIN_MS)
             s.now_ms = now_ms
+            YIELDS.request = req.get("id") if req.get("yields") is True else None
             try:
                 return fn(s, args)
             except StoreError as e:
                 if e.kind != "bad_request" and e.kind not in type(s).KINDS:
                     raise StoreError("io", f"{e.kind}: {e.message}")
                 raise
+            finally:
+                YIELDS.request = None
         if t == "arm_crash":
             CRASH.arm(req.get("point"), req.get("nth", 1))
+            return None
+        if t == "write_foreign_schema":
+            cls = self.stores.get(req.get("store"))
+            writer = getattr(cls, "write_foreign_schema", None)
+            if writer is None:
+                raise bad_request(f"write_foreign_schema: the {req.get('store')!r} store has no schema writer")
+            version = req.get("version", 0)
+            if not isinstance(req.get("path"), str) or not isinstance(req.get("marker"), str) or not isinstance(version, int):
+                raise bad_request("write_foreign_schema: want a path, a marker and an integer version")
+            writer(req["path"], req["marker"], version)
             return None
         raise bad_request(f"request type {t!r} is not supported")
 
@@ -466,7 +513,12 @@ class Backend:
         # (a debugging aid; off by default).
         trace_dir = os.environ.get("PY2_TRACE")
         trace = open(os.path.join(trace_dir, f"trace-{os.getpid()}.jsonl"), "a") if trace_dir else None
-        for raw in sys.stdin.buffer:
+        while True:
+            # readline, not iteration: a yield point reads the resume from
+            # the same buffer in the middle of a request.
+            raw = sys.stdin.buffer.readline()
+            if not raw:
+                break
             line = raw.decode("utf-8", errors="replace").strip()
             if not line:
                 continue
