@@ -255,7 +255,7 @@ var Rules = []spec.Rule{
 	{ID: "runtime.claim_ready_queued_work.batch_fence", Op: "claim_ready_queued_work", Says: "Each claimed batch's stored claim fencing token goes up by one: list_queued_work shows it so.",
 		Source: quoted("claim_ready_queued_work", `claim_fencing_token = claim_fencing_token + 1,`)},
 	{ID: "runtime.claim_ready_queued_work.answered_batches", Op: "claim_ready_queued_work", Says: "The claim answers its batches with their claim fencing tokens after the claim's increment, or as the candidate rows were read before it.",
-		Source: silent("claim_ready_queued_work", "the batches are built with queued_work_batch_from_conn(tx, row) from the rows read before the UPDATE; whether that helper, which is not shown, reads the row again is not said"),
+		Source:   silent("claim_ready_queued_work", "the batches are built with queued_work_batch_from_conn(tx, row) from the rows read before the UPDATE; whether that helper, which is not shown, reads the row again is not said"),
 		Latitude: "Either count is accepted in the answer, the same for every batch of the claim; the stored count is one up either way (batch_fence)."},
 	{ID: "runtime.claim_ready_queued_work.claim_lease", Op: "claim_ready_queued_work", Says: "A claim is the session's, the owner's, claimed at now and expiring at now + ttl; its (claim id, token) is not a live claim's.",
 		Source:   silent("claim_ready_queued_work", "QueuedWorkClaimLease::derive(&candidates[0], &session_id, &owner_id, now, lease_ttl_ms) is not shown"),
