@@ -54,6 +54,12 @@ type proc struct {
 	flight *flight
 	armed  string        // a crash point armed for its next operation
 	pause  time.Duration // a pause before its next operation is sent
+	// clock is the process's own: it moves to the run's time when an
+	// operation is sent, and stands still while the operation is in
+	// flight, as a request's now_ms does over the wire. So a store that
+	// reads its clock after a yield point reads the time of the request,
+	// in process as over the wire.
+	clock *clockwork.FakeClock
 }
 
 // flight is an operation in flight on a process.
@@ -63,6 +69,7 @@ type flight struct {
 	client int
 	id     string
 	op     spec.Op
+	sym    spec.Op // op as the schedule has it, references unresolved
 	now    int64
 	place  string // the yield point it waits at
 	armed  string
@@ -86,7 +93,8 @@ func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir str
 	}
 	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"),
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
-		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy},
+		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
+			Capabilities: s.Capabilities},
 			Coverage: map[string]int{}}}
 	e.procs = make([]*proc, s.Processes)
 	cleanup := func() {
@@ -105,7 +113,7 @@ func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir str
 		os.RemoveAll(work)
 	}
 	for n := range e.procs {
-		e.procs[n] = &proc{n: n, work: make(chan func())}
+		e.procs[n] = &proc{n: n, work: make(chan func()), clock: clockwork.NewFakeClockAt(Epoch)}
 		go func(work chan func()) {
 			for fn := range work {
 				fn()
@@ -120,7 +128,8 @@ func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir str
 }
 
 func (e *engine) start(p *proc) error {
-	bp, err := e.backend.Start(e.ctx, p.n, e.path, e.clock)
+	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
+	bp, err := e.backend.Start(e.ctx, p.n, e.path, p.clock)
 	if err != nil {
 		return err
 	}
@@ -164,7 +173,8 @@ func (e *engine) send(i int, st Step) bool {
 		p.pause = 0
 	}
 	op := e.answers.Resolve(st.Op)
-	f := &flight{step: i, call: e.calls, client: st.Client, id: st.ID, op: op, now: e.clock.Now().UnixMilli(),
+	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
+	f := &flight{step: i, call: e.calls, client: st.Client, id: st.ID, op: op, sym: st.Op, now: e.clock.Now().UnixMilli(),
 		armed: p.armed, events: make(chan event, 1), resume: make(chan error)}
 	e.calls++
 	p.armed = ""
@@ -246,19 +256,19 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	}
 	if spec.IsNotSent(err) {
 		e.trace(i, p.n, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
-		e.oracle.dropped(f.call)
+		e.oracle.dropped(f.call, f.op)
 		return true
 	}
 	if !definite {
 		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
-		e.oracle.indefinite(f.call)
+		e.oracle.indefinite(f.call, f.op)
 		return true
 	}
 	e.trace(i, p.n, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
-	allowed, ok := e.oracle.ret(f.call, got)
+	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if e.oracle.inconclusive {
 		e.res.Inconclusive = true
 	}
@@ -332,7 +342,7 @@ func (e *engine) abandon(p *proc) {
 		}
 		f.resume <- errKilled
 	}
-	e.oracle.indefinite(f.call)
+	e.oracle.indefinite(f.call, f.op)
 }
 
 // drain runs every operation still in flight to its end, process by

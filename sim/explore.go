@@ -25,6 +25,16 @@ type Subject struct {
 	CrashPoints []string
 	// RareEvents are the coverage events the default sweep must reach.
 	RareEvents []string
+	// Rival, when set, is an operation that contends with op (the same
+	// identity under another fence, the same lease for another owner), or
+	// nil: while one operation waits at a yield point in the middle of its
+	// work, another process may issue its rival, so that races between a
+	// check and a write are tried where they matter.
+	Rival func(op spec.Op, r *rand.Rand) spec.Op
+	// Capabilities are the backend's declared choices Model was configured
+	// with (model.For); a schedule records them, so that a replay judges by
+	// the same model.
+	Capabilities spec.Capabilities
 }
 
 // Deadliner is a workload whose operations set deadlines (a lease's or a
@@ -84,6 +94,9 @@ type Swarm struct {
 	// Depth is the PCT depth (Burckhardt et al., ASPLOS 2010): d-1
 	// priority change points; 0 picks who moves uniformly at random.
 	Depth int
+	// RivalRate is the share of operations issued while another process's
+	// operation waits at a yield point that are its rival (Subject.Rival).
+	RivalRate float64
 }
 
 // DrawSwarm draws the fault mix and the strategy from r.
@@ -101,6 +114,7 @@ func DrawSwarm(r *rand.Rand) Swarm {
 		BoundaryRate:  pick(0.2, 0.5, 0.8),
 		MaxJumpMS:     int64(pick(100, 2_000, 30_000)),
 		Depth:         int(pick(0, 1, 2, 2, 3, 3, 4)),
+		RivalRate:     pick(0, 0.25, 0.5),
 	}
 }
 
@@ -122,7 +136,8 @@ func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 	p = p.withDefaults()
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	swarm := DrawSwarm(r)
-	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy()}
+	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy(),
+		Capabilities: subj.Capabilities}
 	e, cleanup, err := newEngine(ctx, subj, b, s, dir)
 	if err != nil {
 		return Result{}, err
@@ -134,7 +149,7 @@ func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 	if e.res.Failure != nil {
 		return *e.res, nil
 	}
-	x := &explorer{r: r, swarm: swarm, workload: subj.NewWorkload(), p: p, points: points,
+	x := &explorer{r: r, swarm: swarm, workload: subj.NewWorkload(), rival: subj.Rival, p: p, points: points,
 		clients: make([]*rand.Rand, p.Clients), counts: make([]int, p.Clients)}
 	for i := range x.clients {
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
@@ -178,6 +193,7 @@ type explorer struct {
 	r         *rand.Rand
 	swarm     Swarm
 	workload  linearizability.Workload
+	rival     func(spec.Op, *rand.Rand) spec.Op
 	deadliner Deadliner
 	p         Params
 	points    []string
@@ -241,7 +257,18 @@ func (x *explorer) next(e *engine) ([]Step, bool) {
 	}
 	c := mine[x.r.IntN(len(mine))]
 	at := e.clock.Now().UnixMilli()
-	op := linearizability.NextOp(x.workload, x.clients[c], c, x.counts[c], at)
+	var op spec.Op
+	if x.rival != nil && x.r.Float64() < sw.RivalRate {
+		for _, p := range e.procs {
+			if p.flight != nil && p.flight.place != "" {
+				op = x.rival(p.flight.sym, x.r)
+				break
+			}
+		}
+	}
+	if op == nil {
+		op = linearizability.NextOp(x.workload, x.clients[c], c, x.counts[c], at)
+	}
 	st := Step{Kind: StepOp, ID: spec.OpID(c, x.counts[c]), Client: c, Op: op}
 	x.counts[c]++
 	if x.deadliner != nil {

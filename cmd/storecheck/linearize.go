@@ -12,6 +12,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -68,8 +69,10 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		return check
 	}
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	hist.Capabilities = b.Info().Capabilities.Capabilities
+	m := model.For(s.Model, hist.Capabilities)
 	ran := time.Now()
-	res, err := linearizability.Check(s.Model, hist, cfg.timeout)
+	res, err := linearizability.Check(m, hist, cfg.timeout)
 	checked := time.Now()
 	check.Duration = checked.Sub(start)
 	if cfg.timings != nil {
@@ -195,7 +198,7 @@ func check(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck check: storecheck has no linearizability model of the %s store yet\n", hist.Store)
 		return exitUsage
 	}
-	res, err := linearizability.Check(s.Model, hist, f.dur("check-timeout"))
+	res, err := linearizability.Check(model.For(s.Model, hist.Capabilities), hist, f.dur("check-timeout"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage

@@ -23,6 +23,7 @@ package stores
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -58,6 +59,9 @@ type Store struct {
 	Reference adapters.Opener
 	// Bugs are the deliberately broken variants of the reference.
 	Bugs []bugs.Bug
+	// Rival makes an operation that contends with another, for the
+	// simulator to try races where they matter (sim.Subject.Rival).
+	Rival func(op spec.Op, r *rand.Rand) spec.Op
 	// WriteSchema writes a file of the store that the reference reads as
 	// carrying another schema marker or version (the client store's gate;
 	// nil for a store without one).
@@ -74,6 +78,7 @@ var All = []Store{
 		CrashPoints: refcontinuity.CrashPoints,
 		Reference:   refcontinuity.OpenTarget,
 		Bugs:        bugs.Continuity,
+		Rival:       linearizability.ContinuityRival,
 	},
 	{
 		Contract:    runtime.Contract,
@@ -83,6 +88,7 @@ var All = []Store{
 		CrashPoints: refruntime.CrashPoints,
 		Reference:   refruntime.OpenTarget,
 		Bugs:        bugs.Runtime,
+		Rival:       linearizability.RuntimeRival,
 	},
 	{
 		Contract:    client.Contract,
@@ -92,6 +98,7 @@ var All = []Store{
 		CrashPoints: refclient.CrashPoints,
 		Reference:   refclient.OpenTarget,
 		Bugs:        bugs.Client,
+		Rival:       linearizability.ClientRival,
 		WriteSchema: refclient.WriteSchema,
 	},
 }
