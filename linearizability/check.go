@@ -232,6 +232,15 @@ func (r Result) Explain(contract spec.Contract) string {
 		for _, id := range st.Rules {
 			fmt.Fprintf(&b, "  rule %s\n", contract.Explain(id))
 		}
+		if len(st.Rules) == 0 {
+			// No answer names a rule of its own: the operation's rules
+			// all agree on it, and each is the rule broken.
+			for _, r := range contract.Rules {
+				if r.Op == e.Op.Name() {
+					fmt.Fprintf(&b, "  rule %s: %s\n", r.ID, r.Says)
+				}
+			}
+		}
 		if n := len(st.Placed); n > 0 {
 			from := max(0, n-5)
 			fmt.Fprintf(&b, "  the last %d placed:\n", n-from)
@@ -486,26 +495,6 @@ func (r Result) Summary() string {
 	return b.String()
 }
 
-// Smallest is the smallest part of h, as the model splits it into parts no
-// operation of which affects another, that is still not linearizable on its
-// own: what a person reads first. It is h itself when h does not split, and
-// nil when every part passes on its own within timeout.
-func Smallest(m model.Model, h History, timeout time.Duration) *History {
-	parts := partition(m, operations(m, h))
-	sort.SliceStable(parts, func(i, j int) bool { return len(parts[i]) < len(parts[j]) })
-	for _, part := range parts {
-		sub := History{Store: h.Store, Seed: h.Seed, Command: h.Command}
-		for _, op := range part {
-			sub.Entries = append(sub.Entries, *op.Input.(*Entry))
-		}
-		sort.SliceStable(sub.Entries, func(i, j int) bool { return sub.Entries[i].Call < sub.Entries[j].Call })
-		if res, err := Check(m, sub, timeout); err == nil && res.Verdict == Illegal {
-			return &sub
-		}
-	}
-	return nil
-}
-
 // Text is the history one operation a line: when it was called and
 // returned, by which client, what it did and what it answered.
 func (h History) Text() string {
@@ -521,45 +510,3 @@ func (h History) Text() string {
 	return b.String()
 }
 
-// ShortestPrefix is the shortest prefix of h (every operation called by some
-// point, those still running then made indefinite) that is still not
-// linearizable, found by bisection: the operation that ends it is where the
-// history went wrong. Adding operations to a history never makes an illegal
-// history legal, so the search is sound. It is nil when h itself passes.
-func ShortestPrefix(m model.Model, h History, timeout time.Duration) *History {
-	calls := make([]int64, len(h.Entries))
-	for i, e := range h.Entries {
-		calls[i] = e.Call
-	}
-	sort.Slice(calls, func(i, j int) bool { return calls[i] < calls[j] })
-	illegal := func(n int) (*History, bool) {
-		cut := calls[n-1]
-		p := History{Store: h.Store, Seed: h.Seed, Command: h.Command}
-		for _, e := range h.Entries {
-			if e.Call > cut {
-				continue
-			}
-			if e.Indefinite || e.Return > cut {
-				e.Indefinite, e.Return, e.Outcome = true, 0, model.Outcome{}
-			}
-			p.Entries = append(p.Entries, e)
-		}
-		sort.SliceStable(p.Entries, func(i, j int) bool { return p.Entries[i].Call < p.Entries[j].Call })
-		res, err := Check(m, p, timeout)
-		return &p, err == nil && res.Verdict == Illegal
-	}
-	lo, hi := 1, len(calls)
-	best, ok := illegal(hi)
-	if !ok {
-		return nil
-	}
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if p, bad := illegal(mid); bad {
-			hi, best = mid, p
-		} else {
-			lo = mid + 1
-		}
-	}
-	return best
-}

@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,39 @@ func TestMalformedHistoriesAreRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
 		}
+	}
+}
+
+// Every failing part of an illegal history is explained, smallest first,
+// each with the operation no order can place (its client, arguments and
+// answer), what the contract allowed it, and the rule.
+func TestEveryFailingPartIsExplainedSmallestFirst(t *testing.T) {
+	claim := func(client int, session, owner string, call int) string {
+		return fmt.Sprintf(`{"client": %d, "op": "try_claim_session_execution_lease", "args": {"session_id": %q, "owner_id": %q, "lease_ttl_ms": 1000}, "now_ms": 1000, "call": %d, "return": %d, "result": {"session_id": %q, "owner_id": %q, "lease_token": "%s:%s:1000:1", "fencing_token": 1, "claimed_at_ms": 1000, "expires_at_ms": 2000}}`,
+			client, session, owner, call, call+1, session, owner, session, owner)
+	}
+	// Session t's part (three claims, every one granted) comes first in
+	// the history; session s's (two) is the smaller.
+	entries := []string{claim(0, "t", "a", 1), claim(1, "t", "b", 3), claim(2, "t", "c", 5), claim(3, "s", "a", 7), claim(4, "s", "b", 9)}
+	m := model.Runtime{}
+	h, err := Read(strings.NewReader(`{"store": "runtime", "entries": [`+strings.Join(entries, ",\n")+`]}`), []spec.Contract{m.Contract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Check(m, h, 10*time.Second)
+	if err != nil || res.Verdict != Illegal {
+		t.Fatalf("verdict %s, %v", res.Verdict, err)
+	}
+	text := res.Explain(m.Contract())
+	one := strings.Index(text, "part 1 of 2 (2 operations): client 4's try_claim_session_execution_lease {\"session_id\":\"s\",\"owner_id\":\"b\"")
+	two := strings.Index(text, "part 2 of 2 (3 operations): client 1's try_claim_session_execution_lease {\"session_id\":\"t\",\"owner_id\":\"b\"")
+	if one < 0 || two < one {
+		t.Fatalf("the failing parts are not both explained, smallest first:\n%s", text)
+	}
+	if strings.Count(text, "the contract allows only") != 2 || strings.Count(text, "\n  rule ") < 2 {
+		t.Errorf("a part without what the contract allows, or without its rule:\n%s", text)
+	}
+	if head := res.Headline(); !strings.Contains(head, "client 4's try_claim_session_execution_lease answered") || !strings.Contains(head, "and 1 more parts") {
+		t.Errorf("headline: %s", head)
 	}
 }
