@@ -21,8 +21,10 @@ type linearizeConfig struct {
 	run       linearizability.Config
 	timeout   time.Duration
 	reportDir string
-	// command reproduces the run (without --seed, which is added).
-	command string
+	// command reproduces the run (without --store and --seed, which are
+	// added, and without the backend, which is backend: " -- BACKEND...",
+	// "" for the embedded reference).
+	command, backend string
 	// timings, when set, receives where the time went.
 	timings *linearizeTimings
 }
@@ -68,7 +70,7 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		check.Outcome, check.Message = reports.Failed, "run: "+err.Error()
 		return check
 	}
-	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	hist.Command = fmt.Sprintf("%s --store %s --seed %d%s", cfg.command, s.Name(), rc.Seed, cfg.backend)
 	hist.Capabilities = b.Info().Capabilities.Capabilities
 	m := model.For(s.Model, hist.Capabilities)
 	ran := time.Now()
@@ -137,10 +139,9 @@ func linearize(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck linearize: backend failure: %v\n", err)
 		return exitBackend
 	}
-	suffix := ""
+	suffix := backendSuffix(inv.backend)
 	if backend != nil {
 		defer backend.Close()
-		suffix = " -- " + strings.Join(inv.backend, " ")
 	}
 	seedList := sr.Seeds(sh)
 	started := time.Now()
@@ -155,12 +156,10 @@ sweep:
 				run:       linearizability.Config{Clients: clients, Ops: ops, Handles: handles, Seed: seed, Duration: f.dur("duration")},
 				timeout:   f.dur("check-timeout"),
 				reportDir: f.str("report-dir"),
-				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", clients, ops, handles),
+				command:   "storecheck linearize" + always(f, "clients", "ops", "handles") + changing(f, "duration", "check-timeout", "reply-timeout"),
+				backend:   suffix,
 			}
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
-			if c.Reproduce != "" {
-				c.Reproduce += suffix
-			}
 			result.Checks = append(result.Checks, c)
 			progress.Done(1)
 			progress.Ops(ops)

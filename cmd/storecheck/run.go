@@ -47,18 +47,23 @@ func run(inv invocation) int {
 		defer backend.Close()
 	}
 	h := suite.HarnessOf(b)
+	suffix := backendSuffix(inv.backend)
 
 	started := time.Now()
 	result := reports.Run{Backend: h.Name, Seed: seed}
 	if layers["spec"] {
-		result.Checks = specChecks(suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose}))
+		result.Checks = specChecks(suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose}),
+			func(store string) string {
+				return fmt.Sprintf("storecheck run --store %s --layers spec --seed %d%s%s", store, seed, changing(f, "reply-timeout"), suffix)
+			})
 	}
 	if layers["linearizability"] && !(failFast && result.Failed()) {
 		cfg := linearizeConfig{
 			run:       linearizability.Config{Seed: seed, Ops: ops},
 			timeout:   f.dur("check-timeout"),
 			reportDir: f.str("report-dir"),
-			command:   fmt.Sprintf("storecheck linearize --ops %d", ops),
+			command:   fmt.Sprintf("storecheck linearize --ops %d", ops) + changing(f, "check-timeout", "reply-timeout"),
+			backend:   suffix,
 		}
 		for _, name := range selected {
 			s, _ := stores.Lookup(name)
@@ -69,7 +74,7 @@ func run(inv invocation) int {
 			}
 		}
 	}
-	result.Tool, result.Command, result.Duration = "storecheck", "storecheck run "+strings.Join(f.line, " "), time.Since(started)
+	result.Tool, result.Command, result.Duration = "storecheck", "storecheck run "+strings.Join(f.line, " ")+suffix, time.Since(started)
 	fmt.Fprintln(inv.stdout)
 	reports.WriteText(inv.stdout, result)
 	writeReports(f, result, stderr)
@@ -80,12 +85,16 @@ func run(inv invocation) int {
 	return exitCode(result)
 }
 
-// specChecks are the suite's results as checks of the spec layer.
-func specChecks(rs []suite.Result) []reports.Check {
+// specChecks are the suite's results as checks of the spec layer; a
+// failure carries reproduce's command for its store.
+func specChecks(rs []suite.Result, reproduce func(store string) string) []reports.Check {
 	out := make([]reports.Check, len(rs))
 	for i, r := range rs {
 		out[i] = reports.Check{Store: r.Store, Layer: suite.Layer, Name: r.Name, Outcome: reports.Outcome(r.Outcome),
 			Message: r.Message, Duration: r.Duration}
+		if r.Outcome != suite.Passed && r.Outcome != suite.Skipped {
+			out[i].Reproduce = reproduce(r.Store)
+		}
 	}
 	return out
 }

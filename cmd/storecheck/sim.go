@@ -40,16 +40,8 @@ func simulation(inv invocation) int {
 	failFast, shrinkBudget, reportDir, timeout := f.on("fail-fast"), f.num("shrink"), f.str("report-dir"), f.dur("reply-timeout")
 
 	// The command that reproduces one seed, as the report prints it.
-	base := "storecheck sim"
-	for _, name := range []string{"steps", "clients", "processes"} {
-		if o, _ := optionNamed(name); f.str(name) != o.def {
-			base += fmt.Sprintf(" --%s %s", name, f.str(name))
-		}
-	}
-	suffix := ""
-	if command != nil {
-		suffix = " -- " + strings.Join(command, " ")
-	}
+	base := "storecheck sim" + changing(f, "steps", "clients", "processes", "reply-timeout")
+	suffix := backendSuffix(command)
 
 	result := reports.Run{Tool: "storecheck", Backend: ref.Info().Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(f.line, " ") + suffix}
 	if command != nil {
@@ -107,7 +99,7 @@ func simulation(inv invocation) int {
 				}
 				c.Outcome = reports.Failed
 				c.Message = res.Failure.Error()
-				c.Details, c.Artifacts, c.Interleaving = shrinkAndSave(subj, backend, res, shrinkBudget, reportDir, name, suffix, stderr)
+				c.Details, c.Artifacts, c.Interleaving = shrinkAndSave(subj, backend, res, shrinkBudget, reportDir, name, changing(f, "reply-timeout"), suffix, stderr)
 			}
 			result.Checks = append(result.Checks, c)
 		}, func() bool { return failFast && failed.Load() })
@@ -132,7 +124,7 @@ func simulation(inv invocation) int {
 
 // shrinkAndSave shrinks a failing run and saves the small schedule and its
 // trace; it returns the trace for the report, and the files.
-func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, reportDir, store, suffix string, stderr io.Writer) (string, []reports.Artifact, *reports.Interleaving) {
+func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, reportDir, store, replayFlags, suffix string, stderr io.Writer) (string, []reports.Artifact, *reports.Interleaving) {
 	small := res
 	if budget > 0 && res.Failure.Backend == nil {
 		var err error
@@ -160,7 +152,7 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 	}
 	os.WriteFile(filepath.Join(reportDir, trace), []byte(strings.Join(small.Trace, "\n")+"\n"+small.Failure.Error()+"\n"), 0o644)
 	os.WriteFile(filepath.Join(reportDir, folder, "interleaving.txt"), []byte(small.InterleavingText(60)+small.Failure.Error()+"\n"), 0o644)
-	details += "\nreplay: storecheck replay " + filepath.Join(reportDir, schedule) + suffix
+	details += "\nreplay: storecheck replay" + replayFlags + " " + shellQuote(filepath.Join(reportDir, schedule)) + suffix
 	return details, []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
 		{Name: "interleaving", Path: filepath.Join(folder, "interleaving.txt")}}, grid
 }
