@@ -62,7 +62,9 @@ type Stuck struct {
 // The view steps the model again along every partial linearization, and
 // those share their prefixes: each step is taken once (memoized), and each
 // state described once (describer).
-func (r Result) Visualize(w io.Writer) error { return porcupine.Visualize(memoized(r.model), r.info, w) }
+func (r Result) Visualize(w io.Writer) error {
+	return porcupine.Visualize(memoized(r.model), r.info, w)
+}
 
 // memoized is pm with its Step remembered: a state set and an entry lead
 // where they led before.
@@ -509,4 +511,3 @@ func (h History) Text() string {
 	}
 	return b.String()
 }
-

@@ -122,7 +122,7 @@ func (h History) MarshalJSON() ([]byte, error) {
 		}
 		out.Entries[i] = j
 	}
-	return json.MarshalIndent(out, "", " ")
+	return json.Marshal(out)
 }
 
 // Read decodes a saved history of one of the given stores.
@@ -187,7 +187,8 @@ func ReadFile(path string, contracts []spec.Contract) (History, error) {
 
 // WriteFile saves the history as JSON.
 func (h History) WriteFile(path string) error {
-	b, err := json.Marshal(h)
+	// MarshalJSON's own bytes: json.Marshal(h) would compact them again.
+	b, err := h.MarshalJSON()
 	if err != nil {
 		return err
 	}

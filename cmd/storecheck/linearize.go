@@ -25,8 +25,10 @@ type linearizeConfig struct {
 	// added, and without the backend, which is backend: " -- BACKEND...",
 	// "" for the embedded reference).
 	command, backend string
-	// timings, when set, receives where the time went.
+	// timings, when set, receives where the time went; model, when set,
+	// wraps the store's model (a test counts its steps).
 	timings *linearizeTimings
+	model   func(model.Model) model.Model
 }
 
 // linearizeTimings are where one store's linearizability check spent its
@@ -73,6 +75,9 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d%s", cfg.command, s.Name(), rc.Seed, cfg.backend)
 	hist.Capabilities = b.Info().Capabilities.Capabilities
 	m := model.For(s.Model, hist.Capabilities)
+	if cfg.model != nil {
+		m = cfg.model(m)
+	}
 	ran := time.Now()
 	res, err := linearizability.Check(m, hist, cfg.timeout)
 	checked := time.Now()
