@@ -115,7 +115,11 @@ func WriteJUnit(w io.Writer, r Run) error {
 		body := strings.TrimSpace(strings.Join(nonEmpty(c.Message, c.Details, reproduceLine(c)), "\n\n"))
 		switch c.Outcome {
 		case Failed:
-			tc.Failure = &junitProblem{Message: firstLine(c.Message), Type: "conformance", Text: body}
+			kind := "conformance"
+			if c.Layer == BackendLayer {
+				kind = "backend"
+			}
+			tc.Failure = &junitProblem{Message: firstLine(c.Message), Type: kind, Text: body}
 			s.Fail++
 			out.Fail++
 		case Inconclusive:
@@ -124,6 +128,10 @@ func WriteJUnit(w io.Writer, r Run) error {
 			out.Errors++
 		case Skipped:
 			tc.Skipped = &junitProblem{Message: c.Message}
+			s.Skipped++
+			out.Skipped++
+		case NotRun:
+			tc.Skipped = &junitProblem{Message: c.Message, Type: "not run"}
 			s.Skipped++
 			out.Skipped++
 		}

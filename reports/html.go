@@ -36,8 +36,8 @@ p.note { color: #555; font-style: italic; }
 <h1>storecheck {{if .Failed}}<span class="failed">failed</span>{{else if .Inconclusive}}<span class="inconclusive">inconclusive</span>{{else}}<span class="passed">passed</span>{{end}}</h1>
 <p>Backend <code>{{.Run.Backend}}</code>, seed <code>{{.Run.Seed}}</code>, {{dur .Run.Duration}}.{{if .Run.Command}} Command: <code>{{.Run.Command}}</code>{{end}}</p>
 <table>
-<tr><th>store</th><th>layer</th><th>passed</th><th>failed</th><th>inconclusive</th><th>skipped</th></tr>
-{{range .Tallies}}<tr><td>{{.Store}}</td><td>{{.Layer}}</td><td class="n">{{.Passed}}</td><td class="n{{if .Failed}} failed{{end}}">{{.Failed}}</td><td class="n{{if .Inconclusive}} inconclusive{{end}}">{{.Inconclusive}}</td><td class="n">{{.Skipped}}</td></tr>
+<tr><th>store</th><th>layer</th><th>passed</th><th>failed</th><th>inconclusive</th><th>skipped</th><th>not run</th></tr>
+{{range .Tallies}}<tr><td>{{.Store}}</td><td>{{.Layer}}</td><td class="n">{{.Passed}}</td><td class="n{{if .Failed}} failed{{end}}">{{.Failed}}</td><td class="n{{if .Inconclusive}} inconclusive{{end}}">{{.Inconclusive}}</td><td class="n">{{.Skipped}}</td><td class="n">{{.NotRun}}</td></tr>
 {{end}}</table>
 {{range .Problems}}<section class="failure">
 <h2 class="{{lower .Outcome}}">{{.Outcome}}: {{.Store}}/{{.Layer}}: {{.Name}}</h2>
@@ -53,6 +53,7 @@ p.note { color: #555; font-style: italic; }
 {{end}}{{if .Details}}<details open><summary>Minimal history / shrunk schedule</summary><pre>{{.Details}}</pre></details>{{end}}
 </section>
 {{end}}
+{{with .NotRun}}<h2>Not run</h2><ul>{{range .}}<li>{{.Store}}/{{.Layer}}: {{.NotRun}} checks: the backend failed before they could give a verdict</li>{{end}}</ul>{{end}}
 {{with .Skips}}<h2>Skipped</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body>
 </html>
@@ -77,8 +78,14 @@ func WriteHTML(w io.Writer, r Run) error {
 			}
 		}
 	}
+	var notRun []Tally
+	for _, t := range r.Tallies() {
+		if t.NotRun > 0 {
+			notRun = append(notRun, t)
+		}
+	}
 	return page.Execute(w, map[string]any{
-		"Run": r, "Tallies": r.Tallies(), "Problems": problems, "Skips": skips,
+		"Run": r, "Tallies": r.Tallies(), "Problems": problems, "Skips": skips, "NotRun": notRun,
 		"Failed": r.Failed(), "Inconclusive": r.Inconclusive(),
 	})
 }

@@ -20,7 +20,15 @@ const (
 	// Inconclusive: the check could not decide (it ran out of time); it is
 	// never a pass.
 	Inconclusive Outcome = "inconclusive"
+	// NotRun: the backend failed before the check could give a verdict;
+	// the failure is one check of its own (layer BackendLayer).
+	NotRun Outcome = "not run"
 )
+
+// BackendLayer is the layer of a backend's own failure (it would not start,
+// broke the protocol, died): reported once, with its cause and its stderr;
+// the checks it prevented are NotRun.
+const BackendLayer = "backend"
 
 // Check is one verdict of one layer of the kit on one store: a spec, a
 // linearizability check, a simulated seed.
@@ -76,9 +84,9 @@ type Run struct {
 
 // Tally counts a store's checks in one layer.
 type Tally struct {
-	Store, Layer                                 string
-	Passed, Failed, Skipped, Inconclusive, Total int
-	Duration                                     time.Duration
+	Store, Layer                                         string
+	Passed, Failed, Skipped, Inconclusive, NotRun, Total int
+	Duration                                             time.Duration
 }
 
 // Tallies counts the checks per store and layer, sorted by store then layer.
@@ -104,6 +112,8 @@ func (r Run) Tallies() []Tally {
 			t.Skipped++
 		case Inconclusive:
 			t.Inconclusive++
+		case NotRun:
+			t.NotRun++
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -152,6 +162,9 @@ func WriteText(w io.Writer, r Run) {
 		if t.Inconclusive > 0 {
 			fmt.Fprintf(w, " %4d inconclusive", t.Inconclusive)
 		}
+		if t.NotRun > 0 {
+			fmt.Fprintf(w, " %4d not run", t.NotRun)
+		}
 		if t.Duration > 0 {
 			fmt.Fprintf(w, "  %v", t.Duration.Round(time.Millisecond))
 		}
@@ -168,6 +181,11 @@ func WriteText(w io.Writer, r Run) {
 		case c.Outcome == Skipped && c.Message != "" && !seen[c.Store+c.Message]:
 			seen[c.Store+c.Message] = true
 			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
+		}
+	}
+	for _, t := range r.Tallies() {
+		if t.NotRun > 0 {
+			fmt.Fprintf(w, "not run %s/%s: %d checks: the backend failed before they could give a verdict\n", t.Store, t.Layer, t.NotRun)
 		}
 	}
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 )
 
@@ -25,6 +29,12 @@ func fakeBackend(name string) {
 	if name == "exits_at_start" {
 		fmt.Fprintln(os.Stderr, "fatal: cannot read /etc/fake-backend.conf")
 		os.Exit(1)
+	}
+	if n, ok := strings.CutPrefix(name, "garbles_reply_"); ok {
+		// The reference over the wire, but for its nth reply, which is
+		// not JSON: one protocol violation, in the middle of a run.
+		nth, _ := strconv.Atoi(n)
+		os.Exit(serve(os.Stdin, &garbler{w: os.Stdout, nth: nth, name: name}, os.Stderr, stores.Reference()))
 	}
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
@@ -227,5 +237,88 @@ func TestABackendThatCannotStartIsABackendFailure(t *testing.T) {
 	if code != exitBackend || !strings.Contains(errs.String(), "storecheck run: backend failure: backend_failure: start") ||
 		!strings.Contains(errs.String(), "no such file or directory") {
 		t.Fatalf("exit %d, want %d\n%s", code, exitBackend, errs.String())
+	}
+}
+
+// garbler writes the lines written to it to w, but for the nth, which it
+// replaces with a line that is not JSON (saying so on stderr).
+type garbler struct {
+	w       io.Writer
+	nth     int
+	name    string
+	mu      sync.Mutex
+	lines   int
+	pending []byte
+}
+
+func (g *garbler) Write(b []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending = append(g.pending, b...)
+	for {
+		i := bytes.IndexByte(g.pending, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := g.pending[:i+1]
+		g.lines++
+		if g.lines == g.nth {
+			fmt.Fprintf(os.Stderr, "fake backend %s: garbling reply %d\n", g.name, g.nth)
+			line = []byte("<garbage reply>\n")
+		}
+		if _, err := g.w.Write(line); err != nil {
+			return 0, err
+		}
+		g.pending = g.pending[i+1:]
+	}
+}
+
+// A backend that breaks the protocol once, in the middle of the suite, is
+// one failure: the backend's, with its cause and its stderr; the specs it
+// kept from running (the one in flight, every one after, the
+// linearizability check) are not run, not failures; the exit code is a
+// backend failure's.
+func TestABackendFailureIsReportedOnce(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := storecheck(t, "file", "run", "--store", "continuity", "--seed", "1", "--report-dir", dir,
+		"--", os.Args[0], "fake-backend", "garbles_reply_60")
+	if code != exitBackend {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitBackend, out, errs)
+	}
+	var run reports.Run
+	b, _ := os.ReadFile(filepath.Join(dir, reports.JSONFile))
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatal(err)
+	}
+	var failed []reports.Check
+	passed, notRun := 0, 0
+	for _, c := range run.Checks {
+		switch c.Outcome {
+		case reports.Failed:
+			failed = append(failed, c)
+		case reports.Passed:
+			passed++
+		case reports.NotRun:
+			notRun++
+		}
+	}
+	if len(failed) != 1 || failed[0].Layer != reports.BackendLayer {
+		t.Fatalf("want exactly one failure, the backend's; got %d:\n%s", len(failed), out)
+	}
+	for _, want := range []string{"a stdout line is not JSON", "<garbage reply>", "last stderr lines of the backend",
+		"| fake backend garbles_reply_60: garbling reply 60", fmt.Sprintf("%d checks not run", notRun)} {
+		if !strings.Contains(failed[0].Message, want) {
+			t.Errorf("the backend failure does not say %q:\n%s", want, failed[0].Message)
+		}
+	}
+	if passed == 0 || notRun < 10 {
+		t.Errorf("%d passed and %d not run: want the specs before the failure passed and the rest not run", passed, notRun)
+	}
+	if n := strings.Count(out, "\nFAIL "); n != 1 || !regexp.MustCompile(`(?m)^  continuity  spec +\d+ passed +0 failed +0 skipped +\d+ not run`).MatchString(out) {
+		t.Errorf("the console shows %d failures, or counts the specs the backend failure prevented otherwise than not run:\n%s", n, out)
+	}
+	junit, _ := os.ReadFile(filepath.Join(dir, reports.JUnitFile))
+	if !strings.Contains(string(junit), `<testsuites name="storecheck" tests="`+fmt.Sprint(len(run.Checks))+`" failures="1"`) {
+		t.Errorf("junit.xml does not count one failure:\n%.400s", junit)
 	}
 }

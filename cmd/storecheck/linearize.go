@@ -14,6 +14,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // linearizeConfig is what a linearizability run of one store needs.
@@ -156,6 +157,12 @@ func linearize(inv invocation) int {
 sweep:
 	for _, seed := range seedList {
 		for _, name := range selected {
+			if backend != nil && backend.Err() != nil {
+				result.Checks = append(result.Checks, reports.Check{Store: name, Layer: "linearizability", Name: fmt.Sprintf("seed %d", seed),
+					Outcome: reports.NotRun, Message: suite.NotRunMessage})
+				progress.Done(1)
+				continue
+			}
 			s, _ := stores.Lookup(name)
 			cfg := linearizeConfig{
 				run:       linearizability.Config{Clients: clients, Ops: ops, Handles: handles, Seed: seed, Duration: f.dur("duration")},
@@ -165,6 +172,9 @@ sweep:
 				backend:   suffix,
 			}
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
+			if backend != nil && backend.Err() != nil { // it was in flight
+				c.Outcome, c.Message, c.Reproduce, c.Details, c.Artifacts = reports.NotRun, suite.InFlightMessage, "", "", nil
+			}
 			result.Checks = append(result.Checks, c)
 			progress.Done(1)
 			progress.Ops(ops)
@@ -177,6 +187,9 @@ sweep:
 		}
 	}
 	progress.Stop()
+	if backend != nil && backend.Err() != nil {
+		result.Checks = append(result.Checks, backendFailure(backend.Err(), result.Checks))
+	}
 	result.Duration = time.Since(started)
 	reports.WriteText(stdout, result)
 	writeReports(f, result, stderr)

@@ -49,10 +49,16 @@ func run(inv invocation) int {
 	h := suite.HarnessOf(b)
 	suffix := backendSuffix(inv.backend)
 
+	// backendErr is the backend's own failure: from then on nothing runs,
+	// and the failure is reported once (backendFailure).
+	backendErr := func() error { return nil }
+	if backend != nil {
+		backendErr = backend.Err
+	}
 	started := time.Now()
 	result := reports.Run{Backend: h.Name, Seed: seed}
 	if layers["spec"] {
-		result.Checks = specChecks(suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose}),
+		result.Checks = specChecks(suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose, BackendErr: backendErr}),
 			func(store string) string {
 				return fmt.Sprintf("storecheck run --store %s --layers spec --seed %d%s%s", store, seed, changing(f, "reply-timeout"), suffix)
 			})
@@ -66,13 +72,24 @@ func run(inv invocation) int {
 			backend:   suffix,
 		}
 		for _, name := range selected {
+			if backendErr() != nil {
+				result.Checks = append(result.Checks, reports.Check{Store: name, Layer: "linearizability", Name: "concurrent history",
+					Outcome: reports.NotRun, Message: suite.NotRunMessage})
+				continue
+			}
 			s, _ := stores.Lookup(name)
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
+			if backendErr() != nil { // it was in flight
+				c.Outcome, c.Message, c.Reproduce, c.Details, c.Artifacts = reports.NotRun, suite.InFlightMessage, "", "", nil
+			}
 			result.Checks = append(result.Checks, c)
 			if failFast && c.Outcome == reports.Failed {
 				break
 			}
 		}
+	}
+	if err := backendErr(); err != nil {
+		result.Checks = append(result.Checks, backendFailure(err, result.Checks))
 	}
 	result.Tool, result.Command, result.Duration = "storecheck", "storecheck run "+strings.Join(f.line, " ")+suffix, time.Since(started)
 	fmt.Fprintln(inv.stdout)
@@ -97,4 +114,32 @@ func specChecks(rs []suite.Result, reproduce func(store string) string) []report
 		}
 	}
 	return out
+}
+
+// backendFailure is a backend's own failure as the one check that reports
+// it: its cause (with the backend's last stderr lines, which the exec
+// adapter quotes), the check in flight when it came, and how many checks it
+// kept from running (NotRun among checks).
+func backendFailure(err error, checks []reports.Check) reports.Check {
+	c := reports.Check{Store: "backend", Layer: reports.BackendLayer, Name: "the backend failed (no verdict on its conformance)",
+		Outcome: reports.Failed}
+	notRun := 0
+	var inFlight string
+	for _, k := range checks {
+		if k.Outcome != reports.NotRun {
+			continue
+		}
+		notRun++
+		if k.Message == suite.InFlightMessage {
+			inFlight = k.Store + "/" + k.Layer + ": " + k.Name
+		}
+	}
+	c.Message = err.Error()
+	if inFlight != "" {
+		c.Message = "while " + inFlight + " ran: " + c.Message
+	}
+	if notRun > 0 {
+		c.Message += fmt.Sprintf("\n%d checks not run", notRun)
+	}
+	return c
 }

@@ -73,6 +73,10 @@ type Config struct {
 	FailFast bool
 	// Verbose prints every spec as it runs, not only failures.
 	Verbose bool
+	// BackendErr, when set, is the backend's own failure (nil while it
+	// keeps to the protocol): once it is not nil, no spec runs; each is
+	// reported NotRun, as is the one in flight when it failed.
+	BackendErr func() error
 }
 
 // failer records a failure for Run, which has no *testing.T.
@@ -87,6 +91,16 @@ const (
 	Passed  Outcome = "passed"
 	Failed  Outcome = "failed"
 	Skipped Outcome = "skipped"
+	// NotRun: the backend failed before the spec could give a verdict
+	// (Config.BackendErr); the backend's failure is reported once, apart.
+	NotRun Outcome = "not run"
+)
+
+// The reasons of the specs a backend failure prevented: the one in flight
+// when it failed, and every one after.
+const (
+	NotRunMessage   = "not run: the backend failed (the backend failure is reported once, apart)"
+	InFlightMessage = "not run: the backend failed while this spec ran (the backend failure is reported once, apart)"
 )
 
 // Result is what one spec found: its store, its full name, its verdict and
@@ -103,9 +117,34 @@ type Result struct {
 // Run runs the suite against h and returns one result per spec.
 func Run(h Harness, cfg Config) []Result {
 	RegisterFailHandler(Fail)
+	// The spec in flight when the backend failed, and every spec after it,
+	// did not run: they are no verdict on the backend's conformance.
+	var inFlight string
+	if cfg.BackendErr != nil {
+		BeforeEach(func() {
+			if cfg.BackendErr() != nil {
+				Skip(NotRunMessage)
+			}
+		})
+		ReportAfterEach(func(r SpecReport) {
+			if inFlight == "" && cfg.BackendErr() != nil {
+				inFlight = r.FullText()
+			}
+		})
+	}
 	define(h, cfg.Stores)
 	var checks []Result
-	ReportAfterSuite("storecheck", func(r Report) { checks = convert(r) })
+	ReportAfterSuite("storecheck", func(r Report) {
+		checks = convert(r)
+		for i, c := range checks {
+			switch {
+			case c.Name == inFlight:
+				checks[i].Outcome, checks[i].Message = NotRun, InFlightMessage
+			case c.Outcome == Skipped && c.Message == NotRunMessage:
+				checks[i].Outcome = NotRun
+			}
+		}
+	})
 	sc, rc := GinkgoConfiguration()
 	sc.RandomSeed = cfg.Seed
 	sc.RandomizeAllSpecs = true
