@@ -107,8 +107,11 @@ func WriteJUnit(w io.Writer, r Run) error {
 		if !ok {
 			i = len(out.Suites)
 			idx[k] = i
-			out.Suites = append(out.Suites, junitSuite{Name: c.Store + "/" + c.Layer, Properties: []junitProperty{
-				{"backend", r.Backend}, {"seed", fmt.Sprint(r.Seed)}}})
+			props := []junitProperty{{"backend", r.Backend}, {"seed", fmt.Sprint(r.Seed)}}
+			for _, n := range r.Notes {
+				props = append(props, junitProperty{"not explored", n})
+			}
+			out.Suites = append(out.Suites, junitSuite{Name: c.Store + "/" + c.Layer, Properties: props})
 		}
 		s := &out.Suites[i]
 		tc := junitCase{Name: c.Name, ClassName: "storecheck." + c.Store + "." + c.Layer, Time: c.Duration.Seconds()}

@@ -53,6 +53,7 @@ p.note { color: #555; font-style: italic; }
 {{end}}{{if .Details}}<details open><summary>Minimal history / shrunk schedule</summary><pre>{{.Details}}</pre></details>{{end}}
 </section>
 {{end}}
+{{with .Run.Notes}}<h2>Not explored</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{with .NotRun}}<h2>Not run</h2><ul>{{range .}}<li>{{.Store}}/{{.Layer}}: {{.NotRun}} checks: the backend failed before they could give a verdict</li>{{end}}</ul>{{end}}
 {{with .Skips}}<h2>Skipped</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body>

@@ -80,6 +80,10 @@ type Run struct {
 	Seed     int64         `json:"seed"`
 	Duration time.Duration `json:"duration_ns"`
 	Checks   []Check       `json:"checks"`
+	// Notes say what the run could not explore, and why: an event no run
+	// reached, a capability the backend lacks (less is explored, nothing
+	// is refused).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Tally counts a store's checks in one layer.
@@ -182,6 +186,9 @@ func WriteText(w io.Writer, r Run) {
 			seen[c.Store+c.Message] = true
 			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
 		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "not explored: %s\n", n)
 	}
 	for _, t := range r.Tallies() {
 		if t.NotRun > 0 {

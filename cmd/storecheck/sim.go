@@ -85,10 +85,12 @@ func simulation(inv invocation) int {
 		}
 		subj := subjectFor(st, points, caps)
 		coverage := sim.Coverage{}
+		var yielded, crashed bool
 		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
+			yielded, crashed = yielded || res.Yielded, crashed || res.CrashPoints
 			c := reports.Check{Store: name, Layer: "sim", Name: fmt.Sprintf("seed %d", res.Schedule.Seed), Outcome: reports.Passed,
 				Reproduce: fmt.Sprintf("%s --store %s --seed %d%s", base, name, res.Schedule.Seed, suffix)}
 			if res.Failure != nil {
@@ -111,6 +113,7 @@ func simulation(inv invocation) int {
 			fmt.Fprintf(stderr, "storecheck sim: the %s sweep did not reach: %s\n", name, strings.Join(missing, "; "))
 		}
 		writeCoverage(stdout, name, coverage, rareEvents(st))
+		result.Notes = append(result.Notes, unexplored(name, coverage, rareEvents(st), yielded, crashed, len(seedList))...)
 	}
 	progress.Stop()
 	result.Duration = time.Since(start)
@@ -155,6 +158,31 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 	details += "\nreplay: storecheck replay" + replayFlags + " " + shellQuote(filepath.Join(reportDir, schedule)) + suffix
 	return details, []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
 		{Name: "interleaving", Path: filepath.Join(folder, "interleaving.txt")}}, grid
+}
+
+// unexplored says what a store's sweep of seeds runs did not explore, and
+// why: a capability the backend lacks (no crash points: processes are
+// killed, never crashed inside an operation; no yield point reached:
+// operations interleave whole), and each rare event no run reached, with
+// the capability it needs or the rarity that kept it away.
+func unexplored(store string, c sim.Coverage, rare []string, yielded, crashed bool, seeds int) []string {
+	var notes []string
+	if seeds == 0 {
+		return nil
+	}
+	for _, u := range (sim.Result{Yielded: yielded, CrashPoints: crashed}).Unexplored() {
+		notes = append(notes, store+": "+u)
+	}
+	for _, e := range c.Missing(rare) {
+		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: --seeds)", seeds)
+		// Both are an armed crash point firing: inside the operation, or
+		// after its commit.
+		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {
+			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points)"
+		}
+		notes = append(notes, fmt.Sprintf("%s: %q was not reached: %s", store, e, why))
+	}
+	return notes
 }
 
 // writeCoverage prints what the sweep reached of the store's rare events.

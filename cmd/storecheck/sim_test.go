@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
 )
 
@@ -222,5 +225,55 @@ func TestSimReproducesEveryRacyBugFromOneSeed(t *testing.T) {
 			}
 			t.Fatalf("the default sweep (%s) never found %s", sim.DefaultSeeds, bug.Name())
 		})
+	}
+}
+
+// noCrashPoints is a backend that declares no crash points: the reference,
+// its hello's crash_points left empty.
+type noCrashPoints struct{ adapters.Backend }
+
+func (b noCrashPoints) Info() adapters.Hello {
+	info := b.Backend.Info()
+	info.Capabilities.CrashPoints = nil
+	return info
+}
+
+// A capability missing means less is explored, never a refusal: sim runs a
+// backend without crash points, kills its processes (and crashes none inside an
+// operation), and every form of the report says what could not be reached
+// and why.
+func TestSimWithoutCrashPointsExploresKillsAndSaysWhatItMissed(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs strings.Builder
+	code := cli([]string{"sim", "--store", "continuity", "--seeds", "1..8", "--report-dir", dir, "--quiet"}, &out, &errs, noCrashPoints{stores.Reference()})
+	if code != exitPassed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitPassed, out.String(), errs.String())
+	}
+	coverage := regexp.MustCompile(`(?m)^continuity coverage: .*\(not: (.*)\)$`).FindStringSubmatch(out.String())
+	if coverage == nil || !strings.Contains(coverage[1], sim.EventCrashInside) || strings.Contains(coverage[1], sim.EventKill) {
+		t.Fatalf("want kills reached and no crash inside an operation:\n%s", out.String())
+	}
+	const why = `continuity: "` + sim.EventCrashInside + `" was not reached: it needs crash points, and the backend declares none for continuity`
+	const capability = "continuity: crashes inside operations were not explored: the backend declares no crash points"
+	forms := map[string]string{"console": out.String()}
+	for _, f := range []string{reports.TextFile, reports.JSONFile, reports.HTMLFile, reports.JUnitFile} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		forms[f] = string(b)
+	}
+	var run reports.Run
+	if err := json.Unmarshal([]byte(forms[reports.JSONFile]), &run); err != nil {
+		t.Fatal(err)
+	}
+	forms[reports.JSONFile] = strings.Join(run.Notes, "\n")
+	forms[reports.HTMLFile] = html.UnescapeString(forms[reports.HTMLFile])
+	forms[reports.JUnitFile] = html.UnescapeString(forms[reports.JUnitFile])
+	lost := strings.Replace(why, sim.EventCrashInside, sim.EventAnswerLost, 1)
+	for form, text := range forms {
+		if !strings.Contains(text, why) || !strings.Contains(text, lost) || !strings.Contains(text, capability) {
+			t.Errorf("%s does not say what was not explored and why:\n%s", form, text)
+		}
 	}
 }
