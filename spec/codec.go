@@ -18,6 +18,8 @@ type Contract struct {
 	Kinds []Kind
 	// Rules is the contract's rule table (see Rule).
 	Rules []Rule
+	// Vocabularies are the word sets of the contract's string fields.
+	Vocabularies []Vocabulary
 }
 
 // Op finds an operation of the contract by name.

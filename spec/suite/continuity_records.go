@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -174,7 +175,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(21)), "a snapshot ahead of every record")
 		})
 		It("is the same after the store is closed and opened again", Rules("continuity.max_fencing_token.survives_reopen"), func() {
-			need(fx.h.Capabilities.Files, "files", "survival across reopen")
+			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 15)
 			fx.save(fx.write(contOther, contSecond, 0, 1, 3, "x"))
 			Expect(fx.s.Close()).To(Succeed())

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -151,7 +152,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		opaque := func() bool { return fx.h.Capabilities.SnapshotRevision == "opaque" }
 		BeforeEach(func() { fx.save(fx.write(contID, contSession, 0, 1, 1, "current")) })
 		It("deletes when the revision is the lowercase hex SHA-256 of the stored bytes, and says so", Rules("continuity.delete_session_snapshot_if_current_revision.revision"), func() {
-			need(!opaque(), "snapshot_revision sha256", "deleting at the current revision (the backend computes revisions the kit cannot)")
+			need(!opaque(), spec.CapSnapshotRevision+` "sha256"`, "deleting at the current revision (the backend declares \"opaque\" revisions, which the kit cannot compute)")
 			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSession, cont.SnapshotRevision([]byte("current")))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ok).To(BeTrue())

@@ -50,7 +50,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 
 	Describe("durability_tier", func() {
 		It("is durable for a store on a file, which finds every acknowledged commit, lease and batch when opened again", Rules("runtime.durability_tier.durable"), func() {
-			need(fx.h.Capabilities.Files, "files", "survival across reopen")
+			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			tier, err := fx.s.DurabilityTier(fx.ctx)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(tier).To(Equal(rt.Durable))
@@ -117,7 +117,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 
 	Describe("two handles on one database", func() {
 		It("a second handle cannot win the session lease or a queued work claim the first holds", Rules("runtime.write_lock"), func() {
-			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
+			need(fx.h.Capabilities.SharedFiles, spec.CapSharedFiles, "two handles on one file")
 			t := fx.open(fx.path)
 			l := fx.lease(worker)
 			Expect(fx.tryClaimOn(t, rtSession, rival)).To(BeNil(), "the second handle sees the first's lease")
