@@ -273,6 +273,8 @@ func TestExecRefusesMissingAndUnknownReplyFields(t *testing.T) {
 	for _, tc := range []struct{ reply, want string }{
 		{`{"id":%d,"result":{}}`, `missing field "data"`},
 		{`{"id":%d,"result":{"data":null,"revision":"r"}}`, `unknown field "revision"`},
+		// bytes in hex where base64 is due: the field is named, and hex
+		{`{"id":%d,"result":{"data":"6f6e65"}}`, `field "data": "6f6e65" is not base64 (illegal base64 data at input byte 4); it looks like hex (of "one"): the protocol sends bytes as base64 ("b25l")`},
 		{`{"id":%d,"error":{"kind":"not_found"}}`, `missing field "error.message"`},
 		{`{"id":%d,"result":null,"note":"n"}`, `unknown field "note"`},
 		{`{"id":%d}`, `none of "result", "error" and "yield"`},

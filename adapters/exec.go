@@ -312,7 +312,7 @@ func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 	if zero, ok := t.c.Op(op.Name()); !ok || fmt.Sprintf("%T", zero) != fmt.Sprintf("%T", op) {
 		return nil, fmt.Errorf("%s: %T is not an operation of the %s store", what, op, t.c.Name)
 	}
-	args, err := json.Marshal(op)
+	args, err := EncodeArgs(op)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode args: %w", what, err)
 	}
@@ -329,7 +329,7 @@ func (t *execTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 		}
 		return nil, &spec.Error{Kind: rep.Error.Kind, Message: rep.Error.Message}
 	}
-	v, err := spec.DecodeResult(op, rep.Result)
+	v, err := DecodeResult(op, rep.Result)
 	if err != nil {
 		return nil, t.p.violation(fmt.Sprintf("%s: the result has the wrong type: %v", what, err))
 	}

@@ -182,10 +182,13 @@ func (s *server) reply(id uint64, result any, err error) {
 	var line []byte
 	if err == nil {
 		var merr error
-		line, merr = json.Marshal(struct {
-			ID     uint64 `json:"id"`
-			Result any    `json:"result"`
-		}{id, result})
+		var raw json.RawMessage
+		if raw, merr = Encode(result); merr == nil {
+			line, merr = json.Marshal(struct {
+				ID     uint64          `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}{id, raw})
+		}
 		if merr != nil {
 			err = spec.Errorf(spec.ErrBadRequest, "the result cannot be encoded: %v", merr)
 		}
@@ -262,7 +265,7 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		if req.Store != h.contract.Name {
 			return nil, spec.Errorf(spec.ErrBadRequest, "%s %s: handle %d is a %s store", req.Store, req.Op, req.Handle, h.contract.Name)
 		}
-		op, err := h.contract.DecodeOp(req.Op, req.Args)
+		op, err := DecodeArgs(h.contract, req.Op, req.Args)
 		if err != nil {
 			return nil, spec.Errorf(spec.ErrBadRequest, "%v", err)
 		}

@@ -121,3 +121,26 @@ type Opened struct {
 
 // strictUnmarshal is spec.StrictUnmarshal.
 var strictUnmarshal = spec.StrictUnmarshal
+
+// The operation codec: the one encoding of operations' arguments and
+// results, both ways, that the exec adapter (the kit's side) and serve (the
+// reference's side) use, and that docs/protocol.md's examples are made with.
+
+// EncodeArgs is op's arguments as an op request carries them.
+func EncodeArgs(op spec.Op) (json.RawMessage, error) { return Encode(op) }
+
+// Encode is a value of the contracts (an operation, a result, one of their
+// types) as it travels: encoding/json with the contracts' own marshalers
+// (spec.RawJSON is a string holding its text; time.Time an RFC 3339
+// string; []byte a base64 string).
+func Encode(v any) (json.RawMessage, error) { return json.Marshal(v) }
+
+// DecodeArgs is the operation of contract c named name, decoded from its
+// arguments strictly (spec.Contract.DecodeOp).
+func DecodeArgs(c spec.Contract, name string, args json.RawMessage) (spec.Op, error) {
+	return c.DecodeOp(name, args)
+}
+
+// DecodeResult is op's result decoded strictly from a reply's result
+// (spec.DecodeResult): unknown and missing fields are refused.
+func DecodeResult(op spec.Op, raw json.RawMessage) (any, error) { return spec.DecodeResult(op, raw) }

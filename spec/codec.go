@@ -2,7 +2,9 @@ package spec
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -18,6 +20,8 @@ type Contract struct {
 	Kinds []Kind
 	// Rules is the contract's rule table (see Rule).
 	Rules []Rule
+	// Vocabularies are the word sets of the contract's string fields.
+	Vocabularies []Vocabulary
 }
 
 // Op finds an operation of the contract by name.
@@ -92,6 +96,12 @@ func StrictUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var corrupt base64.CorruptInputError
+		if errors.As(err, &corrupt) {
+			if where, text, ok := badBytes(data, reflect.TypeOf(v), ""); ok {
+				return fmt.Errorf("field %q: %s", where, NotBase64(text))
+			}
+		}
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -151,6 +161,90 @@ func requireFields(data []byte, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// badBytes finds, in data (a JSON value of type t), the first bytes field
+// whose string is not base64: where it is and its text.
+func badBytes(data []byte, t reflect.Type, path string) (string, string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return "", "", false
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			var text string
+			if json.Unmarshal(data, &text) == nil {
+				if _, err := base64.StdEncoding.DecodeString(text); err != nil {
+					return path, text, true
+				}
+			}
+			return "", "", false
+		}
+		var elems []json.RawMessage
+		if json.Unmarshal(data, &elems) != nil {
+			return "", "", false
+		}
+		for i, e := range elems {
+			if w, text, ok := badBytes(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ok {
+				return w, text, true
+			}
+		}
+	case reflect.Map:
+		var vals map[string]json.RawMessage
+		if json.Unmarshal(data, &vals) != nil {
+			return "", "", false
+		}
+		keys := make([]string, 0, len(vals))
+		for k := range vals {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if w, text, ok := badBytes(vals[k], t.Elem(), fmt.Sprintf("%s[%q]", path, k)); ok {
+				return w, text, true
+			}
+		}
+	case reflect.Struct:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(data, &members) != nil {
+			return "", "", false
+		}
+		return badMember(members, t, path)
+	}
+	return "", "", false
+}
+
+func badMember(members map[string]json.RawMessage, t reflect.Type, path string) (string, string, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			if w, text, ok := badMember(members, f.Type, path); ok {
+				return w, text, true
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		where := name
+		if path != "" {
+			where = path + "." + name
+		}
+		if raw, ok := members[name]; ok {
+			if w, text, ok := badBytes(raw, f.Type, where); ok {
+				return w, text, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 func requireMembers(members map[string]json.RawMessage, t reflect.Type, path string) error {

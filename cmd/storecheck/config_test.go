@@ -37,7 +37,7 @@ func TestConfigFileSetsTheDefaults(t *testing.T) {
 	if strings.Contains(out, "runtime") || strings.Contains(out, "client ") {
 		t.Errorf("stores other than the config's were checked:\n%s", out)
 	}
-	if !strings.Contains(out, "skip continuity/spec: backend does not declare capability shared-files") {
+	if !strings.Contains(out, "skip continuity/spec: backend does not declare capability shared_files") {
 		t.Errorf("the withdrawn capability's specs were not skipped:\n%s", out)
 	}
 	report, err := os.ReadFile(filepath.Join(dir, "out", "report.json"))

@@ -528,3 +528,34 @@ type Store interface {
 	// Close releases the store. Operations after Close fail.
 	Close() error
 }
+
+// Vocabularies are the contract's word sets (spec.Vocabulary).
+var Vocabularies = []spec.Vocabulary{
+	{Name: "IntentState", Fields: []string{"Intent.state"}, Words: []spec.Word{
+		{Word: string(IntentPending), Means: "live: enqueued, never bumped"},
+		{Word: string(IntentRetrying), Means: "live: bumped or deferred at least once"},
+		{Word: string(IntentAccepted), Means: "settled: accepted (with its receipt); never live again"},
+		{Word: string(IntentExhausted), Means: "settled: given up; never live again"},
+	}, Note: "The store assigns these; a backend answers no other word."},
+	{Name: "TaskState", Fields: []string{"settle_task.state", "Task.state"}, Words: []spec.Word{
+		{Word: string(TaskPending), Means: "the task is open (the state `open_task` gives it)"},
+		{Word: string(TaskCompleted), Means: "a verdict: the task completed"},
+		{Word: string(TaskFailed), Means: "a verdict: the task failed"},
+		{Word: string(TaskCancelled), Means: "a verdict: the task was cancelled"},
+	}, Open: RuleSettleVerdictWords, Note: "`completed`, `failed` and `cancelled` are the verdicts."},
+	{Name: "task kinds", Fields: []string{"open_task.kind", "Task.kind"}, Words: []spec.Word{
+		{Word: KindRoot, Means: "the delivery started the chain at this role"},
+		{Word: KindRelay, Means: "the delivery was relayed to this role"},
+	}, Open: RuleOpenTaskKinds},
+	{Name: "agent states", Fields: []string{"VersionedSession.agent_state"}, Free: true, Words: []spec.Word{
+		{Word: AgentBooting, Means: "claimed by `active_sessions` unless its resource is closed"},
+		{Word: AgentReady, Means: "claimed by `active_sessions`; suspended when its resource is closed"},
+		{Word: AgentIdle, Means: "claimed by `active_sessions`; suspended when its resource is closed"},
+		{Word: AgentWorking, Means: "never claimed"},
+		{Word: AgentGone, Means: "exited: never claimed"},
+	}, Note: "(client.active_sessions.claimed)"},
+	{Name: "resource states", Fields: []string{"VersionedSession.resource_state"}, Free: true, Words: []spec.Word{
+		{Word: ResourceOpen, Means: "open (any word but `closed` reads as open)"},
+		{Word: ResourceClosed, Means: "closed: a ready or idle agent's session is claimed suspended, a booting one's is not claimed"},
+	}, Note: "(client.active_sessions.claimed)"},
+}

@@ -195,3 +195,11 @@ type Store interface {
 	// Close releases the store. Operations after Close fail.
 	Close() error
 }
+
+// Vocabularies are the contract's word sets (spec.Vocabulary).
+var Vocabularies = []spec.Vocabulary{
+	{Name: "ResolveState", Fields: []string{"Resolution.state"}, Words: []spec.Word{
+		{Word: string(Ready), Means: "the identity has a continuity record: `record` holds it"},
+		{Word: string(Uninitialized), Means: "the identity has none: `record` is absent (or null)"},
+	}},
+}

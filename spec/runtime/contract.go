@@ -635,3 +635,28 @@ type Store interface {
 	// Close releases the store. Operations after Close fail.
 	Close() error
 }
+
+// Vocabularies are the contract's word sets (spec.Vocabulary).
+var Vocabularies = []spec.Vocabulary{
+	{Name: "GraphDeltaKind", Fields: []string{"GraphDelta.kind"}, Words: []spec.Word{
+		{Word: string(GraphUnchanged), Means: "keep every node; set the leaf"},
+		{Word: string(GraphAppend), Means: "add the delta's nodes to the stored ones (a node id already stored, tombstoned or not, or twice in the delta fails `graph_node_conflict` or `io`) and set the leaf"},
+		{Word: string(GraphReplaceFull), Means: "drop every stored node, tombstoned ones too; store the delta's nodes and leaf"},
+	}},
+	{Name: "DeliveryPolicy", Fields: []string{"QueuedWorkBatchDraft.delivery_policy", "QueuedWorkBatch.delivery_policy"}, Words: []spec.Word{
+		{Word: string(DeliverNextTurn), Means: "deliverable only at a turn boundary"},
+		{Word: string(DeliverInterrupt), Means: "deliverable at any boundary, inside a turn too"},
+	}},
+	{Name: "SlotPolicy", Fields: []string{"QueuedWorkBatchDraft.slot_policy", "QueuedWorkBatch.slot_policy"}, Words: []spec.Word{
+		{Word: string(SlotExclusive), Means: "the batch is claimed alone"},
+		{Word: string(SlotMergeable), Means: "the batch may be claimed with the mergeable batches of the same merge key that follow it"},
+	}},
+	{Name: "QueuedWorkClaimBoundary", Fields: []string{"claim_ready_queued_work.boundary"}, Words: []spec.Word{
+		{Word: string(BoundaryTurn), Means: "the claimer is between turns: every batch is deliverable"},
+		{Word: string(BoundaryStep), Means: "the claimer is inside a turn: only `interrupt` batches are deliverable"},
+	}},
+	{Name: "DurabilityTier", Fields: []string{"durability_tier.result"}, Words: []spec.Word{
+		{Word: string(Durable), Means: "closing the store (or a crash) and opening it again finds every acknowledged commit"},
+		{Word: string(Ephemeral), Means: "the state lives as long as the open handle"},
+	}},
+}

@@ -21,7 +21,7 @@ import (
 func clientOpenSpecs(fx *clientFixture) {
 	Describe("two handles on one database", func() {
 		It("keep the outbox, the session gate, the bindings and the first verdict across handles, as two processes would", Rules(cli.RuleOneTransaction), func() {
-			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
+			need(fx.h.Capabilities.SharedFiles, spec.CapSharedFiles, "two handles on one file")
 			t := fx.open(fx.path)
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.acted(t.EnqueueIntent(fx.ctx, opA, fx.env(taskB)))).To(BeFalse())
@@ -79,7 +79,7 @@ func clientOpenSpecs(fx *clientFixture) {
 				}})
 			}
 			if len(out) == 0 {
-				need(false, "client-schema-writer or client-schema-table", "the schema gate at open")
+				Skip(spec.MissingCapability(spec.CapClientSchemaWriter, "the schema gate at open") + " (nor does it declare " + spec.CapClientSchemaTable + ")")
 			}
 			return out
 		}
@@ -127,14 +127,14 @@ func clientOpenSpecs(fx *clientFixture) {
 			}
 		})
 		It("opens a file of its own marker and version, as the backend writes one", Rules("client.schema_layout"), func() {
-			need(fx.h.WriteClientSchema != nil, "client-schema-writer", "a file the backend writes itself")
+			need(fx.h.WriteClientSchema != nil, spec.CapClientSchemaWriter, "a file the backend writes itself")
 			path := foreign("mine.db")
 			Expect(fx.h.WriteClientSchema(path, cli.SchemaMarker, cli.SchemaVersion)).To(Succeed())
 			st := fx.open(path)
 			Expect(fx.acted(st.EnqueueIntent(fx.ctx, opA, fx.env(taskA)))).To(BeTrue(), because("client.schema_layout", "the file the writer wrote with the store's own marker and version opens"))
 		})
 		It("refuses a SQLite file that holds tables but no marker", Rules("client.schema_unmarked"), func() {
-			need(fx.h.Capabilities.ClientSchemaTable, "client-schema-table", "a file without the kit's marker table")
+			need(fx.h.Capabilities.ClientSchemaTable, spec.CapClientSchemaTable, "a file without the kit's marker table")
 			path := foreign("unmarked.db")
 			kitWrites(path, nil, 0)
 			refusedAtOpen(writer{name: "written by the kit without schema_meta"}, path)
@@ -150,12 +150,12 @@ func clientOpenSpecs(fx *clientFixture) {
 				Expect(db.Close()).To(Succeed())
 				Expect([]any{marker, version}).To(Equal([]any{cli.SchemaMarker, int64(cli.SchemaVersion)}), because("client.schema_new_file"))
 			}
-			need(fx.h.Capabilities.Files, "files", "opening a file again")
+			need(fx.h.Capabilities.Files, spec.CapFiles, "opening a file again")
 			fx.s = fx.open(fx.path)
 			fx.enqueue(opA, fx.env(taskA))
 		})
 		It("finds everything it acknowledged after it is closed and opened again", Rules("client.durable"), func() {
-			need(fx.h.Capabilities.Files, "files", "survival across reopen")
+			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(2500*time.Millisecond), "x"))).To(BeTrue())
 			Expect(fx.upsert(taskA, fx.tuple(sessS, 1, 5, cli.AgentReady, cli.ResourceClosed))).To(BeTrue())

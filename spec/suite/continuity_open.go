@@ -12,7 +12,7 @@ import (
 func continuityOpenSpecs(fx *continuityFixture) {
 	Describe("two handles on one database", func() {
 		It("keep the fencing rules across handles, as two processes would", Rules("continuity.shared_files"), func() {
-			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
+			need(fx.h.Capabilities.SharedFiles, spec.CapSharedFiles, "two handles on one file")
 			t := fx.open(fx.path)
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
 			Expect(t.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSecond, 0, 0), 4)).To(MatchError(cont.ErrStaleFencingToken))

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -95,14 +96,14 @@ func continuityRecordSpecs(fx *continuityFixture) {
 		It("restores the previous record and removes only the attempt generation's snapshots", Rules("continuity.rollback_continuity_record.restores"), func() {
 			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2)).To(Succeed())
 			Expect(fx.resolved(contID)).To(Equal(&previous))
-			Expect(fx.loaded(contSession)).To(Equal([]byte("previous")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("previous")))
 			Expect(fx.loaded(contSecond)).To(BeNil())
 		})
 		It("deletes the record and the attempt's snapshots when there was no previous record", Rules("continuity.rollback_continuity_record.restores"), func() {
 			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, nil, 2)).To(Succeed())
 			Expect(fx.resolved(contID)).To(BeNil())
 			Expect(fx.loaded(contSecond)).To(BeNil())
-			Expect(fx.loaded(contSession)).To(Equal([]byte("previous")), "an older generation's snapshot is not the attempt's")
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("previous")), "an older generation's snapshot is not the attempt's")
 		})
 		It("never clobbers a newer attempt: stale_fencing_token", Rules("continuity.rollback_continuity_record.fence_exact"), func() {
 			fx.upsert(cont.Record{Identity: contID, AgentRuntimeID: "rt-newer", SessionID: "session-c", Generation: 2}, 3)
@@ -174,14 +175,14 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(21)), "a snapshot ahead of every record")
 		})
 		It("is the same after the store is closed and opened again", Rules("continuity.max_fencing_token.survives_reopen"), func() {
-			need(fx.h.Capabilities.Files, "files", "survival across reopen")
+			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 15)
 			fx.save(fx.write(contOther, contSecond, 0, 1, 3, "x"))
 			Expect(fx.s.Close()).To(Succeed())
 			fx.s = fx.open(fx.path)
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(15)))
 			Expect(fx.resolved(contID)).NotTo(BeNil())
-			Expect(fx.loaded(contSecond)).To(Equal([]byte("x")))
+			Expect(fx.loaded(contSecond)).To(equalBytes([]byte("x")))
 		})
 	})
 }

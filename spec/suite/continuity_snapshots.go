@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -14,7 +15,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		It("saves the snapshot and moves the record's checkpoint version and fence with it", Rules("continuity.save_session_snapshot.saves_and_advances"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 3, "one"))
-			Expect(fx.loaded(contSession)).To(Equal([]byte("one")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("one")))
 			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(1)))
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(3)))
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 1), 2), cont.ErrStaleFencingToken)
@@ -22,7 +23,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		It("accepts the record's own fence", Rules("continuity.save_session_snapshot.fence_not_lower"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
 			fx.save(fx.write(contID, contSession, 0, 1, 4, "one"))
-			Expect(fx.loaded(contSession)).To(Equal([]byte("one")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("one")))
 		})
 		It("rejects another session than the record's with not_found", Rules("continuity.save_session_snapshot.record_must_match"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
@@ -48,14 +49,14 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "first owner"))
 			fx.upsert(fx.rec(contOther, contSession, 0, 0), 2)
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contOther, contSession, 0, 1, 2, "second owner")), cont.ErrCorruption)
-			Expect(fx.loaded(contSession)).To(Equal([]byte("first owner")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("first owner")))
 		})
 		It("rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes", Rules("continuity.save_session_snapshot.snapshot_owner"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "generation 0"))
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 2)
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 1, 2, "generation 1")), cont.ErrCorruption)
-			Expect(fx.loaded(contSession)).To(Equal([]byte("generation 0")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("generation 0")))
 			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(0)))
 		})
 		It("checks the record's session and generation, then the fence, then the version, then the snapshot's owner", Rules("continuity.save_session_snapshot.check_order"), func() {
@@ -68,14 +69,14 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		})
 		It("saves the snapshot when the identity has no record, and creates none", Rules("continuity.save_session_snapshot.without_record"), func() {
 			fx.save(fx.write(contID, contSession, 0, 1, 7, "restored first"))
-			Expect(fx.loaded(contSession)).To(Equal([]byte("restored first")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("restored first")))
 			Expect(fx.resolved(contID)).To(BeNil())
 		})
 		It("keeps each session's snapshot apart", Rules("continuity.load_session_snapshot.latest_bytes"), func() {
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "a"))
 			fx.save(fx.write(contOther, contSecond, 0, 1, 1, "b"))
-			Expect(fx.loaded(contSession)).To(Equal([]byte("a")))
-			Expect(fx.loaded(contSecond)).To(Equal([]byte("b")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("a")))
+			Expect(fx.loaded(contSecond)).To(equalBytes([]byte("b")))
 		})
 	})
 
@@ -87,11 +88,11 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "first"))
 			fx.save(fx.write(contID, contSession, 0, 2, 1, "\x00second\xff"))
-			Expect(fx.loaded(contSession)).To(Equal([]byte("\x00second\xff")))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte("\x00second\xff")))
 		})
 		It("returns an empty snapshot as empty bytes, not as none", Rules("continuity.load_session_snapshot.empty_is_bytes"), func() {
 			fx.save(fx.write(contID, contSession, 0, 1, 1, ""))
-			Expect(fx.loaded(contSession)).To(Equal([]byte{}))
+			Expect(fx.loaded(contSession)).To(equalBytes([]byte{}))
 		})
 	})
 
@@ -151,7 +152,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		opaque := func() bool { return fx.h.Capabilities.SnapshotRevision == "opaque" }
 		BeforeEach(func() { fx.save(fx.write(contID, contSession, 0, 1, 1, "current")) })
 		It("deletes when the revision is the lowercase hex SHA-256 of the stored bytes, and says so", Rules("continuity.delete_session_snapshot_if_current_revision.revision"), func() {
-			need(!opaque(), "snapshot_revision sha256", "deleting at the current revision (the backend computes revisions the kit cannot)")
+			need(!opaque(), spec.CapSnapshotRevision+` "sha256"`, "deleting at the current revision (the backend declares \"opaque\" revisions, which the kit cannot compute)")
 			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSession, cont.SnapshotRevision([]byte("current")))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ok).To(BeTrue())

@@ -76,7 +76,7 @@ const lockedOpenEarly = 50 * time.Millisecond
 // the machine makes a store later, never earlier.
 func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, open func(context.Context, Options) (S, error), use func(S)) {
 	GinkgoHelper()
-	need(h.Capabilities.SQLiteLocking, "sqlite-locking", "opening a locked database")
+	need(h.Capabilities.SQLiteLocking, spec.CapSQLiteLocking, "opening a locked database")
 	path := filepath.Join(GinkgoT().TempDir(), "locked.db")
 	release := lockSQLite(path)
 	ctx, cancel := context.WithTimeout(f.ctx, LockedOpenTimeout+spec.LockedOpenSlack+time.Second)

@@ -191,6 +191,18 @@ func (fx *runtimeFixture) attachment(id string) *rt.Attachment {
 	return a
 }
 
+// expectAttachment checks attachment id is want, naming an encoding
+// mistake of its bytes when it sees one.
+func (fx *runtimeFixture) expectAttachment(id string, want *rt.Attachment) {
+	GinkgoHelper()
+	got := fx.attachment(id)
+	var data []byte
+	if got != nil {
+		data = got.Data
+	}
+	Expect(got).To(Equal(want), bytesHint(data, want.Data))
+}
+
 func (fx *runtimeFixture) stage(sess, id, data string) {
 	GinkgoHelper()
 	Expect(fx.s.StageAttachment(fx.ctx, sess, id, []byte(data))).To(Succeed())

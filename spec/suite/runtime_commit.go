@@ -37,7 +37,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			res := fx.commit(cm)
 			read := fx.load(rt.FullGraph())
 			Expect(read.HeadRevision).To(Equal(uint64(4)))
-			Expect(read.Checkpoint).To(Equal([]byte("four")))
+			Expect(read.Checkpoint).To(equalBytes([]byte("four")))
 			Expect(read.CheckpointRef).To(Equal(res.CheckpointRef), allowed("runtime.commit_runtime_state.checkpoint", "the ref the last commit answered, %s", res.CheckpointRef))
 			fx.expectSame(read.Config, spec.RawJSON(`{"model":"m-2"}`), "runtime.commit_runtime_state.head_fields")
 		})
@@ -277,7 +277,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			cm := fx.commitOf(l, "cp")
 			cm.CommittedAttachmentIDs = []string{"att-1", "att-2", "att-unknown"}
 			fx.commit(cm)
-			Expect(fx.attachment("att-1")).To(Equal(&rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("bytes one"), CommittedAtMs: &first}))
+			fx.expectAttachment("att-1", &rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("bytes one"), CommittedAtMs: &first})
 			Expect(fx.attachment("att-2").CommittedAtMs).To(BeNil(), "another session's attachment is left alone")
 			Expect(fx.attachment("att-unknown")).To(BeNil(), "an unknown id stages nothing")
 			fx.advance(5)

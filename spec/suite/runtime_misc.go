@@ -27,7 +27,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 	Describe("stage_attachment", func() {
 		It("stages an uncommitted attachment that load_attachment returns exactly; an unknown id loads none", Rules("runtime.stage_attachment.first_staging", "runtime.load_attachment.as_staged"), func() {
 			fx.stage(rtSession, "att-1", "\x00bytes\xff")
-			Expect(fx.attachment("att-1")).To(Equal(&rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("\x00bytes\xff")}))
+			fx.expectAttachment("att-1", &rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("\x00bytes\xff")})
 			Expect(fx.attachment("att-2")).To(BeNil())
 		})
 		It("keeps the first or the latest staging of an id not yet committed", Rules("runtime.stage_attachment.first_staging"), func() {
@@ -44,13 +44,13 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			committed := fx.attachment("att-1")
 			fx.advance(5)
 			fx.stage(rtOther, "att-1", "second")
-			Expect(fx.attachment("att-1")).To(Equal(committed))
+			fx.expectAttachment("att-1", committed)
 		})
 	})
 
 	Describe("durability_tier", func() {
 		It("is durable for a store on a file, which finds every acknowledged commit, lease and batch when opened again", Rules("runtime.durability_tier.durable"), func() {
-			need(fx.h.Capabilities.Files, "files", "survival across reopen")
+			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			tier, err := fx.s.DurabilityTier(fx.ctx)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(tier).To(Equal(rt.Durable))
@@ -117,7 +117,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 
 	Describe("two handles on one database", func() {
 		It("a second handle cannot win the session lease or a queued work claim the first holds", Rules("runtime.write_lock"), func() {
-			need(fx.h.Capabilities.SharedFiles, "shared-files", "two handles on one file")
+			need(fx.h.Capabilities.SharedFiles, spec.CapSharedFiles, "two handles on one file")
 			t := fx.open(fx.path)
 			l := fx.lease(worker)
 			Expect(fx.tryClaimOn(t, rtSession, rival)).To(BeNil(), "the second handle sees the first's lease")
@@ -139,7 +139,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			_, err = fx.s.CommitRuntimeState(fx.ctx, fx.commitOf(l, "zombie"))
 			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), "the first handle's old lease lost its authority")
 			fx.commitOn(t, fx.commitOf(won, "from the second handle"))
-			Expect(fx.load(rt.FullGraph()).Checkpoint).To(Equal([]byte("from the second handle")), "the first handle sees the second's commit")
+			Expect(fx.load(rt.FullGraph()).Checkpoint).To(equalBytes([]byte("from the second handle")), "the first handle sees the second's commit")
 		})
 	})
 }

@@ -21,6 +21,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
+
+	"github.com/storecheck/storecheck/spec"
 )
 
 // Epoch is where every spec's fake clock starts: a fixed instant, so that
@@ -212,8 +214,9 @@ func newFresh(h Harness, file string) *fresh {
 }
 
 // need skips the current spec unless the harness declares a capability.
+// capability is a name of spec.CapabilityTable (the page lists them).
 func need(has bool, capability, what string) {
 	if !has {
-		Skip("backend does not declare capability " + capability + ": " + what + " is not checked")
+		Skip(spec.MissingCapability(capability, what))
 	}
 }

@@ -1,0 +1,100 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CapabilityInfo is one capability a backend may declare in its hello: its
+// wire name, what it promises, and what the kit does with it and without
+// it. CapabilityTable is the one list: docs/protocol.md is generated from
+// it, and the suite's skip messages name capabilities through it.
+type CapabilityInfo struct {
+	// Name is the capability's member in the hello's capabilities.
+	Name string
+	// Value is the JSON the member takes.
+	Value string
+	// Means is what a backend that declares it promises.
+	Means string
+	// With is what the kit checks because of it.
+	With string
+	// Without is what the kit skips (or explores less) without it; never a
+	// refusal to run.
+	Without string
+}
+
+// Capability names, as the hello spells them.
+const (
+	CapFiles              = "files"
+	CapSharedFiles        = "shared_files"
+	CapInMemory           = "in_memory"
+	CapSQLiteLocking      = "sqlite_locking"
+	CapClientSchemaTable  = "client_schema_table"
+	CapClientSchemaWriter = "client_schema_writer"
+	CapSnapshotRevision   = "snapshot_revision"
+	CapYields             = "yields"
+	CapCrashPoints        = "crash_points"
+)
+
+// CapabilityTable lists every capability of the hello (Capabilities, and
+// the wire's own yields and crash_points), in the order the page shows.
+var CapabilityTable = []CapabilityInfo{
+	{Name: CapFiles, Value: "bool",
+		Means:   "a store persists to the open request's `path`, and a store closed and opened again on the same path finds everything it acknowledged",
+		With:    "specs open stores on files; the reopen specs (survival across close and open) run; a linearizability run uses a file",
+		Without: "specs open in-memory stores (`in_memory` is then needed, or nothing can be opened); the reopen specs are skipped; a linearizability run has one in-memory handle"},
+	{Name: CapSharedFiles, Value: "bool",
+		Means:   "two handles may be open on one path at once (as two processes would be) and every rule holds across them",
+		With:    "the two-handle specs; a linearizability run opens two handles (two backend processes) on one file",
+		Without: "the two-handle specs are skipped; a linearizability run has one handle"},
+	{Name: CapInMemory, Value: "bool",
+		Means:   "an open request with `\"in_memory\": true` (and no path) opens a private in-memory database",
+		With:    "used only when `files` is not declared",
+		Without: "with `files` declared, nothing; with neither, no store can be opened and every spec fails"},
+	{Name: CapSQLiteLocking, Value: "bool",
+		Means:   "`path` is a SQLite database the kit may lock from its own connection",
+		With:    "the locked-open spec: `open` waits for the lock no longer than `timeout_ms`",
+		Without: "the locked-open spec is skipped"},
+	{Name: CapClientSchemaTable, Value: "bool",
+		Means:   "the client store's `path` is a SQLite database that keeps its schema marker as spec/client lays it out: a table `schema_meta(marker TEXT NOT NULL, version INTEGER NOT NULL)` of one row, so the kit may write files of another marker or version itself",
+		With:    "the schema-gate specs with files the kit writes, the unmarked-file spec, and the check of the marker a new file gets",
+		Without: "the unmarked-file spec is skipped; the schema-gate specs run only if `client_schema_writer` is declared"},
+	{Name: CapClientSchemaWriter, Value: "bool",
+		Means:   "the backend answers `write_foreign_schema`: it writes, at `path`, a new client store file that its own `open` reads as carrying `marker` at `version`, in whatever layout it keeps its marker",
+		With:    "the schema-gate specs with files the backend writes, and the spec that opens a file it wrote with its own marker",
+		Without: "those specs are skipped; the schema-gate specs run only if `client_schema_table` is declared (with neither, they are skipped)"},
+	{Name: CapSnapshotRevision, Value: "string: `\"sha256\"` or `\"opaque\"`",
+		Means:   "how the continuity store computes the revision `delete_session_snapshot_if_current_revision` compares: `\"sha256\"` (the default, when absent): the lowercase hex SHA-256 of the stored bytes; `\"opaque\"`: the backend's own, which the kit cannot compute",
+		With:    "`\"sha256\"`: the delete-at-revision spec; the linearizability model and the simulator compute revisions",
+		Without: "`\"opaque\"`: the delete-at-revision spec is skipped, the other-revision spec presents only revisions no backend computes, and the models accept false, `io`, or true with the snapshot deleted for any revision"},
+	{Name: CapYields, Value: "bool",
+		Means:   "an `op` request with `\"yields\": true` pauses at each of the operation's yield points until the kit resumes it (see Yield points)",
+		With:    "the simulator interleaves operations at their yield points and kills processes there",
+		Without: "the simulator interleaves operations whole, and its report says interleavings inside operations were not explored"},
+	{Name: CapCrashPoints, Value: "object: store name to a list of crash point names",
+		Means:   "per store, the crash points `arm_crash` accepts",
+		With:    "the simulator arms them to crash processes inside operations' transactions",
+		Without: "the simulator runs anyway and kills processes between operations (and at yield points) only; its report says crashes inside operations were not explored"},
+}
+
+// CapabilityNamed is the row of CapabilityTable named name.
+func CapabilityNamed(name string) (CapabilityInfo, bool) {
+	for _, c := range CapabilityTable {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CapabilityInfo{}, false
+}
+
+// MissingCapability is why something is not checked: the backend does not
+// declare capability name (a name of CapabilityTable; an unknown one
+// panics, so a skip message can never name a capability the page lacks).
+// name may carry the value wanted after a space (`snapshot_revision
+// "sha256"`). what says what is not checked.
+func MissingCapability(name, what string) string {
+	if _, ok := CapabilityNamed(strings.SplitN(name, " ", 2)[0]); !ok {
+		panic(fmt.Sprintf("spec: no capability %q in CapabilityTable", name))
+	}
+	return "backend does not declare capability " + name + ": " + what + " is not checked"
+}
