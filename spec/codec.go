@@ -18,6 +18,10 @@ type Contract struct {
 	Kinds []Kind
 	// Rules is the contract's rule table (see Rule).
 	Rules []Rule
+	// Refusals are the error kinds each operation may answer, by
+	// operation name, each with the rule that makes it: with the answers
+	// of each result type, the cells of the coverage matrix (see Cells).
+	Refusals map[string][]Refusal
 }
 
 // Op finds an operation of the contract by name.
