@@ -71,6 +71,9 @@ type Run struct {
 	Seed     int64         `json:"seed"`
 	Duration time.Duration `json:"duration_ns"`
 	Checks   []Check       `json:"checks"`
+	// Coverage is what each layer reached of each store's coverage
+	// matrix.
+	Coverage []Coverage `json:"coverage,omitempty"`
 }
 
 // Tally counts a store's checks in one layer.
@@ -169,4 +172,5 @@ func WriteText(w io.Writer, r Run) {
 			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
 		}
 	}
+	WriteCoverageSummary(w, r.Coverage)
 }

@@ -159,3 +159,16 @@ func (c Contract) CheckRefusals() []error {
 	}
 	return errs
 }
+
+// AnswerCell is the key of the cell an answer of op falls in: its result,
+// or its error kind. It is false for an answer the kit made up rather than
+// the backend (a crash, a timeout, a broken protocol: the kinds of
+// KindTable outside the contract's closed set), which is no cell. A kind
+// neither the contract nor the kit knows is the backend's, outside every
+// cell.
+func (c Contract) AnswerCell(op Op, result any, kind Kind) (string, bool) {
+	if _, kit := KindInfoOf(kind); kit && !c.HasKind(kind) {
+		return "", false
+	}
+	return CellKey(op.Name(), AnswerOf(op, result, kind)), true
+}

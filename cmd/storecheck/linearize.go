@@ -22,6 +22,9 @@ type linearizeConfig struct {
 	reportDir string
 	// command reproduces the run (without --seed, which is added).
 	command string
+	// answers, when set, counts the history's answers by cell of the
+	// store's coverage matrix.
+	answers map[string]int
 }
 
 // linearizeStore runs concurrent clients against store s of backend b,
@@ -59,6 +62,11 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		return check
 	}
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	if cfg.answers != nil {
+		for k, n := range hist.Answers(s.Contract) {
+			cfg.answers[k] += n
+		}
+	}
 	res, err := linearizability.Check(s.Model, hist, cfg.timeout)
 	check.Duration = time.Since(start)
 	if err != nil {
@@ -128,6 +136,10 @@ func linearize(inv invocation) int {
 	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(f.line, " ") + suffix, Backend: b.Info().Name, Seed: sr.First}
 	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "histories", len(seedList)*len(selected))
 	defer progress.Stop()
+	answers := map[string]map[string]int{}
+	for _, name := range selected {
+		answers[name] = map[string]int{}
+	}
 sweep:
 	for _, seed := range seedList {
 		for _, name := range selected {
@@ -137,6 +149,7 @@ sweep:
 				timeout:   f.dur("check-timeout"),
 				reportDir: f.str("report-dir"),
 				command:   fmt.Sprintf("storecheck linearize --clients %d --ops %d --handles %d", clients, ops, handles),
+				answers:   answers[name],
 			}
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			if c.Reproduce != "" {
@@ -154,6 +167,7 @@ sweep:
 		}
 	}
 	progress.Stop()
+	result.Coverage = layerCoverage(selected, "linearizability", "seeds "+sr.String()+shardText(sh), answers)
 	result.Duration = time.Since(started)
 	reports.WriteText(stdout, result)
 	writeReports(f, result, stderr)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/reports"
@@ -46,12 +47,20 @@ func run(inv invocation) int {
 	if backend != nil {
 		defer backend.Close()
 	}
-	h := suite.HarnessOf(b)
+	// The specs' answers are counted on their way back, for the coverage
+	// matrix.
+	specAnswers := &adapters.Answers{}
+	h := suite.HarnessOf(adapters.Counting(b, specAnswers))
 
 	started := time.Now()
 	result := reports.Run{Backend: h.Name, Seed: seed}
 	if layers["spec"] {
 		result.Checks = specChecks(suite.Run(h, suite.Config{Seed: seed, Stores: selected, FailFast: failFast, Verbose: verbose}))
+		specs := map[string]map[string]int{}
+		for _, name := range selected {
+			specs[name] = specAnswers.Of(name)
+		}
+		result.Coverage = layerCoverage(selected, suite.Layer, "", specs)
 	}
 	if layers["linearizability"] && !(failFast && result.Failed()) {
 		cfg := linearizeConfig{
@@ -60,14 +69,18 @@ func run(inv invocation) int {
 			reportDir: f.str("report-dir"),
 			command:   fmt.Sprintf("storecheck linearize --ops %d", ops),
 		}
+		answers := map[string]map[string]int{}
 		for _, name := range selected {
 			s, _ := stores.Lookup(name)
+			answers[name] = map[string]int{}
+			cfg.answers = answers[name]
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			result.Checks = append(result.Checks, c)
 			if failFast && c.Outcome == reports.Failed {
 				break
 			}
 		}
+		result.Coverage = append(result.Coverage, layerCoverage(selected, "linearizability", fmt.Sprintf("seed %d", seed), answers)...)
 	}
 	result.Tool, result.Command, result.Duration = "storecheck", "storecheck run "+strings.Join(f.line, " "), time.Since(started)
 	fmt.Fprintln(inv.stdout)

@@ -117,6 +117,7 @@ func simulation(inv invocation) int {
 			fmt.Fprintf(stderr, "storecheck sim: the %s sweep did not reach: %s\n", name, strings.Join(missing, "; "))
 		}
 		writeCoverage(stdout, name, coverage, rareEvents(st))
+		result.Coverage = append(result.Coverage, st.Coverage("sim", "seeds "+sr.String()+shardText(sh), coverage))
 	}
 	progress.Stop()
 	result.Duration = time.Since(start)

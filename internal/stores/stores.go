@@ -52,6 +52,12 @@ type Store struct {
 	// Events are the coverage events of the model the default simulator
 	// sweep must reach (the simulator adds its own: crashes, kills).
 	Events []string
+	// Unreachable are the cells of the store's coverage matrix
+	// (spec.Contract.Cells, by "<operation>:<answer>") that the default
+	// simulator sweep and the default linearizability run are not meant
+	// to reach, each with the reason (io cells have one by default:
+	// IOUnreachable). Every other cell they must reach.
+	Unreachable map[string]string
 	// CrashPoints are the reference's crash points inside this store's
 	// transactions (a program over the wire declares its own).
 	CrashPoints []string
