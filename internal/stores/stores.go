@@ -81,6 +81,7 @@ var All = []Store{
 		Model:       model.Continuity{},
 		Workload:    linearizability.DefaultContinuityWorkload.New,
 		Events:      model.ContinuityEvents,
+		Unreachable: linearizability.ContinuityUnreachable,
 		CrashPoints: refcontinuity.CrashPoints,
 		Reference:   refcontinuity.OpenTarget,
 		Bugs:        bugs.Continuity,
