@@ -92,6 +92,7 @@ var All = []Store{
 		Model:       model.Runtime{},
 		Workload:    linearizability.DefaultRuntimeWorkload.New,
 		Events:      model.RuntimeEvents,
+		Unreachable: linearizability.RuntimeUnreachable,
 		CrashPoints: refruntime.CrashPoints,
 		Reference:   refruntime.OpenTarget,
 		Bugs:        bugs.Runtime,
