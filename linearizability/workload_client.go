@@ -141,7 +141,23 @@ func retry(id string, step int) (time.Time, string) {
 	if r.IntN(8) == 0 {
 		t = t.Add(time.Duration(r.IntN(1_000_000)))
 	}
+	if r.IntN(4) == 0 {
+		t = edgeOfSecond(r, t)
+	}
 	return t, pick(r, "refused", "offline", "rate limited")
+}
+
+// edgesOfSecond are parts of a second that sort one way as instants and
+// another as the text a store might keep them as: the whole second
+// ("…:01Z" after "…:01.5Z" as text), ".1" and ".15" (".1Z" after ".15Z"),
+// and parts below the millisecond that a store of milliseconds drops (so
+// that they tie with the whole second or with ".1").
+var edgesOfSecond = []time.Duration{0, 100 * time.Millisecond, 150 * time.Millisecond, 500 * time.Microsecond,
+	100*time.Millisecond + 500*time.Microsecond, 999 * time.Millisecond}
+
+// edgeOfSecond is t moved to one of the edges of its second.
+func edgeOfSecond(r *rand.Rand, t time.Time) time.Time {
+	return t.Truncate(time.Second).Add(pick(r, edgesOfSecond...))
 }
 
 var (
@@ -258,6 +274,11 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			return c.DeleteIntent{OpID: own(r, m.intents, intent)}
 		case p < 31 && !grouped:
 			at := estimate(step).Add(time.Duration(r.IntN(6000)-2000) * time.Millisecond)
+			if r.IntN(3) == 0 {
+				// A scan at an edge of a second: where deadlines at the
+				// edges are due or not.
+				at = edgeOfSecond(r, at)
+			}
 			return c.DueIntents{Now: at, Limit: uint32(pick(r, 0, 1, 2, 3))}
 		case p < 34 && !grouped:
 			return c.FlushOrder{}
@@ -439,4 +460,11 @@ func (w *clientWorkload) Deadlines(op spec.Op, _ int64) []int64 {
 		return []int64{o.NextAttemptAt.UnixMilli()}
 	}
 	return nil
+}
+
+// ClientUnreachable are the cells of the client store's coverage matrix
+// the default workload is not meant to reach, and why (every io has the
+// default reason: no workload makes a store fail so).
+var ClientUnreachable = map[string]string{
+	"open_task:false": "open_task answers true whenever it answers: a new record and a re-opened one are both written (client.open_task.new, client.open_task.refresh)",
 }

@@ -103,6 +103,7 @@ var All = []Store{
 		Model:       model.Client{},
 		Workload:    linearizability.DefaultClientWorkload.New,
 		Events:      model.ClientEvents,
+		Unreachable: linearizability.ClientUnreachable,
 		CrashPoints: refclient.CrashPoints,
 		Reference:   refclient.OpenTarget,
 		Bugs:        bugs.Client,
