@@ -34,7 +34,11 @@ type History struct {
 	Store   string
 	Seed    int64
 	Command string
-	Entries []Entry
+	// Capabilities are what the backend declared (its hello): the choices
+	// the seed leaves open that a backend declares rather than the model
+	// learns (model.For reads them).
+	Capabilities spec.Capabilities
+	Entries      []Entry
 }
 
 // Validate checks that the history is well formed: every return after its
@@ -84,16 +88,23 @@ type entryJSON struct {
 }
 
 type historyJSON struct {
-	Store   string      `json:"store"`
-	Seed    int64       `json:"seed"`
-	Command string      `json:"command,omitempty"`
-	Entries []entryJSON `json:"entries"`
+	Store   string `json:"store"`
+	Seed    int64  `json:"seed"`
+	Command string `json:"command,omitempty"`
+	// Capabilities are the backend's declared choices the model reads
+	// (spec.Capabilities), so an offline check judges by the same model.
+	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
+	Entries      []entryJSON        `json:"entries"`
 }
 
 // MarshalJSON writes the history with each operation as its name and
 // arguments, the form the wire protocol uses.
 func (h History) MarshalJSON() ([]byte, error) {
 	out := historyJSON{Store: h.Store, Seed: h.Seed, Command: h.Command, Entries: make([]entryJSON, len(h.Entries))}
+	if h.Capabilities != (spec.Capabilities{}) {
+		caps := h.Capabilities
+		out.Capabilities = &caps
+	}
 	for i, e := range h.Entries {
 		args, err := json.Marshal(e.Op)
 		if err != nil {
@@ -132,6 +143,9 @@ func Read(r io.Reader, contracts []spec.Contract) (History, error) {
 		return History{}, fmt.Errorf("history: unknown store %q", raw.Store)
 	}
 	h := History{Store: raw.Store, Seed: raw.Seed, Command: raw.Command, Entries: make([]Entry, len(raw.Entries))}
+	if raw.Capabilities != nil {
+		h.Capabilities = *raw.Capabilities
+	}
 	for i, j := range raw.Entries {
 		op, err := contract.DecodeOp(j.Op, j.Args)
 		if err != nil {

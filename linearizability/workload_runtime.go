@@ -950,6 +950,10 @@ func (b renamedBackend) Open(ctx context.Context, store string, o spec.OpenOptio
 type runtimeNames struct {
 	mu      sync.Mutex
 	out, in map[string]string
+	// foreign are the ids callers presented that no store minted: a store
+	// that echoes one (a renewal answers the claim as presented) echoes it
+	// as it came.
+	foreign map[string]bool
 	n       int
 }
 
@@ -962,6 +966,9 @@ func (rn *runtimeNames) name(kind, id string) string {
 	defer rn.mu.Unlock()
 	if v, ok := rn.out[id]; ok {
 		return v
+	}
+	if rn.foreign[id] {
+		return id
 	}
 	rn.n++
 	v := fmt.Sprintf("%s~%04d", kind, rn.n)
@@ -977,6 +984,10 @@ func (rn *runtimeNames) id(name string) string {
 	if id, ok := rn.in[name]; ok {
 		return id
 	}
+	if rn.foreign == nil {
+		rn.foreign = map[string]bool{}
+	}
+	rn.foreign[name] = true
 	return name
 }
 

@@ -93,7 +93,8 @@ func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir str
 	}
 	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"),
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
-		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy},
+		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
+			Capabilities: s.Capabilities},
 			Coverage: map[string]int{}}}
 	e.procs = make([]*proc, s.Processes)
 	cleanup := func() {
@@ -255,19 +256,19 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	}
 	if spec.IsNotSent(err) {
 		e.trace(i, p.n, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
-		e.oracle.dropped(f.call)
+		e.oracle.dropped(f.call, f.op)
 		return true
 	}
 	if !definite {
 		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
-		e.oracle.indefinite(f.call)
+		e.oracle.indefinite(f.call, f.op)
 		return true
 	}
 	e.trace(i, p.n, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
-	allowed, ok := e.oracle.ret(f.call, got)
+	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if e.oracle.inconclusive {
 		e.res.Inconclusive = true
 	}
@@ -341,7 +342,7 @@ func (e *engine) abandon(p *proc) {
 		}
 		f.resume <- errKilled
 	}
-	e.oracle.indefinite(f.call)
+	e.oracle.indefinite(f.call, f.op)
 }
 
 // drain runs every operation still in flight to its end, process by

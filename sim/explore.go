@@ -31,6 +31,10 @@ type Subject struct {
 	// work, another process may issue its rival, so that races between a
 	// check and a write are tried where they matter.
 	Rival func(op spec.Op, r *rand.Rand) spec.Op
+	// Capabilities are the backend's declared choices Model was configured
+	// with (model.For); a schedule records them, so that a replay judges by
+	// the same model.
+	Capabilities spec.Capabilities
 }
 
 // Deadliner is a workload whose operations set deadlines (a lease's or a
@@ -132,7 +136,8 @@ func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 	p = p.withDefaults()
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	swarm := DrawSwarm(r)
-	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy()}
+	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy(),
+		Capabilities: subj.Capabilities}
 	e, cleanup, err := newEngine(ctx, subj, b, s, dir)
 	if err != nil {
 		return Result{}, err

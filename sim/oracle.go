@@ -15,59 +15,124 @@ import (
 // its return: the oracle judges each answer by every order the overlap
 // allows, never by the order the operations happened to finish in.
 //
-// It holds configurations: a state the run may be in, and which operations
-// still in flight that state already counts, with the answer it assumed for
-// each (linearized early, just in time for another operation's answer).
-// When an operation returns, each configuration either checks the answer it
-// assumed, or places the operation now, after any order of the other
-// operations in flight, each with any of its answers. A backend's choices (branches, holes) and
-// indefinite operations (a crash, a lost reply) multiply configurations in
-// the same way. An answer is right when some configuration allows it.
+// It holds configurations: a state the run may be in, and which steps of
+// the operations still in flight that state already counts, with the answer
+// it assumed for each (placed early, just in time for another operation's
+// answer). When an operation returns, each configuration either checks the
+// answer it assumed, or places the operation now, after any order of the
+// other steps in flight, each with any of its answers. An operation is one
+// step, or, where the seed runs it as several statements outside a
+// transaction (model.Splitter), its parts in order, each placed at its own
+// point. A backend's choices (branches, holes) and indefinite operations (a
+// crash, a lost reply) multiply configurations in the same way. An answer
+// is right when some configuration allows it.
 type oracle struct {
-	m       model.Model
-	configs []config
-	flying  map[int]flying
+	m        model.Model
+	splitter model.Splitter
+	configs  []config
+	flying   map[unit]flying
 	// limit bounds the configurations; past it the run is inconclusive
 	// rather than judged on a part of them.
 	limit        int
 	inconclusive bool
 }
 
+// unit is one step of an operation in flight: part part of call call (part
+// 0 of an operation of one step).
+type unit struct{ call, part int }
+
 type flying struct {
-	op  spec.Op
+	op  spec.Op // the step's operation (the whole one, or a part)
 	now int64
 }
 
 type config struct {
 	state model.State
-	early []early // by id
+	early []early // by unit
 }
 
-// early is an in-flight operation a configuration already placed, with
-// the branch (answer) it assumed.
+// early is a step in flight a configuration already placed, with the
+// branch (answer) it assumed.
 type early struct {
-	id     int
+	u      unit
 	branch model.Branch
 }
 
 func newOracle(m model.Model) *oracle {
-	return &oracle{m: m, configs: []config{{state: m.Init()}}, flying: map[int]flying{}, limit: 20_000}
+	o := &oracle{m: m, configs: []config{{state: m.Init()}}, flying: map[unit]flying{}, limit: 20_000}
+	o.splitter, _ = m.(model.Splitter)
+	return o
+}
+
+// parts are the steps op runs as.
+func (o *oracle) parts(op spec.Op) []spec.Op {
+	if o.splitter != nil {
+		if p := o.splitter.Parts(op); len(p) > 1 {
+			return p
+		}
+	}
+	return []spec.Op{op}
 }
 
 // call records that operation id was sent at nowMS.
 func (o *oracle) call(id int, op spec.Op, nowMS int64) {
-	o.flying[id] = flying{op: op, now: nowMS}
+	for j, p := range o.parts(op) {
+		o.flying[unit{id, j}] = flying{op: p, now: nowMS}
+	}
 }
 
-// ret checks operation id's definite answer got. When no configuration
-// allows it, it returns every branch the model allowed, for the report.
-func (o *oracle) ret(id int, got model.Outcome) ([]model.Branch, bool) {
-	f := o.flying[id]
-	delete(o.flying, id)
+// ret checks operation id's definite answer got: part by part when it
+// splits, else whole. When no configuration allows it, it returns every
+// branch the model allowed, for the report.
+func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, bool) {
+	n := len(o.parts(op))
+	var outs []model.Outcome
+	if n > 1 {
+		if _, o2, ok := o.splitter.Split(op, got); ok && len(o2) == n {
+			outs = o2
+		}
+	}
+	var allowed []model.Branch
+	configs := o.configs
+	if outs == nil {
+		// One step: a configuration that placed a part of it already
+		// cannot see it whole.
+		if n > 1 {
+			configs = slices.DeleteFunc(slices.Clone(configs), func(c config) bool { return c.placedAny(id, n) })
+		}
+		for j := 1; j < n; j++ {
+			delete(o.flying, unit{id, j})
+		}
+		o.flying[unit{id, 0}] = flying{op: op, now: o.flying[unit{id, 0}].now}
+		configs, allowed = o.retUnit(configs, unit{id, 0}, got)
+	} else {
+		for j := range n {
+			var bs []model.Branch
+			configs, bs = o.retUnit(configs, unit{id, j}, outs[j])
+			allowed = append(allowed, bs...)
+			if len(configs) == 0 {
+				break
+			}
+		}
+	}
+	for j := range n {
+		delete(o.flying, unit{id, j})
+	}
+	if len(configs) == 0 {
+		return allowed, false
+	}
+	o.configs = o.bounded(configs)
+	return nil, true
+}
+
+// retUnit checks one step's answer in every configuration.
+func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config, []model.Branch) {
+	f := o.flying[u]
+	delete(o.flying, u)
 	var next []config
 	var allowed []model.Branch
-	for _, c := range o.configs {
-		if i := c.find(id); i >= 0 {
+	for _, c := range configs {
+		if i := c.find(u); i >= 0 {
 			b := c.early[i].branch
 			if values, ok := b.Allows(got); ok {
 				next = addConfig(next, config{state: model.Bind(c.state, values), early: slices.Delete(slices.Clone(c.early), i, i+1)})
@@ -76,7 +141,7 @@ func (o *oracle) ret(id int, got model.Outcome) ([]model.Branch, bool) {
 			}
 			continue
 		}
-		o.placeBefore(c, id, f, func(s model.State, placed []early) {
+		o.placeBefore(c, u, func(s model.State, placed []early) {
 			ns, bs := model.Judge(o.m, s, f.op, f.now, got)
 			for _, n := range ns {
 				next = addConfig(next, config{state: n, early: placed})
@@ -84,76 +149,87 @@ func (o *oracle) ret(id int, got model.Outcome) ([]model.Branch, bool) {
 			allowed = append(allowed, bs...)
 		})
 	}
-	if len(next) == 0 {
-		return allowed, false
-	}
-	o.configs = o.bounded(next)
-	return nil, true
+	return next, allowed
 }
 
 // indefinite takes operation id whose answer will never come (its process
-// was killed or crashed, its reply lost): it happened at some point of its
-// span, or never. A configuration that placed it early keeps it; any other
-// either never sees it or sees it now.
-func (o *oracle) indefinite(id int) {
-	f, ok := o.flying[id]
-	if !ok {
-		return
-	}
-	delete(o.flying, id)
+// was killed or crashed, its reply lost): each of its steps happened at some
+// point of its span, in order, or never (a later one only after an earlier
+// one). A configuration that placed steps early keeps them; the others may
+// happen now.
+func (o *oracle) indefinite(id int, op spec.Op) {
+	n := len(o.parts(op))
 	var next []config
 	for _, c := range o.configs {
-		if i := c.find(id); i >= 0 {
-			next = addConfig(next, config{state: c.state, early: slices.Delete(slices.Clone(c.early), i, i+1)})
-			continue
-		}
-		next = addConfig(next, c)
-		// It took effect before now, perhaps after operations still in
-		// flight that it conflicts with.
-		o.placeBefore(c, id, f, func(s model.State, placed []early) {
-			for _, b := range o.m.Step(s, f.op, f.now) {
-				next = addConfig(next, config{state: b.Next, early: placed})
-			}
-		})
+		next = append(next, o.finish(c, id, 0, n)...)
 	}
-	o.configs = o.bounded(next)
+	for j := range n {
+		delete(o.flying, unit{id, j})
+	}
+	o.configs = o.bounded(dedupe(next))
 }
 
-// placeBefore calls place with each state c may be in just before id takes
-// effect: after every order of any of the other operations in flight, each
-// with any of its answers. (Keys cannot prune them: two operations with no
-// key in common may still be told apart by a later scan, so their order
-// matters too.)
-func (o *oracle) placeBefore(c config, id int, f flying, place func(model.State, []early)) {
-	var cands []int
-	for j := range o.flying {
-		if j != id && c.find(j) < 0 {
-			cands = append(cands, j)
+// finish is every configuration c may become when the steps j.. of
+// operation id stop being in flight: each in order happened (placed early
+// already, or now) or none of the rest did.
+func (o *oracle) finish(c config, id, j, n int) []config {
+	if j == n {
+		return []config{c}
+	}
+	u := unit{id, j}
+	if i := c.find(u); i >= 0 {
+		c.early = slices.Delete(slices.Clone(c.early), i, i+1)
+		return o.finish(c, id, j+1, n)
+	}
+	out := []config{c}
+	f := o.flying[u]
+	o.placeBefore(c, u, func(s model.State, placed []early) {
+		for _, b := range o.m.Step(s, f.op, f.now) {
+			out = append(out, o.finish(config{state: b.Next, early: placed}, id, j+1, n)...)
+		}
+	})
+	return out
+}
+
+// placeBefore calls place with each state c may be in just before u takes
+// effect: after every order of any of the other steps in flight that may
+// come first (an operation's parts in their order), each with any of its
+// answers. (Keys cannot prune them: two operations with no key in common
+// may still be told apart by a later scan, so their order matters too.)
+func (o *oracle) placeBefore(c config, u unit, place func(model.State, []early)) {
+	var cands []unit
+	for v := range o.flying {
+		if v.call != u.call && c.find(v) < 0 {
+			cands = append(cands, v)
 		}
 	}
-	slices.Sort(cands)
-	var walk func(s model.State, placed []early, left []int)
-	walk = func(s model.State, placed []early, left []int) {
+	slices.SortFunc(cands, func(a, b unit) int {
+		if a.call != b.call {
+			return a.call - b.call
+		}
+		return a.part - b.part
+	})
+	var walk func(s model.State, placed []early, left []unit)
+	walk = func(s model.State, placed []early, left []unit) {
 		place(s, placed)
-		for i, j := range left {
+		for i, v := range left {
+			if v.part > 0 && !placedIn(placed, unit{v.call, v.part - 1}) && o.isFlying(unit{v.call, v.part - 1}) {
+				continue // its earlier part has not taken effect yet
+			}
 			rest := slices.Delete(slices.Clone(left), i, i+1)
-			g := o.flying[j]
+			g := o.flying[v]
 			for _, b := range o.m.Step(s, g.op, g.now) {
-				walk(b.Next, insertEarly(placed, early{id: j, branch: b}), rest)
+				walk(b.Next, insertEarly(placed, early{u: v, branch: b}), rest)
 			}
 		}
 	}
 	walk(c.state, c.early, cands)
 }
 
-// states are the states the run may be in, counting only what has
-// returned or been placed.
-func (o *oracle) states() []model.State {
-	out := make([]model.State, 0, len(o.configs))
-	for _, c := range o.configs {
-		out = model.AppendState(out, c.state)
-	}
-	return out
+func (o *oracle) isFlying(u unit) bool { _, ok := o.flying[u]; return ok }
+
+func placedIn(es []early, u unit) bool {
+	return slices.ContainsFunc(es, func(e early) bool { return e.u == u })
 }
 
 // events are the coverage events op, answered got, reaches from the first
@@ -179,18 +255,32 @@ func (o *oracle) bounded(cs []config) []config {
 	return cs
 }
 
-func (c config) find(id int) int {
+func (c config) find(u unit) int {
 	for i, e := range c.early {
-		if e.id == id {
+		if e.u == u {
 			return i
 		}
 	}
 	return -1
 }
 
+func (c config) placedAny(id, n int) bool {
+	for j := range n {
+		if c.find(unit{id, j}) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func insertEarly(es []early, e early) []early {
 	out := slices.Clone(es)
-	i, _ := slices.BinarySearchFunc(out, e.id, func(x early, id int) int { return x.id - id })
+	i, _ := slices.BinarySearchFunc(out, e.u, func(x early, u unit) int {
+		if x.u.call != u.call {
+			return x.u.call - u.call
+		}
+		return x.u.part - u.part
+	})
 	return slices.Insert(out, i, e)
 }
 
@@ -201,7 +291,7 @@ func (c config) key() string {
 	}
 	var b strings.Builder
 	for _, e := range c.early {
-		b.WriteString(strconv.Itoa(e.id))
+		b.WriteString(strconv.Itoa(e.u.call) + "." + strconv.Itoa(e.u.part))
 		b.WriteString("=")
 		b.WriteString(e.branch.Describe())
 		b.WriteString(";")
@@ -217,4 +307,12 @@ func addConfig(cs []config, c config) []config {
 		}
 	}
 	return append(cs, c)
+}
+
+func dedupe(cs []config) []config {
+	var out []config
+	for _, c := range cs {
+		out = addConfig(out, c)
+	}
+	return out
 }

@@ -56,7 +56,10 @@ type Schedule struct {
 	// Strategy says how the run chose who moves at each yield point
 	// ("pct depth 2", "random"), for the report; a replay does not read it.
 	Strategy string
-	Steps    []Step
+	// Capabilities are the backend's declared choices the run's model read
+	// (Subject.Capabilities).
+	Capabilities spec.Capabilities
+	Steps        []Step
 }
 
 // ProcessOf is the process client c runs on.
@@ -73,12 +76,14 @@ type stepJSON struct {
 }
 
 type scheduleJSON struct {
-	Store     string     `json:"store"`
-	Seed      int64      `json:"seed"`
-	Clients   int        `json:"clients"`
-	Processes int        `json:"processes"`
-	Strategy  string     `json:"strategy,omitempty"`
-	Steps     []stepJSON `json:"steps"`
+	Store     string `json:"store"`
+	Seed      int64  `json:"seed"`
+	Clients   int    `json:"clients"`
+	Processes int    `json:"processes"`
+	Strategy  string `json:"strategy,omitempty"`
+	// Capabilities: see Schedule.Capabilities.
+	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
+	Steps        []stepJSON         `json:"steps"`
 }
 
 // MarshalJSON writes each operation as its name and arguments, each fault
@@ -86,6 +91,10 @@ type scheduleJSON struct {
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
 		Steps: make([]stepJSON, len(s.Steps))}
+	if s.Capabilities != (spec.Capabilities{}) {
+		caps := s.Capabilities
+		out.Capabilities = &caps
+	}
 	for i, st := range s.Steps {
 		j := stepJSON{Kind: st.Kind, ID: st.ID, Client: st.Client, Process: st.Process}
 		if st.Op != nil {
@@ -132,6 +141,9 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 	}
 	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Strategy: raw.Strategy,
 		Steps: make([]Step, len(raw.Steps))}
+	if raw.Capabilities != nil {
+		s.Capabilities = *raw.Capabilities
+	}
 	for i, j := range raw.Steps {
 		st := Step{Kind: j.Kind, ID: j.ID, Client: j.Client, Process: j.Process}
 		if j.Process < 0 || j.Process >= raw.Processes {

@@ -12,6 +12,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -62,12 +63,14 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		return check
 	}
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d", cfg.command, s.Name(), rc.Seed)
+	hist.Capabilities = b.Info().Capabilities.Capabilities
 	if cfg.answers != nil {
 		for k, n := range hist.Answers(s.Contract) {
 			cfg.answers[k] += n
 		}
 	}
-	res, err := linearizability.Check(s.Model, hist, cfg.timeout)
+	m := model.For(s.Model, hist.Capabilities)
+	res, err := linearizability.Check(m, hist, cfg.timeout)
 	check.Duration = time.Since(start)
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "history: "+err.Error()
@@ -193,7 +196,7 @@ func check(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck check: storecheck has no linearizability model of the %s store yet\n", hist.Store)
 		return exitUsage
 	}
-	res, err := linearizability.Check(s.Model, hist, f.dur("check-timeout"))
+	res, err := linearizability.Check(model.For(s.Model, hist.Capabilities), hist, f.dur("check-timeout"))
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck check: %v\n", err)
 		return exitUsage
@@ -213,10 +216,11 @@ func check(inv invocation) int {
 // last operations are where it went wrong.
 func minimalHistory(s stores.Store, hist linearizability.History, timeout time.Duration) string {
 	part := &hist
-	if small := linearizability.Smallest(s.Model, hist, timeout); small != nil {
+	m := model.For(s.Model, hist.Capabilities)
+	if small := linearizability.Smallest(m, hist, timeout); small != nil {
 		part = small
 	}
-	prefix := linearizability.ShortestPrefix(s.Model, *part, timeout)
+	prefix := linearizability.ShortestPrefix(m, *part, timeout)
 	if prefix == nil {
 		return ""
 	}

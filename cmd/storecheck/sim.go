@@ -15,6 +15,7 @@ import (
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // simulation is "storecheck sim": seeded schedules of concurrent clients,
@@ -69,6 +70,7 @@ func simulation(inv invocation) int {
 		}
 		var backend sim.Backend
 		var points []string
+		var caps spec.Capabilities
 		if command != nil {
 			o := execOptions(command, timeout)
 			probe, err := adapters.StartExec(context.Background(), o)
@@ -83,13 +85,13 @@ func simulation(inv invocation) int {
 					Outcome: reports.Skipped, Message: "backend does not implement the " + name + " store"})
 				continue
 			}
-			points = info.Capabilities.CrashPoints[name]
+			points, caps = info.Capabilities.CrashPoints[name], info.Capabilities.Capabilities
 			backend = sim.Exec(o, name)
 		} else {
 			backend = sim.InProcess(ref, name)
-			points = ref.Info().Capabilities.CrashPoints[name]
+			points, caps = ref.Info().Capabilities.CrashPoints[name], ref.Info().Capabilities.Capabilities
 		}
-		subj := subject(st, points)
+		subj := subjectFor(st, points, caps)
 		coverage := sim.Coverage{}
 		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
@@ -196,7 +198,7 @@ func replay(inv invocation) int {
 	if command != nil {
 		backend = sim.Exec(execOptions(command, f.dur("reply-timeout")), s.Store)
 	}
-	res, err := sim.Run(context.Background(), subject(st, nil), backend, s, sim.ScratchDir())
+	res, err := sim.Run(context.Background(), subjectFor(st, nil, s.Capabilities), backend, s, sim.ScratchDir())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitBackend

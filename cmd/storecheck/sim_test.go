@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/sim"
@@ -160,6 +161,66 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 			if missing := cov.Missing(rareEvents(k)); len(missing) > 0 {
 				t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
 			}
+		})
+	}
+}
+
+// The racy bugs of the corpus (a check read outside the write transaction,
+// an in-process lock instead of a transaction) are reproduced from one seed
+// by the simulator, which pauses one operation between its read and its
+// write while another process's commits. In process, each failure shrinks
+// to at most 12 steps that replay the same failure every time and that the
+// correct reference passes; over the wire (one "storecheck serve" process
+// per simulated process) the same seed fails the same way, and the shrunk
+// schedule replayed over the wire fails the same way too.
+func TestSimReproducesEveryRacyBugFromOneSeed(t *testing.T) {
+	ctx := context.Background()
+	for _, bug := range []bugs.Bug{bugs.ContinuityUpsertCheckOutsideTx, bugs.ContinuityProcessLock,
+		bugs.RuntimeLeaseClaimOutsideTx, bugs.ClientSettleCheckOutsideTx} {
+		t.Run(bug.Name(), func(t *testing.T) {
+			t.Parallel()
+			k, _ := stores.Lookup(bug.Store())
+			subj := subject(k, nil)
+			broken := sim.InProcess(stores.Backend(stores.Options{Bug: bug}), k.Name())
+			wire := sim.Exec(adapters.ExecOptions{Command: []string{os.Args[0], selftestSubject, bug.Name(), "serve"},
+				Env: []string{harnessEnv + "=file"}, Contracts: stores.Contracts()}, k.Name())
+			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
+				res, err := sim.Explore(ctx, subj, broken, seed, sim.Params{}, sim.ScratchDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failure == nil {
+					continue
+				}
+				over, err := sim.Explore(ctx, subj, wire, seed, sim.Params{}, sim.ScratchDir())
+				if err != nil || over.Failure == nil || over.Hash() != res.Hash() {
+					t.Fatalf("seed %d over the wire: %v, failure %v; the same trace: %v", seed, err, over.Failure, over.Hash() == res.Hash())
+				}
+				small, err := sim.Shrink(ctx, subj, broken, res, sim.ScratchDir(), 2000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(small.Schedule.Steps); n > 12 || small.Failure.Signature() != res.Failure.Signature() {
+					t.Fatalf("seed %d shrunk to %d steps, failing as %q (was %q):\n%s", seed, n,
+						small.Failure.Signature(), res.Failure.Signature(), small.InterleavingText(50))
+				}
+				for range 100 {
+					again, err := sim.Run(ctx, subj, broken, small.Schedule, sim.ScratchDir())
+					if err != nil || again.Failure == nil || again.Hash() != small.Hash() {
+						t.Fatalf("a replay of the shrunk schedule did not fail the same way: %v %v", err, again.Failure)
+					}
+				}
+				if again, err := sim.Run(ctx, subj, wire, small.Schedule, sim.ScratchDir()); err != nil || again.Failure == nil ||
+					again.Failure.Signature() != small.Failure.Signature() {
+					t.Fatalf("the shrunk schedule over the wire: %v %v", err, again.Failure)
+				}
+				if ok, err := sim.Run(ctx, subj, sim.InProcess(stores.Reference(), k.Name()), small.Schedule, sim.ScratchDir()); err != nil || ok.Failure != nil {
+					t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
+				}
+				t.Logf("seed %d: %d steps shrunk to %d:\n%s", seed, len(res.Schedule.Steps), len(small.Schedule.Steps), small.InterleavingText(50))
+				return
+			}
+			t.Fatalf("the default sweep (%s) never found %s", sim.DefaultSeeds, bug.Name())
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
 )
@@ -87,4 +88,12 @@ func subject(s stores.Store, crashPoints []string) sim.Subject {
 		crashPoints = s.CrashPoints
 	}
 	return sim.Subject{Model: s.Model, NewWorkload: s.Workload, CrashPoints: crashPoints, RareEvents: rareEvents(s), Rival: s.Rival}
+}
+
+// subjectFor is store s as the simulator needs it for a backend that
+// declared caps: its model configured by the choices it declares.
+func subjectFor(s stores.Store, crashPoints []string, caps spec.Capabilities) sim.Subject {
+	subj := subject(s, crashPoints)
+	subj.Model, subj.Capabilities = model.For(s.Model, caps), caps
+	return subj
 }

@@ -839,11 +839,22 @@ func (knownByIntent) Result() any   { return false }
 func (bindClose) Name() string      { return "bind_task/close_others" }
 func (bindClose) Result() any       { return nil }
 
-// Split cuts the client operations the seed does not run as one statement
-// into their parts: a false task_is_known into its two reads (a true one is
-// true at the moment of the read that found it, since a binding is never
-// removed), and a bind_task into the close of the session's other binding
-// and the bind.
+// Parts are the steps of the client operations the seed does not run as one
+// statement: task_is_known's two reads, and bind_task's close of the
+// session's other binding and the bind.
+func (Client) Parts(op spec.Op) []spec.Op {
+	switch o := op.(type) {
+	case c.TaskIsKnown:
+		return []spec.Op{knownByBinding{o.TaskID}, knownByIntent{o.TaskID}}
+	case c.BindTask:
+		return []spec.Op{bindClose{o.SessionID, o.TaskID}, o}
+	}
+	return nil
+}
+
+// Split cuts a false task_is_known into its two reads (a true one is true
+// at the moment of the read that found it, since a binding is never
+// removed, and is judged as one step), and a bind_task into its two steps.
 func (Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
 	if got.Kind != "" {
 		return nil, nil, false

@@ -42,6 +42,13 @@ type ContinuityState struct {
 
 func (Continuity) Contract() spec.Contract { return c.Contract }
 
+// Configure reads the backend's snapshot revision (capability
+// snapshot_revision).
+func (m Continuity) Configure(caps spec.Capabilities) Model {
+	m.OpaqueRevision = caps.SnapshotRevision == "opaque"
+	return m
+}
+
 func (Continuity) Init() State { return ContinuityState{} }
 
 func (s ContinuityState) Equal(o State) bool {
@@ -275,14 +282,13 @@ func (m Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 	return One(s, Fail(spec.Kind("unknown_operation")))
 }
 
-// Split cuts a resolve_many of several identities into one read per
+// Parts cuts a resolve_many of several identities into one read per
 // identity: the seed reads them one statement at a time, outside any
 // transaction (continuity.resolve_many.one_read_per_identity).
-func (Continuity) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
+func (Continuity) Parts(op spec.Op) []spec.Op {
 	o, ok := op.(c.ResolveMany)
-	answer, isMap := got.Result.(map[c.Identity]c.Resolution)
-	if !ok || got.Kind != "" || !isMap {
-		return nil, nil, false
+	if !ok {
+		return nil
 	}
 	var ids []c.Identity
 	for _, id := range o.Identities {
@@ -290,17 +296,30 @@ func (Continuity) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) < 2 || len(answer) != len(ids) {
-		return nil, nil, false
+	if len(ids) < 2 {
+		return nil
 	}
 	parts := make([]spec.Op, len(ids))
-	outs := make([]Outcome, len(ids))
 	for i, id := range ids {
+		parts[i] = c.ResolveMany{Identities: []c.Identity{id}}
+	}
+	return parts
+}
+
+// Split is Parts with each identity's answer.
+func (m Continuity) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
+	parts := m.Parts(op)
+	answer, isMap := got.Result.(map[c.Identity]c.Resolution)
+	if parts == nil || got.Kind != "" || !isMap || len(answer) != len(parts) {
+		return nil, nil, false
+	}
+	outs := make([]Outcome, len(parts))
+	for i, p := range parts {
+		id := p.(c.ResolveMany).Identities[0]
 		r, found := answer[id]
 		if !found {
 			return nil, nil, false
 		}
-		parts[i] = c.ResolveMany{Identities: []c.Identity{id}}
 		outs[i] = OK(map[c.Identity]c.Resolution{id: r})
 	}
 	return parts, outs, true

@@ -130,12 +130,29 @@ type Eventful interface {
 
 // Splitter is a model some of whose operations are not one atomic step: a
 // read the seed runs as several statements outside any transaction, each of
-// which may see another moment of the store. Split cuts op, answered got,
-// into the parts that are each atomic, with the answer each gave; a checker
-// lets each part take effect at its own point inside the operation's span.
-// ok is false for an operation that is atomic.
+// which may see another moment of the store. Parts cuts op into the atomic
+// steps it runs as, in the order it runs them (nil: it is one step). Split
+// cuts op, answered got, into those parts with the answer each gave; ok is
+// false when got does not say what each part answered (the operation is
+// then judged as one step). A checker lets each part take effect at its own
+// point inside the operation's span, in order.
 type Splitter interface {
+	Parts(op spec.Op) []spec.Op
 	Split(op spec.Op, got Outcome) (parts []spec.Op, outs []Outcome, ok bool)
+}
+
+// Configurable is a model some of whose readings a backend declares (a
+// capability of its hello) rather than the model learns from its answers.
+type Configurable interface {
+	Configure(caps spec.Capabilities) Model
+}
+
+// For is m for a backend that declared caps.
+func For(m Model, caps spec.Capabilities) Model {
+	if c, ok := m.(Configurable); ok {
+		return c.Configure(caps)
+	}
+	return m
 }
 
 // One is the single branch of an operation whose rules fix the answer.

@@ -43,6 +43,8 @@ const (
 	ruleInvalidAnyPoint = "runtime.invalid_argument_at_any_point"
 	ruleFullGraph       = "runtime.load_session.full_graph"
 	ruleActivePath      = "runtime.load_session.active_path"
+	ruleAnsweredBatches = "runtime.claim_ready_queued_work.answered_batches"
+	ruleFirstStaging    = "runtime.stage_attachment.first_staging"
 	ruleCompletedHeld   = "runtime.commit_runtime_state.completed_claim_held"
 	ruleCheckpoint      = "runtime.commit_runtime_state.checkpoint"
 	ruleRepeatedNode    = "runtime.commit_runtime_state.graph_repeated_node"
@@ -708,15 +710,25 @@ func (m Runtime) step(s RuntimeState, op spec.Op, now int64) []Branch {
 		return s.collect()
 
 	case r.StageAttachment:
-		if _, ok := s.attachments[o.AttachmentID]; ok {
+		staged := func() State {
+			n := s
+			n.attachments = maps.Clone(s.attachments)
+			if n.attachments == nil {
+				n.attachments = map[string]rtAttachment{}
+			}
+			n.attachments[o.AttachmentID] = rtAttachment{Session: o.SessionID, Data: string(o.Data)}
+			return n.sealed(pAttachments)
+		}
+		a, ok := s.attachments[o.AttachmentID]
+		switch {
+		case !ok:
+			return One(staged(), OK(nil))
+		case a.Committed:
 			return One(s, OK(nil))
 		}
-		s.attachments = maps.Clone(s.attachments)
-		if s.attachments == nil {
-			s.attachments = map[string]rtAttachment{}
-		}
-		s.attachments[o.AttachmentID] = rtAttachment{Session: o.SessionID, Data: string(o.Data)}
-		return One(s.sealed(pAttachments), OK(nil))
+		// Staged again before its commit: the first stays, or the latest
+		// replaces it.
+		return []Branch{{Outcome: OK(nil), Next: s, Rule: ruleFirstStaging}, {Outcome: OK(nil), Next: staged(), Rule: ruleFirstStaging}}
 
 	case r.LoadAttachment:
 		a, ok := s.attachments[o.AttachmentID]
@@ -985,16 +997,31 @@ func (s RuntimeState) claimOf(o r.ClaimReadyQueuedWork, now int64, at []int, rul
 	}
 	next := s.sealed(pQueue)
 	distinct := []Distinct{{Holes: []string{id, token}, Taken: taken}}
-	after, before := claim, claim
-	after.FencingToken = claim.Batches[0].ClaimFencingToken
-	before.FencingToken = after.FencingToken - 1
+	// The batches the claim answers show their counts after the claim's
+	// increment (the reference's), or as the candidate rows were read
+	// before it (runtime.claim_ready_queued_work.answered_batches); the
+	// claim's own fencing token is its first batch's after or before
+	// (claim_fence).
+	read := slices.Clone(claim.Batches)
+	for i := range read {
+		read[i].ClaimFencingToken--
+	}
+	fence := claim.Batches[0].ClaimFencingToken
 	if rule == "" {
 		rule = ruleClaimLease
 	}
-	return []Branch{
-		{Outcome: OK(&after), Next: next, Rule: rule, Distinct: distinct},
-		{Outcome: OK(&before), Next: next, Rule: ruleClaimFence, Distinct: distinct},
+	var out []Branch
+	for _, v := range []struct {
+		batches []r.QueuedWorkBatch
+		fence   uint64
+		rule    string
+	}{{claim.Batches, fence, rule}, {claim.Batches, fence - 1, ruleClaimFence},
+		{read, fence, ruleAnsweredBatches}, {read, fence - 1, ruleAnsweredBatches}} {
+		c := claim
+		c.Batches, c.FencingToken = v.batches, v.fence
+		out = append(out, Branch{Outcome: OK(&c), Next: next, Rule: v.rule, Distinct: distinct})
 	}
+	return out
 }
 
 // renewClaim is the seed's renewal: one UPDATE of every batch the claim's id

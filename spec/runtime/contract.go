@@ -349,8 +349,9 @@ var Kinds = []spec.Kind{ErrSessionBindingMismatch, ErrRuntimeTurnCommitConflict,
 	ErrHeadRevisionConflict, ErrQueuedWorkClaimExpired, ErrGraphNodeConflict, ErrInvalidArgument, ErrIO}
 
 // MergeReading is a reading of how the seed's select_claim_prefix (which it
-// does not show) treats merge keys (rule
-// runtime.claim_ready_queued_work.prefix_reading): every reading is
+// does not show) decides which later batches join a claim (rule
+// runtime.claim_ready_queued_work.prefix_reading): how merge keys match,
+// and whether a claim keeps to one delivery policy. Every reading is
 // accepted.
 type MergeReading int
 
@@ -364,13 +365,24 @@ const (
 	// MergeEmptyKeyAlone: as MergeSameKey, but a batch with the empty key
 	// never merges (it is claimed alone and ends a prefix).
 	MergeEmptyKeyAlone
+	// mergeReadings counts the merge-key readings; OnePolicy is added to
+	// one of them.
+	mergeReadings
+	// OnePolicy, added to a merge-key reading: a later batch joins only
+	// when its delivery policy is the first batch's too.
+	OnePolicy MergeReading = mergeReadings
 )
 
 // MergeReadings are every reading, the reference's first.
-var MergeReadings = []MergeReading{MergeSameKey, MergeKeyIgnored, MergeEmptyKeyAlone}
+var MergeReadings = []MergeReading{MergeSameKey, MergeKeyIgnored, MergeEmptyKeyAlone,
+	MergeSameKey + OnePolicy, MergeKeyIgnored + OnePolicy, MergeEmptyKeyAlone + OnePolicy}
 
 func (m MergeReading) String() string {
-	return [...]string{"same key", "key ignored", "empty key alone"}[m]
+	s := [...]string{"same key", "key ignored", "empty key alone"}[m%mergeReadings]
+	if m >= OnePolicy {
+		s += ", one delivery policy"
+	}
+	return s
 }
 
 // SelectClaimPrefix is the prefix rule of claim_ready_queued_work as the
@@ -397,7 +409,10 @@ func SelectClaimPrefixAs(reading MergeReading, candidates []QueuedWorkBatch, bou
 		if first.SlotPolicy != SlotMergeable || b.SlotPolicy != SlotMergeable {
 			return false
 		}
-		switch reading {
+		if reading >= OnePolicy && b.DeliveryPolicy != first.DeliveryPolicy {
+			return false
+		}
+		switch reading % mergeReadings {
 		case MergeKeyIgnored:
 			return true
 		case MergeEmptyKeyAlone:

@@ -252,8 +252,11 @@ var Rules = []spec.Rule{
 		Source: quoted("claim_ready_queued_work", `// rows we already claimed in this transaction so we
                             // never return a half-owned claim.
                             return Ok(TxOutcome::Rollback(None));`)},
-	{ID: "runtime.claim_ready_queued_work.batch_fence", Op: "claim_ready_queued_work", Says: "Each claimed batch's claim fencing token goes up by one, and the claim answers the batches so.",
+	{ID: "runtime.claim_ready_queued_work.batch_fence", Op: "claim_ready_queued_work", Says: "Each claimed batch's stored claim fencing token goes up by one: list_queued_work shows it so.",
 		Source: quoted("claim_ready_queued_work", `claim_fencing_token = claim_fencing_token + 1,`)},
+	{ID: "runtime.claim_ready_queued_work.answered_batches", Op: "claim_ready_queued_work", Says: "The claim answers its batches with their claim fencing tokens after the claim's increment, or as the candidate rows were read before it.",
+		Source:   silent("claim_ready_queued_work", "the batches are built with queued_work_batch_from_conn(tx, row) from the rows read before the UPDATE; whether that helper, which is not shown, reads the row again is not said"),
+		Latitude: "Either count is accepted in the answer, the same for every batch of the claim; the stored count is one up either way (batch_fence)."},
 	{ID: "runtime.claim_ready_queued_work.claim_lease", Op: "claim_ready_queued_work", Says: "A claim is the session's, the owner's, claimed at now and expiring at now + ttl; its (claim id, token) is not a live claim's.",
 		Source:   silent("claim_ready_queued_work", "QueuedWorkClaimLease::derive(&candidates[0], &session_id, &owner_id, now, lease_ttl_ms) is not shown"),
 		Latitude: "The claim id and token are any text (runtime.minted_ids)."},
@@ -322,9 +325,9 @@ var Rules = []spec.Rule{
 		Latitude: "The count is bounded, not fixed: at most the stored checkpoints other than the head's (how many there are depends on the ref reading, runtime.commit_runtime_state.checkpoint), and fewer when an automatic collection already took some, or when the backend counts checkpoints a recorded turn names as reachable."},
 
 	// stage_attachment, load_attachment
-	{ID: "runtime.stage_attachment.first_staging", Op: "stage_attachment", Says: "stage_attachment stores an attachment of a session, uncommitted; an id already staged keeps its first session, bytes and commit time.",
+	{ID: "runtime.stage_attachment.first_staging", Op: "stage_attachment", Says: "stage_attachment stores an attachment of a session, uncommitted; a committed attachment staged again keeps its session, bytes and commit time.",
 		Source:   silent("commit_runtime_state", "attachments are staged through the seed's blob API, outside the trait: the kit adds this operation so the commit rule on attachments can be checked"),
-		Latitude: "The operation is the kit's, defined as stated; where a backend keeps the bytes (a table, its blob store) is its own."},
+		Latitude: "Where a backend keeps the bytes (a table, its blob store) is its own, and so is what staging an id again does before it is committed: the first staging stays (the reference's reading) or the latest replaces it (a draft area); both are accepted. Only the commit rule is the seed's (runtime.commit_runtime_state.attachments)."},
 	{ID: "runtime.load_attachment.as_staged", Op: "load_attachment", Says: "load_attachment answers the attachment as staged, with its commit time once committed, or none for an unknown id.",
 		Source:   silent("commit_runtime_state", "attachments are read through the seed's blob API, outside the trait: the kit adds this operation"),
 		Latitude: "As runtime.stage_attachment.first_staging."},

@@ -287,12 +287,26 @@ func (fx *runtimeFixture) claimAsAllowed(st rt.Store, l *rt.SessionExecutionLeas
 	return c
 }
 
-// expectClaimFence checks that a claim's fencing token is its first batch's
-// claim fencing token, before or after the claim's increment.
+// expectClaimFence checks a claim's fencing tokens against its batches'
+// stored counts (one up by the claim): the claim's is its first batch's,
+// before or after the claim's increment; each answered batch shows its count
+// after the increment or before it, all alike.
 func (fx *runtimeFixture) expectClaimFence(c *rt.QueuedWorkClaim) {
 	GinkgoHelper()
-	f := c.Batches[0].ClaimFencingToken
+	stored := map[string]uint64{}
+	for _, b := range fx.list(c.SessionID) {
+		stored[b.BatchID] = b.ClaimFencingToken
+	}
+	f := stored[c.Batches[0].BatchID]
 	Expect(c.FencingToken).To(BeElementOf(f-1, f), allowed("runtime.claim_ready_queued_work.claim_fence", "%d or %d", f-1, f))
+	var shift []uint64
+	for _, b := range c.Batches {
+		s := stored[b.BatchID]
+		Expect(b.ClaimFencingToken).To(BeElementOf(s-1, s), allowed("runtime.claim_ready_queued_work.answered_batches",
+			"batch %s: %d (its stored count) or %d (as read before the claim)", b.BatchID, s, s-1))
+		shift = append(shift, s-b.ClaimFencingToken)
+	}
+	Expect(slices.Compact(shift)).To(HaveLen(1), allowed("runtime.claim_ready_queued_work.answered_batches", "every batch of the claim counted alike"))
 }
 
 func (fx *runtimeFixture) list(sess string) []rt.QueuedWorkBatch {

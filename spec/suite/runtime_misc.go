@@ -30,7 +30,13 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			Expect(fx.attachment("att-1")).To(Equal(&rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("\x00bytes\xff")}))
 			Expect(fx.attachment("att-2")).To(BeNil())
 		})
-		It("keeps the first staging of an id, its commit time included", Rules("runtime.stage_attachment.first_staging"), func() {
+		It("keeps the first or the latest staging of an id not yet committed", Rules("runtime.stage_attachment.first_staging"), func() {
+			fx.stage(rtSession, "att-1", "first")
+			fx.stage(rtSession, "att-1", "second")
+			Expect(string(fx.attachment("att-1").Data)).To(BeElementOf("first", "second"),
+				allowed("runtime.stage_attachment.first_staging", "the first staging's bytes or the latest's"))
+		})
+		It("keeps a committed attachment's staging, its commit time included", Rules("runtime.stage_attachment.first_staging"), func() {
 			fx.stage(rtSession, "att-1", "first")
 			cm := fx.commitOf(fx.lease(worker), "cp")
 			cm.CommittedAttachmentIDs = []string{"att-1"}

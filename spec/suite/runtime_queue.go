@@ -109,7 +109,8 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		})
 		It("claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one",
 			Rules("runtime.claim_ready_queued_work.candidates", "runtime.claim_ready_queued_work.prefix", "runtime.claim_ready_queued_work.batch_fence",
-				"runtime.claim_ready_queued_work.claim_lease", "runtime.claim_ready_queued_work.claim_fence"), func() {
+				"runtime.claim_ready_queued_work.claim_lease", "runtime.claim_ready_queued_work.claim_fence",
+				"runtime.claim_ready_queued_work.answered_batches"), func() {
 				l := fx.lease(worker)
 				b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
 				f0 := b1.ClaimFencingToken
@@ -122,9 +123,6 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				Expect(c.LeaseToken).NotTo(BeEmpty())
 				Expect(c.ClaimedAtMs).To(Equal(fx.now()))
 				Expect(c.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
-				for _, b := range c.Batches {
-					Expect(b.ClaimFencingToken).To(Equal(f0+1), allowed("runtime.claim_ready_queued_work.batch_fence", "%d, one above the initial %d", f0+1, f0))
-				}
 				fx.expectClaimFence(c)
 				queue := fx.list(rtSession)
 				Expect([]uint64{queue[0].ClaimFencingToken, queue[1].ClaimFencingToken, queue[2].ClaimFencingToken}).To(Equal([]uint64{f0 + 1, f0 + 1, f0}))
@@ -143,7 +141,8 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{delayed.BatchID}))
 		})
 		It("does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",
-			Rules("runtime.claim_ready_queued_work.candidates", "runtime.expiry", "runtime.claim_ready_queued_work.batch_fence", "runtime.claim_ready_queued_work.claim_fence"), func() {
+			Rules("runtime.claim_ready_queued_work.candidates", "runtime.expiry", "runtime.claim_ready_queued_work.batch_fence", "runtime.claim_ready_queued_work.claim_fence",
+				"runtime.claim_ready_queued_work.answered_batches"), func() {
 				l := fx.lease(worker)
 				b := fx.mergeable()
 				f0 := b.ClaimFencingToken
@@ -154,7 +153,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				fx.advance(1)
 				again := fx.claimWork(l, rival, 1)
 				Expect(fx.claimed(again)).To(Equal([]string{b.BatchID}))
-				Expect(again.Batches[0].ClaimFencingToken).To(Equal(f0 + 2))
+				Expect(fx.list(rtSession)[0].ClaimFencingToken).To(Equal(f0+2), "two claims, two increments")
 				fx.expectClaimFence(again)
 				Expect(again.FencingToken).To(BeNumerically(">", first.FencingToken))
 			})
@@ -209,7 +208,14 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			i2 := interrupt()
 			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10))).To(Equal([]string{i1.BatchID}))
 			Expect(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10)).To(BeNil(), "a next_turn batch first in line")
-			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, rt.BoundaryTurn, 10))).To(Equal([]string{n.BatchID, i2.BatchID}))
+			// At a turn boundary both are deliverable: the next_turn batch
+			// first, the interrupt one with it or in the next claim, as the
+			// reading of the prefix rule has it.
+			c := fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 10)
+			Expect(fx.claimed(c)[0]).To(Equal(n.BatchID))
+			if len(c.Batches) == 1 {
+				Expect(fx.claimed(fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 10))).To(Equal([]string{i2.BatchID}))
+			}
 		})
 		It("answers none when nothing is ready, and rejects an unknown boundary with invalid_argument",
 			Rules("runtime.claim_ready_queued_work.prefix", "runtime.invalid_argument_at_any_point"), func() {
@@ -321,7 +327,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b1.BatchID, b2.BatchID}))
 			again := fx.claimWork(l, rival, 2)
 			Expect(fx.claimed(again)).To(Equal([]string{b1.BatchID, b2.BatchID}))
-			Expect(again.Batches[0].ClaimFencingToken).To(Equal(b1.ClaimFencingToken + 2))
+			Expect(fx.list(rtSession)[0].ClaimFencingToken).To(Equal(b1.ClaimFencingToken+2), "two claims, two increments")
 			fx.expectClaimFence(again)
 		})
 		It("changes nothing for a claim whose id or token does not match", Rules("runtime.abandon_queued_work_claim.frees"), func() {
