@@ -49,12 +49,14 @@ var (
 	// their next attempt time, dropping the sub-second part.
 	ClientDueOrderWholeSeconds = clientBug("client_due_order_whole_seconds",
 		refclient.Rules{DueOrder: `next_attempt_at / 1000, created_at, rowid`}, nil)
-	// ClientDueTimesAsText keeps the next attempt times as RFC 3339 text
-	// (as the seed's rfc3339 helper writes them, to the millisecond) and
-	// compares them as text, both to tell what is due and to order it: a
-	// whole second ("…:01Z") sorts after its fractional neighbours
-	// ("…:01.5Z"), and ".1" after ".15". Only times that sort differently
-	// as text and as instants show it.
+	// ClientDueTimesAsText keeps the next attempt times as RFC 3339 text to
+	// the millisecond with the trailing zeros cut (one form the seed's
+	// rfc3339 helper, which it does not show, might write) and compares
+	// them as text, both to tell what is due and to order it: a whole
+	// second ("…:01Z") sorts after its fractional neighbours ("…:01.5Z"),
+	// and ".1" after ".15". Only times that sort differently as text and as
+	// instants show it (client.time_precision: they compare as instants,
+	// "oldest deadline first").
 	ClientDueTimesAsText = register("client_due_times_as_text", c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 		s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: o.Clock})
 		if err != nil {
