@@ -254,3 +254,23 @@ func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 var ContinuityUnreachable = map[string]string{
 	"delete_session_snapshot_if_current_revision:io": "besides a store that cannot work, only a backend of opaque revisions (capability snapshot_revision \"opaque\") answers io here, for a snapshot it could not read; the reference's revisions are sha256",
 }
+
+// Prologue reads the empty store before the clients start: every
+// identity's record, every session's snapshot, the fencing high-water mark
+// (what Observe reads, before anyone wrote). A partitioned workload has
+// none: the reads of every identity would join its parts.
+func (w *continuityWorkload) Prologue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	return w.Observe()
+}
+
+// Epilogue reads back what the clients wrote (Observe), unless the
+// workload is partitioned.
+func (w *continuityWorkload) Epilogue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	return w.Observe()
+}

@@ -468,3 +468,27 @@ func (w *clientWorkload) Deadlines(op spec.Op, _ int64) []int64 {
 var ClientUnreachable = map[string]string{
 	"open_task:false": "open_task answers true whenever it answers: a new record and a re-opened one are both written (client.open_task.new, client.open_task.refresh)",
 }
+
+// Prologue reads the empty store before the clients start: the outbox and
+// its scans, the log, the sessions and tasks, the faults and the caches of
+// ids the clients will name, and a cache key and role none of them writes.
+// A grouped workload has none: the whole-table reads would join its parts.
+func (w *clientWorkload) Prologue() []spec.Op {
+	if w.Groups > 0 {
+		return nil
+	}
+	return []spec.Op{c.PendingIntentCount{}, c.DueIntents{Now: Epoch, Limit: 0}, c.FlushOrder{},
+		c.GetIntent{OpID: "op-0"}, c.EventHead{}, c.EventsSince{Seq: 0, Limit: 0}, c.ActiveSessions{},
+		c.OpenTasks{Limit: 0}, c.GetTask{TaskID: "task-0"}, c.GetSession{TaskID: "task-0"},
+		c.TaskIsKnown{TaskID: "task-0"}, c.ListFaults{TaskID: "task-0"}, c.GetOutHead{TaskID: "task-a"},
+		c.GetProse{Role: "planner"}, c.GetConfig{Key: "k0"}, c.GetProse{Role: "reviewer"}, c.GetConfig{Key: "k1"}}
+}
+
+// Epilogue reads back what the clients wrote (Observe), unless the
+// workload is grouped.
+func (w *clientWorkload) Epilogue() []spec.Op {
+	if w.Groups > 0 {
+		return nil
+	}
+	return w.Observe()
+}

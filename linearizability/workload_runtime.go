@@ -1096,3 +1096,31 @@ func (t renamedTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 var RuntimeUnreachable = map[string]string{
 	"commit_runtime_state:io": "besides a store that cannot work, io is the reading of runtime.commit_runtime_state.graph_repeated_node the reference does not take (the seed's failing INSERT surfacing a repeated node as an I/O error): the reference answers graph_node_conflict",
 }
+
+// Prologue reads the empty store before the clients start: the session's
+// head, graph and meta, the queues, the attachments and a node the clients
+// will write (what Observe reads, before anyone wrote), and the durability
+// tier. A partitioned workload has none: the whole-store reads would join
+// its parts.
+func (w *runtimeWorkload) Prologue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	ops := []spec.Op{r.DurabilityTierOp{}, r.LoadSession{Scope: r.FullGraph()}, r.LoadSession{Scope: r.ActivePathTo("")}, r.LoadSessionMeta{}}
+	for _, s := range []string{boundSession, "session-1", ownSession(producer)} {
+		ops = append(ops, r.ListQueuedWork{SessionID: s}, r.ListPendingQueuedWork{SessionID: s})
+	}
+	for i := range 4 {
+		ops = append(ops, r.LoadAttachment{AttachmentID: fmt.Sprint("att-", i)})
+	}
+	return append(ops, r.LoadNode{NodeID: "n-0-0"})
+}
+
+// Epilogue reads back what the clients wrote (Observe), unless the
+// workload is partitioned.
+func (w *runtimeWorkload) Epilogue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	return w.Observe()
+}
