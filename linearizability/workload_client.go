@@ -245,7 +245,7 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			}
 			env := fmt.Sprintf(`{"causality":{"task":%q,"attempt":%d},"body":%d}`, task(), r.IntN(3), step)
 			switch r.IntN(20) {
-			case 0:
+			case 0, 2:
 				env = pick(r, badJSON...)
 			case 1:
 				env = `{"causality":{"task":7}}`
@@ -288,7 +288,7 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 		// ----- the event log (6%) -----
 		case p < 39 && !grouped:
 			data := fmt.Sprintf(`{"n":%d}`, step)
-			if r.IntN(10) == 0 {
+			if r.IntN(10) < 2 {
 				data = pick(r, badJSON...)
 			}
 			return c.AppendEvent{Type: pick(r, "tick", "note"), Data: []byte(data)}

@@ -438,6 +438,9 @@ const (
 	cancelClaimed  planned = "cancel a claimed batch"
 	completeClaim  planned = "complete the claim"
 	renewOwnLease  planned = "renew own lease"
+	// releaseOtherFence releases the client's own lease with its token
+	// and another fence: no match, so the lease stays.
+	releaseOtherFence planned = "release own lease under another fence"
 )
 
 // build makes a planned step.
@@ -469,6 +472,12 @@ func (w *runtimeWorkload) build(rnd *rand.Rand, cl *runtimeClient, p planned) sp
 			fence = cl.ownLease.Fence()
 		}
 		return r.RenewSessionExecutionLease{Fence: fence, TTLMs: w.ttl(rnd)}
+	case releaseOtherFence:
+		fence := r.SessionExecutionLeaseFence{SessionID: own, OwnerID: cl.owner}
+		if cl.ownLease != nil {
+			fence = otherFence(rnd, cl.ownLease.Fence())
+		}
+		return r.ReleaseSessionExecutionLease{Completion: fence}
 	}
 	panic("unknown planned step " + string(p))
 }
@@ -478,8 +487,13 @@ func (w *runtimeWorkload) ownLeaseOp(rnd *rand.Rand, cl *runtimeClient) spec.Op 
 	own := ownSession(cl.n)
 	switch p := rnd.IntN(10); {
 	case p < 5:
-		if rnd.IntN(2) == 0 {
+		switch rnd.IntN(4) {
+		case 0, 1:
 			cl.plan = append(cl.plan, renewOwnLease)
+		case 2:
+			// The lease it was just granted, released under another
+			// fence while it is live, and renewed: it stayed.
+			cl.plan = append(cl.plan, releaseOtherFence, renewOwnLease)
 		}
 		return r.TryClaimSessionExecutionLease{SessionID: own, OwnerID: cl.owner, TTLMs: w.ttl(rnd)}
 	case p < 8:
@@ -491,16 +505,23 @@ func (w *runtimeWorkload) ownLeaseOp(rnd *rand.Rand, cl *runtimeClient) spec.Op 
 			if rnd.IntN(2) == 0 {
 				// Its token under another fence: no match, so the lease
 				// stays, as its renewal then shows.
-				if fence.FencingToken > 1 && rnd.IntN(2) == 0 {
-					fence.FencingToken--
-				} else {
-					fence.FencingToken++
-				}
+				fence = otherFence(rnd, fence)
 				cl.plan = append(cl.plan, renewOwnLease)
 			}
 		}
 		return r.ReleaseSessionExecutionLease{Completion: fence}
 	}
+}
+
+// otherFence is f with its lease token and another fencing token, one
+// above or (when there is one) one below.
+func otherFence(rnd *rand.Rand, f r.SessionExecutionLeaseFence) r.SessionExecutionLeaseFence {
+	if f.FencingToken > 1 && rnd.IntN(2) == 0 {
+		f.FencingToken--
+	} else {
+		f.FencingToken++
+	}
+	return f
 }
 
 func (w *runtimeWorkload) partitioned(rnd *rand.Rand, cl *runtimeClient) spec.Op {
@@ -812,7 +833,7 @@ func (w *runtimeWorkload) claimWork(rnd *rand.Rand, cl *runtimeClient, s string,
 	switch rnd.IntN(30) {
 	case 0:
 		op.MaxBatches = 0
-	case 1:
+	case 1, 2:
 		op.Boundary = "midway"
 	}
 	return op
@@ -860,7 +881,7 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		if rnd.IntN(2) == 0 {
 			cm.Graph.Nodes[0].ParentID = cl.nodeID(rnd)
 		}
-	case p < 12:
+	case p < 13:
 		// A node it committed before, or one twice in the delta.
 		n := r.Node{NodeID: fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(1+cl.nodes/4))}
 		cm.Graph = r.GraphDelta{Kind: r.GraphAppend, Nodes: []r.Node{n}}
@@ -869,11 +890,11 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 			cl.nodes++
 			cm.Graph.Nodes = []r.Node{n, n}
 		}
-	case p < 14:
+	case p < 15:
 		id := fmt.Sprintf("n-%d-%d", cl.n, cl.nodes)
 		cl.nodes++
 		cm.Graph = r.GraphDelta{Kind: r.GraphReplaceFull, Nodes: []r.Node{{NodeID: id}}, LeafNodeID: id}
-	case p < 15:
+	case p < 17:
 		cm.Graph.Kind = "rebase"
 	default:
 		cm.Graph = r.GraphDelta{Kind: r.GraphUnchanged, LeafNodeID: cl.nodeID(rnd)}
