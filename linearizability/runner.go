@@ -20,7 +20,9 @@ import (
 type Config struct {
 	// Clients is how many clients run at once (default 8).
 	Clients int
-	// Ops is how many operations they issue in all (default 2,000).
+	// Ops is how many operations they issue in all (default 2,000);
+	// besides them, a workload's Prologue and Epilogue reads are issued
+	// one at a time before and after (Reader).
 	Ops int
 	// Handles is how many store handles (as separate processes would hold)
 	// the clients are spread over (default 2).
@@ -70,6 +72,27 @@ func (c Config) WithDefaults() Config {
 // read.
 type Opener func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error)
 
+// Prologue is a workload with reads to issue before its clients start:
+// what a store answers before anyone wrote to it (the null and empty cells
+// of the coverage matrix), which concurrent clients reach only by chance,
+// since their first writes race their first reads.
+type Prologue interface {
+	Prologue() []spec.Op
+}
+
+// Epilogue is a workload with reads to issue once every client is done:
+// what its clients wrote read back (as the simulator's sim.Observer), so
+// that a write acknowledged and then lost shows. A workload whose history
+// splits into parts has neither: a read of everything would join them.
+type Epilogue interface {
+	Epilogue() []spec.Op
+}
+
+// Reader is the porcupine client of a run's Prologue and Epilogue reads:
+// the one after the run's clients (the clients re-issued after an
+// indefinite operation come after it).
+func Reader(cfg Config) int { return cfg.WithDefaults().Clients }
+
 // Epoch is where a run's fake clock starts.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -105,9 +128,33 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 		rngs[i] = rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
 		ids[i] = i
 	}
-	nextID := cfg.Clients
+	reader := cfg.Clients
+	nextID := cfg.Clients + 1
 	jumps := rand.New(rand.NewPCG(uint64(cfg.Seed), ^uint64(0)))
 	start := time.Now()
+	// read issues the reader's reads, one at a time, at the clock's now.
+	read := func(ops []spec.Op) {
+		target, now := targets[0], clock.Now().UnixMilli()
+		for _, op := range ops {
+			if ctx.Err() != nil {
+				return
+			}
+			opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+			call := tick.Add(1)
+			res, err := target.Apply(opCtx, op)
+			ret := tick.Add(1)
+			cancel()
+			out, definite := Outcome(contract, res, err)
+			entries = append(entries, Entry{Client: reader, Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite})
+			if !definite {
+				reader = nextID
+				nextID++
+			}
+		}
+	}
+	if p, ok := w.(Prologue); ok {
+		read(p.Prologue())
+	}
 	perClient := (cfg.Ops + cfg.Clients - 1) / cfg.Clients
 	perEpoch := max(1, cfg.EpochOps/cfg.Clients)
 
@@ -153,6 +200,9 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 		}
 		wg.Wait()
 		clock.Advance(time.Duration(jumps.Int64N(int64(cfg.MaxJump))))
+	}
+	if e, ok := w.(Epilogue); ok {
+		read(e.Epilogue())
 	}
 	sortByCall(entries)
 	return History{Store: contract.Name, Seed: cfg.Seed, Entries: entries}, nil

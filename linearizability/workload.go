@@ -67,6 +67,10 @@ type continuityWorkload struct {
 type continuityClient struct {
 	last  *c.Record
 	fence c.FencingToken
+	// saved is the snapshot the client last wrote: it presents it back,
+	// as the seed's callers do, to ask whether it is still the current
+	// one.
+	saved *c.SnapshotWrite
 	plan  []spec.Op
 }
 
@@ -138,6 +142,25 @@ func (w *continuityWorkload) Observe() []spec.Op {
 	return ops
 }
 
+// presentSaved is the snapshot the client last wrote, presented back as a
+// match candidate: most often as it wrote it, else one part of it off (the
+// bytes, the version, the fence), which never matches.
+func (w *continuityWorkload) presentSaved(r *rand.Rand, cl *continuityClient) spec.Op {
+	cand := *cl.saved
+	switch r.IntN(6) {
+	case 0:
+		// Other bytes, everything else as written.
+		for string(cand.Data) == string(cl.saved.Data) {
+			cand.Data = []byte(snapshotData[r.IntN(len(snapshotData))])
+		}
+	case 1:
+		cand.CheckpointVersion++
+	case 2:
+		cand.FencingToken++
+	}
+	return c.SessionSnapshotMatchesCurrent{Candidate: cand}
+}
+
 func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 	cl := w.client(client)
 	if len(cl.plan) > 0 {
@@ -150,19 +173,35 @@ func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 	case p < 24:
 		op := c.UpsertContinuityRecord{Record: w.record(r, id), Fence: fence(r, step)}
 		cl.last, cl.fence = &op.Record, op.Fence
+		if r.IntN(3) == 0 {
+			// A checkpoint of what it just wrote: a snapshot one version
+			// on, under its fence, then the question whether it is still
+			// the current one (true, unless another client came between).
+			save := c.SnapshotWrite{Identity: id, SessionID: op.Record.SessionID, Generation: op.Record.Generation,
+				CheckpointVersion: op.Record.CheckpointVersion + 1, FencingToken: op.Fence, Data: []byte(snapshotData[r.IntN(len(snapshotData))])}
+			cl.saved = &save
+			cl.plan = append(cl.plan, c.SaveSessionSnapshot{Write: save}, w.presentSaved(r, cl))
+		}
 		return op
 	case p < 48:
 		rec := w.record(r, id)
-		return c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: id, SessionID: rec.SessionID, Generation: rec.Generation,
-			CheckpointVersion: c.CheckpointVersion(r.IntN(6)), FencingToken: fence(r, step), Data: []byte(snapshotData[r.IntN(len(snapshotData))])}}
+		save := c.SnapshotWrite{Identity: id, SessionID: rec.SessionID, Generation: rec.Generation,
+			CheckpointVersion: c.CheckpointVersion(r.IntN(6)), FencingToken: fence(r, step), Data: []byte(snapshotData[r.IntN(len(snapshotData))])}
+		cl.saved = &save
+		return c.SaveSessionSnapshot{Write: save}
 	case p < 58:
 		return c.LoadSessionSnapshot{SessionID: w.session(r, id)}
 	case p < 66:
 		ids := []c.Identity{id}
-		if !w.Partitioned {
+		switch {
+		case r.IntN(10) == 0:
+			ids = nil // asked nothing: answered nothing
+		case !w.Partitioned:
 			ids = append(ids, w.identity(r))
 		}
 		return c.ResolveMany{Identities: ids}
+	case p < 74 && cl.saved != nil && r.IntN(2) == 0:
+		return w.presentSaved(r, cl)
 	case p < 74:
 		rec := w.record(r, id)
 		return c.SessionSnapshotMatchesCurrent{Candidate: c.SnapshotWrite{Identity: id, SessionID: rec.SessionID, Generation: rec.Generation,
@@ -181,9 +220,12 @@ func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 		if r.IntN(4) > 0 {
 			previous = &prev
 		}
+		save := c.SnapshotWrite{Identity: prev.Identity, SessionID: attempt.SessionID, Generation: attempt.Generation,
+			CheckpointVersion: 1, FencingToken: f, Data: []byte("attempt")}
+		cl.saved = &save
 		cl.plan = []spec.Op{
-			c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: prev.Identity, SessionID: attempt.SessionID, Generation: attempt.Generation,
-				CheckpointVersion: 1, FencingToken: f, Data: []byte("attempt")}},
+			c.SaveSessionSnapshot{Write: save},
+			w.presentSaved(r, cl),
 			c.RollbackContinuityRecord{Attempt: attempt, Previous: previous, Fence: f},
 		}
 		cl.last, cl.fence = nil, f
@@ -192,6 +234,10 @@ func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 		var prev *c.Record
 		if r.IntN(3) > 0 {
 			p := w.record(r, id)
+			if r.IntN(8) == 0 {
+				// A previous record of another identity: corrupt.
+				p.Identity += "-other"
+			}
 			prev = &p
 		}
 		return c.RollbackContinuityRecord{Attempt: w.record(r, id), Previous: prev, Fence: fence(r, step)}
@@ -200,4 +246,31 @@ func (w *continuityWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 	default:
 		return c.MaxFencingToken{}
 	}
+}
+
+// ContinuityUnreachable are the cells of the continuity store's coverage
+// matrix the default workload is not meant to reach, and why (every io but
+// this one has the default reason: no workload makes a store fail so).
+var ContinuityUnreachable = map[string]string{
+	"delete_session_snapshot_if_current_revision:io": "besides a store that cannot work, only a backend of opaque revisions (capability snapshot_revision \"opaque\") answers io here, for a snapshot it could not read; the reference's revisions are sha256",
+}
+
+// Prologue reads the empty store before the clients start: every
+// identity's record, every session's snapshot, the fencing high-water mark
+// (what Observe reads, before anyone wrote). A partitioned workload has
+// none: the reads of every identity would join its parts.
+func (w *continuityWorkload) Prologue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	return w.Observe()
+}
+
+// Epilogue reads back what the clients wrote (Observe), unless the
+// workload is partitioned.
+func (w *continuityWorkload) Epilogue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	return w.Observe()
 }

@@ -141,7 +141,23 @@ func retry(id string, step int) (time.Time, string) {
 	if r.IntN(8) == 0 {
 		t = t.Add(time.Duration(r.IntN(1_000_000)))
 	}
+	if r.IntN(4) == 0 {
+		t = edgeOfSecond(r, t)
+	}
 	return t, pick(r, "refused", "offline", "rate limited")
+}
+
+// edgesOfSecond are parts of a second that sort one way as instants and
+// another as the text a store might keep them as: the whole second
+// ("…:01Z" after "…:01.5Z" as text), ".1" and ".15" (".1Z" after ".15Z"),
+// and parts below the millisecond that a store of milliseconds drops (so
+// that they tie with the whole second or with ".1").
+var edgesOfSecond = []time.Duration{0, 100 * time.Millisecond, 150 * time.Millisecond, 500 * time.Microsecond,
+	100*time.Millisecond + 500*time.Microsecond, 999 * time.Millisecond}
+
+// edgeOfSecond is t moved to one of the edges of its second.
+func edgeOfSecond(r *rand.Rand, t time.Time) time.Time {
+	return t.Truncate(time.Second).Add(pick(r, edgesOfSecond...))
 }
 
 var (
@@ -229,7 +245,7 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			}
 			env := fmt.Sprintf(`{"causality":{"task":%q,"attempt":%d},"body":%d}`, task(), r.IntN(3), step)
 			switch r.IntN(20) {
-			case 0:
+			case 0, 2:
 				env = pick(r, badJSON...)
 			case 1:
 				env = `{"causality":{"task":7}}`
@@ -258,6 +274,11 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			return c.DeleteIntent{OpID: own(r, m.intents, intent)}
 		case p < 31 && !grouped:
 			at := estimate(step).Add(time.Duration(r.IntN(6000)-2000) * time.Millisecond)
+			if r.IntN(3) == 0 {
+				// A scan at an edge of a second: where deadlines at the
+				// edges are due or not.
+				at = edgeOfSecond(r, at)
+			}
 			return c.DueIntents{Now: at, Limit: uint32(pick(r, 0, 1, 2, 3))}
 		case p < 34 && !grouped:
 			return c.FlushOrder{}
@@ -267,7 +288,7 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 		// ----- the event log (6%) -----
 		case p < 39 && !grouped:
 			data := fmt.Sprintf(`{"n":%d}`, step)
-			if r.IntN(10) == 0 {
+			if r.IntN(10) < 2 {
 				data = pick(r, badJSON...)
 			}
 			return c.AppendEvent{Type: pick(r, "tick", "note"), Data: []byte(data)}
@@ -439,4 +460,35 @@ func (w *clientWorkload) Deadlines(op spec.Op, _ int64) []int64 {
 		return []int64{o.NextAttemptAt.UnixMilli()}
 	}
 	return nil
+}
+
+// ClientUnreachable are the cells of the client store's coverage matrix
+// the default workload is not meant to reach, and why (every io has the
+// default reason: no workload makes a store fail so).
+var ClientUnreachable = map[string]string{
+	"open_task:false": "open_task answers true whenever it answers: a new record and a re-opened one are both written (client.open_task.new, client.open_task.refresh)",
+}
+
+// Prologue reads the empty store before the clients start: the outbox and
+// its scans, the log, the sessions and tasks, the faults and the caches of
+// ids the clients will name, and a cache key and role none of them writes.
+// A grouped workload has none: the whole-table reads would join its parts.
+func (w *clientWorkload) Prologue() []spec.Op {
+	if w.Groups > 0 {
+		return nil
+	}
+	return []spec.Op{c.PendingIntentCount{}, c.DueIntents{Now: Epoch, Limit: 0}, c.FlushOrder{},
+		c.GetIntent{OpID: "op-0"}, c.EventHead{}, c.EventsSince{Seq: 0, Limit: 0}, c.ActiveSessions{},
+		c.OpenTasks{Limit: 0}, c.GetTask{TaskID: "task-0"}, c.GetSession{TaskID: "task-0"},
+		c.TaskIsKnown{TaskID: "task-0"}, c.ListFaults{TaskID: "task-0"}, c.GetOutHead{TaskID: "task-a"},
+		c.GetProse{Role: "planner"}, c.GetConfig{Key: "k0"}, c.GetProse{Role: "reviewer"}, c.GetConfig{Key: "k1"}}
+}
+
+// Epilogue reads back what the clients wrote (Observe), unless the
+// workload is grouped.
+func (w *clientWorkload) Epilogue() []spec.Op {
+	if w.Groups > 0 {
+		return nil
+	}
+	return w.Observe()
 }

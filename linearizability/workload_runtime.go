@@ -123,6 +123,8 @@ type runtimeClient struct {
 	// attached are the attachment ids it staged in the bound session or
 	// its commits named.
 	attached []string
+	// appended are the last node ids its commits appended.
+	appended []string
 }
 
 // boundSession is the session commits are for; unleasedSession is one no
@@ -316,7 +318,14 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 	case p < 74:
 		return cl.asked(r.LoadNode{NodeID: cl.nodeID(rnd)})
 	case p < 77:
-		return cl.asked(r.TombstoneNodes{IDs: []string{cl.nodeID(rnd), fmt.Sprintf("n-%d-%d", cl.n, max(cl.nodes-1-rnd.IntN(3), 0))}})
+		// A tombstone, and a load of what it hid: none, though the node
+		// is stored.
+		ids := []string{cl.nodeID(rnd), fmt.Sprintf("n-%d-%d", cl.n, max(cl.nodes-1-rnd.IntN(3), 0))}
+		if len(cl.appended) > 0 && rnd.IntN(2) == 0 {
+			ids[0] = cl.appended[rnd.IntN(len(cl.appended))]
+		}
+		cl.plan = append(cl.plan, r.LoadNode{NodeID: ids[rnd.IntN(2)]})
+		return cl.asked(r.TombstoneNodes{IDs: ids})
 	case p < 78:
 		return cl.asked(r.Vacuum{})
 	case p < 80:
@@ -328,8 +337,11 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 	case p < 84:
 		return cl.asked(r.LoadSessionMeta{})
 	case p < 88:
+		// att-0 is the producer's, staged in the bound session first
+		// thing: every turn names it, so the ones after the first keep
+		// its first commit time.
 		st := r.StageAttachment{SessionID: pick(rnd, boundSession, boundSession, "session-1"),
-			AttachmentID: fmt.Sprint("att-", rnd.IntN(4)), Data: []byte(pick(rnd, "", "png", "pdf"))}
+			AttachmentID: fmt.Sprint("att-", 1+rnd.IntN(3)), Data: []byte(pick(rnd, "", "png", "pdf"))}
 		if st.SessionID == boundSession {
 			cl.attached = append(cl.attached, st.AttachmentID)
 		}
@@ -340,6 +352,8 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 		// An intrusion on another client's own session.
 		other := ownSession((client + 1 + rnd.IntN(7)) % 8)
 		return cl.asked(r.TryClaimSessionExecutionLease{SessionID: other, OwnerID: cl.owner, TTLMs: w.ttl(rnd)})
+	case p < 94:
+		return cl.asked(r.DurabilityTierOp{})
 	default:
 		// A replay of a turn it committed, or a turn of another.
 		l := w.sharedLease(rnd, cl, boundSession)
@@ -424,6 +438,9 @@ const (
 	cancelClaimed  planned = "cancel a claimed batch"
 	completeClaim  planned = "complete the claim"
 	renewOwnLease  planned = "renew own lease"
+	// releaseOtherFence releases the client's own lease with its token
+	// and another fence: no match, so the lease stays.
+	releaseOtherFence planned = "release own lease under another fence"
 )
 
 // build makes a planned step.
@@ -455,6 +472,12 @@ func (w *runtimeWorkload) build(rnd *rand.Rand, cl *runtimeClient, p planned) sp
 			fence = cl.ownLease.Fence()
 		}
 		return r.RenewSessionExecutionLease{Fence: fence, TTLMs: w.ttl(rnd)}
+	case releaseOtherFence:
+		fence := r.SessionExecutionLeaseFence{SessionID: own, OwnerID: cl.owner}
+		if cl.ownLease != nil {
+			fence = otherFence(rnd, cl.ownLease.Fence())
+		}
+		return r.ReleaseSessionExecutionLease{Completion: fence}
 	}
 	panic("unknown planned step " + string(p))
 }
@@ -464,8 +487,13 @@ func (w *runtimeWorkload) ownLeaseOp(rnd *rand.Rand, cl *runtimeClient) spec.Op 
 	own := ownSession(cl.n)
 	switch p := rnd.IntN(10); {
 	case p < 5:
-		if rnd.IntN(2) == 0 {
+		switch rnd.IntN(4) {
+		case 0, 1:
 			cl.plan = append(cl.plan, renewOwnLease)
+		case 2:
+			// The lease it was just granted, released under another
+			// fence while it is live, and renewed: it stayed.
+			cl.plan = append(cl.plan, releaseOtherFence, renewOwnLease)
 		}
 		return r.TryClaimSessionExecutionLease{SessionID: own, OwnerID: cl.owner, TTLMs: w.ttl(rnd)}
 	case p < 8:
@@ -474,9 +502,26 @@ func (w *runtimeWorkload) ownLeaseOp(rnd *rand.Rand, cl *runtimeClient) spec.Op 
 		fence := r.SessionExecutionLeaseFence{SessionID: own, OwnerID: cl.owner}
 		if cl.ownLease != nil {
 			fence = cl.ownLease.Fence()
+			if rnd.IntN(2) == 0 {
+				// Its token under another fence: no match, so the lease
+				// stays, as its renewal then shows.
+				fence = otherFence(rnd, fence)
+				cl.plan = append(cl.plan, renewOwnLease)
+			}
 		}
 		return r.ReleaseSessionExecutionLease{Completion: fence}
 	}
+}
+
+// otherFence is f with its lease token and another fencing token, one
+// above or (when there is one) one below.
+func otherFence(rnd *rand.Rand, f r.SessionExecutionLeaseFence) r.SessionExecutionLeaseFence {
+	if f.FencingToken > 1 && rnd.IntN(2) == 0 {
+		f.FencingToken--
+	} else {
+		f.FencingToken++
+	}
+	return f
 }
 
 func (w *runtimeWorkload) partitioned(rnd *rand.Rand, cl *runtimeClient) spec.Op {
@@ -667,6 +712,51 @@ func (cl *runtimeClient) asked(op spec.Op) spec.Op {
 	return op
 }
 
+// attachments are the attachments a commit names: the producer's att-0
+// mostly (a commit after its first keeps its first commit time), and now
+// and then one the client staged or named before, or any (of another
+// session, or unknown: left alone).
+func (w *runtimeWorkload) attachments(rnd *rand.Rand, cl *runtimeClient) []string {
+	var ids []string
+	if rnd.IntN(4) > 0 {
+		ids = append(ids, "att-0")
+	}
+	if rnd.IntN(2) == 0 {
+		id := fmt.Sprint("att-", rnd.IntN(4))
+		if len(cl.attached) > 0 && rnd.IntN(4) > 0 {
+			id = cl.attached[rnd.IntN(len(cl.attached))]
+		} else {
+			cl.attached = append(cl.attached, id)
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Observe reads back what the clients can write, at the end of a simulated
+// run: the session's head and graph, its meta, the queues, every
+// attachment and every node a commit of theirs named (a tombstoned one
+// answers none).
+func (w *runtimeWorkload) Observe() []spec.Op {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ops := []spec.Op{r.LoadSession{Scope: r.FullGraph()}, r.LoadSessionMeta{}}
+	for _, s := range []string{boundSession, "session-1", ownSession(producer)} {
+		ops = append(ops, r.ListQueuedWork{SessionID: s})
+	}
+	for i := range 4 {
+		ops = append(ops, r.LoadAttachment{AttachmentID: fmt.Sprint("att-", i)})
+	}
+	for _, n := range slices.Sorted(maps.Keys(w.clients)) {
+		for k := range w.clients[n].nodes {
+			ops = append(ops, r.LoadNode{NodeID: fmt.Sprintf("n-%d-%d", n, k)})
+		}
+	}
+	return ops
+}
+
 // completingCommit is the commit that completes the claim the client just
 // made on the bound session.
 func (w *runtimeWorkload) completingCommit(rnd *rand.Rand, cl *runtimeClient) spec.Op {
@@ -678,9 +768,7 @@ func (w *runtimeWorkload) completingCommit(rnd *rand.Rand, cl *runtimeClient) sp
 	if cl.claim != nil && cl.claim.SessionID == boundSession {
 		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.present(*cl.claim).Completed()}
 	}
-	if len(cl.attached) > 0 && rnd.IntN(2) == 0 {
-		cm.CommittedAttachmentIDs = []string{cl.attached[rnd.IntN(len(cl.attached))]}
-	}
+	cm.CommittedAttachmentIDs = w.attachments(rnd, cl)
 	return r.CommitRuntimeState{Commit: cm}
 }
 
@@ -745,7 +833,7 @@ func (w *runtimeWorkload) claimWork(rnd *rand.Rand, cl *runtimeClient, s string,
 	switch rnd.IntN(30) {
 	case 0:
 		op.MaxBatches = 0
-	case 1:
+	case 1, 2:
 		op.Boundary = "midway"
 	}
 	return op
@@ -785,6 +873,7 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		for range 1 + rnd.IntN(2) {
 			id := fmt.Sprintf("n-%d-%d", cl.n, cl.nodes)
 			cl.nodes++
+			cl.appended = remember(cl.appended, id)
 			cm.Graph.Nodes = append(cm.Graph.Nodes, r.Node{NodeID: id, ParentID: cm.Graph.LeafNodeID, Data: spec.RawJSON(`{"t":1}`)})
 			cm.Graph.LeafNodeID = id
 		}
@@ -792,7 +881,7 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		if rnd.IntN(2) == 0 {
 			cm.Graph.Nodes[0].ParentID = cl.nodeID(rnd)
 		}
-	case p < 12:
+	case p < 13:
 		// A node it committed before, or one twice in the delta.
 		n := r.Node{NodeID: fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(1+cl.nodes/4))}
 		cm.Graph = r.GraphDelta{Kind: r.GraphAppend, Nodes: []r.Node{n}}
@@ -801,11 +890,11 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 			cl.nodes++
 			cm.Graph.Nodes = []r.Node{n, n}
 		}
-	case p < 14:
+	case p < 15:
 		id := fmt.Sprintf("n-%d-%d", cl.n, cl.nodes)
 		cl.nodes++
 		cm.Graph = r.GraphDelta{Kind: r.GraphReplaceFull, Nodes: []r.Node{{NodeID: id}}, LeafNodeID: id}
-	case p < 15:
+	case p < 17:
 		cm.Graph.Kind = "rebase"
 	default:
 		cm.Graph = r.GraphDelta{Kind: r.GraphUnchanged, LeafNodeID: cl.nodeID(rnd)}
@@ -819,17 +908,7 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		cm.UsageDeltas = append(cm.UsageDeltas, r.UsageEntry{Source: pick(rnd, "agent", "tool"), Model: pick(rnd, "m1", "m2"),
 			Usage: r.Usage{InputTokens: uint64(rnd.IntN(100)), OutputTokens: uint64(rnd.IntN(50)), CachedInputTokens: uint64(rnd.IntN(5))}})
 	}
-	if rnd.IntN(2) == 0 {
-		// Mostly one it staged or named before: a later commit keeps the
-		// first commit time.
-		id := fmt.Sprint("att-", rnd.IntN(4))
-		if len(cl.attached) > 0 && rnd.IntN(4) > 0 {
-			id = cl.attached[rnd.IntN(len(cl.attached))]
-		} else {
-			cl.attached = append(cl.attached, id)
-		}
-		cm.CommittedAttachmentIDs = []string{id}
-	}
+	cm.CommittedAttachmentIDs = w.attachments(rnd, cl)
 	if rnd.IntN(8) == 0 {
 		cm.CompletedQueueClaims = []r.CompletedQueueClaim{cl.claimOrGuess(rnd).Completed()}
 	}
@@ -1030,4 +1109,39 @@ func (t renamedTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 		}
 	}
 	return res, err
+}
+
+// RuntimeUnreachable are the cells of the runtime store's coverage matrix
+// the default workload is not meant to reach, and why (every io but this
+// one has the default reason: no workload makes a store fail so).
+var RuntimeUnreachable = map[string]string{
+	"commit_runtime_state:io": "besides a store that cannot work, io is the reading of runtime.commit_runtime_state.graph_repeated_node the reference does not take (the seed's failing INSERT surfacing a repeated node as an I/O error): the reference answers graph_node_conflict",
+}
+
+// Prologue reads the empty store before the clients start: the session's
+// head, graph and meta, the queues, the attachments and a node the clients
+// will write (what Observe reads, before anyone wrote), and the durability
+// tier. A partitioned workload has none: the whole-store reads would join
+// its parts.
+func (w *runtimeWorkload) Prologue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	ops := []spec.Op{r.DurabilityTierOp{}, r.LoadSession{Scope: r.FullGraph()}, r.LoadSession{Scope: r.ActivePathTo("")}, r.LoadSessionMeta{}}
+	for _, s := range []string{boundSession, "session-1", ownSession(producer)} {
+		ops = append(ops, r.ListQueuedWork{SessionID: s}, r.ListPendingQueuedWork{SessionID: s})
+	}
+	for i := range 4 {
+		ops = append(ops, r.LoadAttachment{AttachmentID: fmt.Sprint("att-", i)})
+	}
+	return append(ops, r.LoadNode{NodeID: "n-0-0"})
+}
+
+// Epilogue reads back what the clients wrote (Observe), unless the
+// workload is partitioned.
+func (w *runtimeWorkload) Epilogue() []spec.Op {
+	if w.Partitioned {
+		return nil
+	}
+	return w.Observe()
 }

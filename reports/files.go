@@ -16,6 +16,8 @@ const (
 	JSONFile  = "report.json"
 	HTMLFile  = "report.html"
 	TextFile  = "summary.txt"
+	// CoverageFile is every store's coverage matrix, as text.
+	CoverageFile = "coverage.txt"
 )
 
 // WriteDir writes every form of the report into dir.
@@ -28,6 +30,10 @@ func WriteDir(dir string, r Run) error {
 		JSONFile:  WriteJSON,
 		HTMLFile:  WriteHTML,
 		TextFile:  func(w io.Writer, r Run) error { WriteText(w, r); return nil },
+		CoverageFile: func(w io.Writer, r Run) error {
+			WriteCoverage(w, r.Coverage)
+			return nil
+		},
 	} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {

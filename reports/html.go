@@ -30,6 +30,7 @@ iframe { width: 100%; height: 32em; border: 1px solid #ccc; }
 section.failure { border-left: 4px solid #b00020; padding-left: 1em; margin: 1.5em 0; }
 table.interleaving td { font-family: monospace; font-size: 12px; white-space: pre-wrap; vertical-align: top; max-width: 40em; }
 p.note { color: #555; font-style: italic; }
+table.coverage td { padding: .1em .6em; font-size: 13px; }
 </style>
 </head>
 <body>
@@ -56,6 +57,7 @@ p.note { color: #555; font-style: italic; }
 {{with .Run.Notes}}<h2>Not explored</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{with .NotRun}}<h2>Not run</h2><ul>{{range .}}<li>{{.Store}}/{{.Layer}}: {{.NotRun}} checks: the backend failed before they could give a verdict</li>{{end}}</ul>{{end}}
 {{with .Skips}}<h2>Skipped</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{.Coverage}}
 </body>
 </html>
 `))
@@ -85,8 +87,12 @@ func WriteHTML(w io.Writer, r Run) error {
 			notRun = append(notRun, t)
 		}
 	}
+	coverage, err := coverageHTML(r.Coverage)
+	if err != nil {
+		return err
+	}
 	return page.Execute(w, map[string]any{
 		"Run": r, "Tallies": r.Tallies(), "Problems": problems, "Skips": skips, "NotRun": notRun,
-		"Failed": r.Failed(), "Inconclusive": r.Inconclusive(),
+		"Failed": r.Failed(), "Inconclusive": r.Inconclusive(), "Coverage": coverage,
 	})
 }

@@ -84,6 +84,9 @@ type Run struct {
 	// reached, a capability the backend lacks (less is explored, nothing
 	// is refused).
 	Notes []string `json:"notes,omitempty"`
+	// Coverage is what each layer reached of each store's coverage
+	// matrix.
+	Coverage []Coverage `json:"coverage,omitempty"`
 }
 
 // Tally counts a store's checks in one layer.
@@ -195,6 +198,7 @@ func WriteText(w io.Writer, r Run) {
 			fmt.Fprintf(w, "not run %s/%s: %d checks: the backend failed before they could give a verdict\n", t.Store, t.Layer, t.NotRun)
 		}
 	}
+	WriteCoverageSummary(w, r.Coverage)
 }
 
 // indent is text with every line indented by prefix.

@@ -277,7 +277,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)})
 		return false
 	}
-	e.res.Coverage[f.op.Name()+":"+outcomeName(got)]++
+	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
 	return true
 }
 

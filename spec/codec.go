@@ -22,6 +22,10 @@ type Contract struct {
 	Rules []Rule
 	// Vocabularies are the word sets of the contract's string fields.
 	Vocabularies []Vocabulary
+	// Refusals are the error kinds each operation may answer, by
+	// operation name, each with the rule that makes it: with the answers
+	// of each result type, the cells of the coverage matrix (see Cells).
+	Refusals map[string][]Refusal
 }
 
 // Op finds an operation of the contract by name.

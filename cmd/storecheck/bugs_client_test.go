@@ -20,6 +20,9 @@ func init() {
 		bugs.ClientDueOrderWholeSeconds: {
 			"client due_intents orders times by their sub-second part when the store keeps one, and within a whole second by creation and enqueue order when it does not",
 		},
+		bugs.ClientDueTimesAsText: {
+			"client due_intents orders times by their sub-second part when the store keeps one, and within a whole second by creation and enqueue order when it does not",
+		},
 		bugs.ClientDueLimitUncapped: {
 			"client due_intents takes at most limit rows: 0 means 100, and never more than 500",
 		},

@@ -16,6 +16,9 @@ func init() {
 		bugs.ContinuityDeleteSkipsFence: {
 			"continuity delete_continuity_record rejects a fence lower than the stored one with stale_fencing_token and keeps everything",
 		},
+		bugs.ContinuityMatchIgnoresBytes: {
+			"continuity session_snapshot_matches_current is false when any part of the tuple or the bytes differ",
+		},
 		bugs.ContinuityGenerationRegression: {
 			"continuity upsert_continuity_record rejects a lower generation with stale_continuity_generation, even with a newer fence",
 		},

@@ -45,6 +45,13 @@ func init() {
 			"runtime cancel_queued_work_batch keeps a batch a live claim holds and answers none, until the claim's expiry",
 			"runtime two handles on one database a second handle cannot win the session lease or a queued work claim the first holds",
 		},
+		bugs.RuntimeReleaseIgnoresFence: {
+			"runtime release_session_execution_lease changes nothing when the owner, token, fencing token or session differ",
+		},
+		bugs.RuntimeLoadNodeShowsTombstoned: {
+			"runtime load_node returns none for an unknown node and for a tombstoned one",
+			"runtime tombstone_nodes takes the nodes out of load_node and both graph scopes; unknown ids are ignored",
+		},
 		bugs.RuntimeAttachmentCommitTimeMoves: {
 			"runtime commit_runtime_state marks this session's staged attachments committed once: a later commit keeps the first commit time",
 		},

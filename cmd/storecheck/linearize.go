@@ -26,6 +26,9 @@ type linearizeConfig struct {
 	// added, and without the backend, which is backend: " -- BACKEND...",
 	// "" for the embedded reference).
 	command, backend string
+	// answers, when set, counts the history's answers by cell of the
+	// store's coverage matrix.
+	answers map[string]int
 	// timings, when set, receives where the time went; model, when set,
 	// wraps the store's model (a test counts its steps).
 	timings *linearizeTimings
@@ -75,6 +78,11 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 	}
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d%s", cfg.command, s.Name(), rc.Seed, cfg.backend)
 	hist.Capabilities = b.Info().Capabilities.Capabilities
+	if cfg.answers != nil {
+		for k, n := range hist.Answers(s.Contract) {
+			cfg.answers[k] += n
+		}
+	}
 	m := model.For(s.Model, hist.Capabilities)
 	if cfg.model != nil {
 		m = cfg.model(m)
@@ -154,6 +162,10 @@ func linearize(inv invocation) int {
 	result := reports.Run{Tool: "storecheck", Command: "storecheck linearize " + strings.Join(f.line, " ") + suffix, Backend: b.Info().Name, Seed: sr.First}
 	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "histories", len(seedList)*len(selected))
 	defer progress.Stop()
+	answers := map[string]map[string]int{}
+	for _, name := range selected {
+		answers[name] = map[string]int{}
+	}
 sweep:
 	for _, seed := range seedList {
 		for _, name := range selected {
@@ -170,6 +182,7 @@ sweep:
 				reportDir: f.str("report-dir"),
 				command:   "storecheck linearize" + always(f, "clients", "ops", "handles") + changing(f, "duration", "check-timeout", "reply-timeout"),
 				backend:   suffix,
+				answers:   answers[name],
 			}
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			if backend != nil && backend.Err() != nil { // it was in flight
@@ -187,6 +200,7 @@ sweep:
 		}
 	}
 	progress.Stop()
+	result.Coverage = layerCoverage(selected, "linearizability", "seeds "+sr.String()+shardText(sh), answers)
 	if backend != nil && backend.Err() != nil {
 		result.Checks = append(result.Checks, backendFailure(backend.Err(), result.Checks))
 	}

@@ -240,6 +240,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; " + runAccepted + "\n"},
 		{[]string{"run", "--"}, "storecheck run: no command after --; " + runAccepted + "\n"},
 		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; usage: storecheck serve\n"},
+		{[]string{"selftest", "--bugs", "client_due_times_as_text,nope"}, "storecheck selftest: \"nope\" names no deliberate bug; accepted: " + strings.Join(bugNames(), ", ") + "\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, selftest, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer
@@ -282,4 +283,13 @@ func TestRunOfOneStoreShowsItsOwnSpecs(t *testing.T) {
 	if marks := []rune(progress[3]); len(marks) != total || strings.Count(progress[3], "S") != skipped {
 		t.Errorf("Ginkgo marks %d specs (%d skipped), the %s store has %d (%d skipped): %s", len(marks), strings.Count(progress[3], "S"), store, total, skipped, progress[3])
 	}
+}
+
+// bugNames are the deliberate bugs' names, in registry order.
+func bugNames() []string {
+	var out []string
+	for _, b := range stores.Bugs() {
+		out = append(out, b.Name())
+	}
+	return out
 }

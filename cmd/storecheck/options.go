@@ -69,6 +69,7 @@ var options = []option{
 	{name: "processes", kind: kindInt, arg: "N", def: strconv.Itoa(simDefaults.Processes), help: "backend processes the simulated clients are spread over"},
 	{name: "shrink", kind: kindInt, arg: "RUNS", def: "2000", help: "runs spent shrinking a failing schedule (0: do not shrink)"},
 	{name: "workers", kind: kindInt, arg: "N", def: "0", help: "seeds (or selftest backends) checked at once (0: one per CPU)"},
+	{name: "bugs", arg: "LIST", help: "selftest only these deliberate bugs, comma-separated (default: every bug of the stores asked for); the reference is checked too"},
 	{name: "exec-sample", kind: kindInt, arg: "N", def: "1", help: "bugs of each store selftest also runs over the exec adapter"},
 	{name: "cheapest", kind: kindBool, help: "each bug through its cheapest catching layer only (tried in cost order: sim, spec, linearizability); the reference and the exec sample go through every layer"},
 	{name: "reply-timeout", kind: kindDuration, arg: "D", def: adapters.DefaultTimeout.String(), alias: "timeout", help: "how long to wait for each reply of BACKEND before it counts as failed (--timeout is a deprecated spelling)"},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/reports"
@@ -46,7 +47,10 @@ func run(inv invocation) int {
 	if backend != nil {
 		defer backend.Close()
 	}
-	h := suite.HarnessOf(b)
+	// The specs' answers are counted on their way back, for the coverage
+	// matrix.
+	specAnswers := &adapters.Answers{}
+	h := suite.HarnessOf(adapters.Counting(b, specAnswers))
 	suffix := backendSuffix(inv.backend)
 
 	// backendErr is the backend's own failure: from then on nothing runs,
@@ -62,6 +66,11 @@ func run(inv invocation) int {
 			func(store string) string {
 				return fmt.Sprintf("storecheck run --store %s --layers spec --seed %d%s%s", store, seed, changing(f, "reply-timeout"), suffix)
 			})
+		specs := map[string]map[string]int{}
+		for _, name := range selected {
+			specs[name] = specAnswers.Of(name)
+		}
+		result.Coverage = layerCoverage(selected, suite.Layer, "", specs)
 	}
 	if layers["linearizability"] && !(failFast && result.Failed()) {
 		cfg := linearizeConfig{
@@ -71,6 +80,7 @@ func run(inv invocation) int {
 			command:   fmt.Sprintf("storecheck linearize --ops %d", ops) + changing(f, "check-timeout", "reply-timeout"),
 			backend:   suffix,
 		}
+		answers := map[string]map[string]int{}
 		for _, name := range selected {
 			if backendErr() != nil {
 				result.Checks = append(result.Checks, reports.Check{Store: name, Layer: "linearizability", Name: "concurrent history",
@@ -78,6 +88,8 @@ func run(inv invocation) int {
 				continue
 			}
 			s, _ := stores.Lookup(name)
+			answers[name] = map[string]int{}
+			cfg.answers = answers[name]
 			c := linearizeStore(context.Background(), b, s, cfg, stderr)
 			if backendErr() != nil { // it was in flight
 				c.Outcome, c.Message, c.Reproduce, c.Details, c.Artifacts = reports.NotRun, suite.InFlightMessage, "", "", nil
@@ -87,6 +99,7 @@ func run(inv invocation) int {
 				break
 			}
 		}
+		result.Coverage = append(result.Coverage, layerCoverage(selected, "linearizability", fmt.Sprintf("seed %d", seed), answers)...)
 	}
 	if err := backendErr(); err != nil {
 		result.Checks = append(result.Checks, backendFailure(err, result.Checks))

@@ -41,6 +41,10 @@ func selftest(inv invocation) int {
 	if !ok {
 		return exitUsage
 	}
+	only, ok := parseBugs(f.str("bugs"), stderr)
+	if !ok {
+		return exitUsage
+	}
 	execSample, workers := f.num("exec-sample"), f.num("workers")
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -68,13 +72,19 @@ func selftest(inv invocation) int {
 	}
 
 	// The subjects: the reference first, then every bug of the stores
-	// asked for, the shard's share of them.
+	// asked for (of --bugs, when given), the shard's share of them.
 	subjects := []bugs.Bug{{}}
 	sampled := map[bugs.Bug]bool{}
 	perStore := map[string]int{}
-	for i, b := range stores.Bugs() {
+	var candidates []bugs.Bug
+	for _, b := range stores.Bugs() {
+		if slices.Contains(selected, b.Store()) && (only == nil || only[b]) {
+			candidates = append(candidates, b)
+		}
+	}
+	for i, b := range candidates {
 		store := b.Store()
-		if !slices.Contains(selected, store) || i%sh.N != sh.I-1 {
+		if i%sh.N != sh.I-1 {
 			continue
 		}
 		subjects = append(subjects, b)
@@ -110,6 +120,28 @@ func selftest(inv invocation) int {
 	code := writeTable(stdout, subjects, table, &result)
 	writeReports(f, result, stderr)
 	return code
+}
+
+// parseBugs reads --bugs: the deliberate bugs named (nil: none named, so
+// every one).
+func parseBugs(list string, stderr io.Writer) (map[bugs.Bug]bool, bool) {
+	if strings.TrimSpace(list) == "" {
+		return nil, true
+	}
+	out := map[bugs.Bug]bool{}
+	for _, name := range strings.Split(list, ",") {
+		b, ok := bugs.ByName(strings.TrimSpace(name))
+		if !ok {
+			var names []string
+			for _, b := range stores.Bugs() {
+				names = append(names, b.Name())
+			}
+			fmt.Fprintf(stderr, "storecheck selftest: %q names no deliberate bug; accepted: %s\n", strings.TrimSpace(name), strings.Join(names, ", "))
+			return nil, false
+		}
+		out[b] = true
+	}
+	return out, true
 }
 
 // selftestSubject is the command selftest starts its processes with:

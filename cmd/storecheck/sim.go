@@ -114,6 +114,7 @@ func simulation(inv invocation) int {
 		}
 		writeCoverage(stdout, name, coverage, rareEvents(st))
 		result.Notes = append(result.Notes, unexplored(name, coverage, rareEvents(st), yielded, crashed, len(seedList))...)
+		result.Coverage = append(result.Coverage, st.Coverage("sim", "seeds "+sr.String()+shardText(sh), coverage))
 	}
 	progress.Stop()
 	result.Duration = time.Since(start)

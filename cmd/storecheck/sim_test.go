@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -146,18 +148,7 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 	for _, k := range stores.All {
 		t.Run(k.Name(), func(t *testing.T) {
 			t.Parallel()
-			cov := sim.Coverage{}
-			backend := sim.InProcess(stores.Reference(), k.Name())
-			err := sim.Sweep(context.Background(), subject(k, nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
-				func(r sim.Result) {
-					if r.Failure != nil {
-						t.Errorf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure)
-					}
-					cov.Add(r)
-				}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cov := defaultSweep(t, k)
 			if len(rareEvents(k)) == 0 {
 				t.Fatal("the store names no rare events")
 			}
@@ -166,6 +157,37 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sweeps are the default sweep of each store against the reference, run
+// once for the tests that read what it reached.
+var sweeps sync.Map // store name -> func() (sim.Coverage, []string)
+
+// defaultSweep is what the simulator's default sweep ("storecheck sim":
+// seeds 1..100, sim.Params' defaults) of store k reached against the
+// reference; the test fails if the reference was flagged.
+func defaultSweep(t *testing.T, k stores.Store) sim.Coverage {
+	t.Helper()
+	once, _ := sweeps.LoadOrStore(k.Name(), sync.OnceValues(func() (sim.Coverage, []string) {
+		cov, flagged := sim.Coverage{}, []string{}
+		backend := sim.InProcess(stores.Reference(), k.Name())
+		err := sim.Sweep(context.Background(), subject(k, nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
+			func(r sim.Result) {
+				if r.Failure != nil {
+					flagged = append(flagged, fmt.Sprintf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure))
+				}
+				cov.Add(r)
+			}, nil)
+		if err != nil {
+			flagged = append(flagged, err.Error())
+		}
+		return cov, flagged
+	}))
+	cov, flagged := once.(func() (sim.Coverage, []string))()
+	if len(flagged) > 0 {
+		t.Fatal(strings.Join(flagged, "\n"))
+	}
+	return cov
 }
 
 // The racy bugs of the corpus (a check read outside the write transaction,

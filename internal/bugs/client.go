@@ -2,7 +2,10 @@ package bugs
 
 import (
 	"context"
+	"sort"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
 	refclient "github.com/storecheck/storecheck/reference/client"
@@ -46,6 +49,25 @@ var (
 	// their next attempt time, dropping the sub-second part.
 	ClientDueOrderWholeSeconds = clientBug("client_due_order_whole_seconds",
 		refclient.Rules{DueOrder: `next_attempt_at / 1000, created_at, rowid`}, nil)
+	// ClientDueTimesAsText keeps the next attempt times as RFC 3339 text to
+	// the millisecond with the trailing zeros cut (one form the seed's
+	// rfc3339 helper, which it does not show, might write) and compares
+	// them as text, both to tell what is due and to order it: a whole
+	// second ("…:01Z") sorts after its fractional neighbours ("…:01.5Z"),
+	// and ".1" after ".15". Only times that sort differently as text and as
+	// instants show it (client.time_precision: they compare as instants,
+	// "oldest deadline first").
+	ClientDueTimesAsText = register("client_due_times_as_text", c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+		s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: o.Clock})
+		if err != nil {
+			return nil, err
+		}
+		clock := o.Clock
+		if clock == nil {
+			clock = clockwork.NewRealClock()
+		}
+		return sqlitedb.Target(c.Store(dueAsText{s, clock}), c.Apply), nil
+	})
 	// ClientDueLimitUncapped reads as many due intents as asked, past the
 	// cap of 500.
 	ClientDueLimitUncapped = clientBug("client_due_limit_uncapped", refclient.Rules{DueLimit: func(asked uint32) int {
@@ -114,6 +136,49 @@ type deferConsumesAttempt struct{ *refclient.Store }
 
 func (d deferConsumesAttempt) DeferIntent(ctx context.Context, opID string, next time.Time, lastError string) (bool, error) {
 	return d.Store.BumpIntent(ctx, opID, next, lastError)
+}
+
+// dueAsText answers the due scans as a store that keeps times as text and
+// compares them as text would.
+type dueAsText struct {
+	*refclient.Store
+	clock clockwork.Clock
+}
+
+// text is t as the store keeps it: RFC 3339 to the millisecond, trailing
+// zeros cut.
+func text(t time.Time) string { return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano) }
+
+func (d dueAsText) DueIntents(ctx context.Context, now time.Time, limit uint32) ([]c.Intent, error) {
+	return d.due(ctx, now, c.EffectiveLimit(limit))
+}
+
+func (d dueAsText) FlushOrder(ctx context.Context) ([]c.Intent, error) {
+	return d.due(ctx, d.clock.Now(), c.FlushBatchSize)
+}
+
+func (d dueAsText) due(ctx context.Context, now time.Time, n int) ([]c.Intent, error) {
+	all, err := d.Store.DueIntents(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), c.MaxLimit)
+	if err != nil {
+		return nil, err
+	}
+	var due []c.Intent
+	for _, in := range all {
+		if text(in.NextAttemptAt) <= text(now) {
+			due = append(due, in)
+		}
+	}
+	sort.SliceStable(due, func(i, j int) bool {
+		a, b := due[i], due[j]
+		if x, y := text(a.NextAttemptAt), text(b.NextAttemptAt); x != y {
+			return x < y
+		}
+		return text(a.CreatedAt) < text(b.CreatedAt)
+	})
+	if len(due) > n {
+		due = due[:n]
+	}
+	return due, nil
 }
 
 // racySettle reads whether the task is settled in one transaction and

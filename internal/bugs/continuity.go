@@ -54,6 +54,13 @@ var (
 	// another identity or generation.
 	ContinuitySnapshotOwnerUnchecked = continuityBug("continuity_snapshot_owner_unchecked",
 		refcontinuity.Rules{SnapshotOwner: always[refcontinuity.Owner]}, nil)
+	// ContinuityMatchIgnoresBytes answers whether a candidate is the
+	// current snapshot without comparing its bytes: a snapshot rewritten
+	// with other bytes at the same version still "matches" a caller
+	// holding the old ones. Only a candidate that matches in everything
+	// else shows it.
+	ContinuityMatchIgnoresBytes = continuityBug("continuity_match_ignores_bytes",
+		refcontinuity.Rules{MatchBytes: `length(?6) >= 0`}, nil)
 	// ContinuityMaxFenceRecordsOnly computes the fencing high-water mark
 	// over the records table alone.
 	ContinuityMaxFenceRecordsOnly = continuityBug("continuity_max_fence_records_only",

@@ -73,6 +73,18 @@ var (
 	// RuntimeCancelLiveClaim cancels a batch a live claim holds.
 	RuntimeCancelLiveClaim = runtimeBug("runtime_cancel_live_claim",
 		refruntime.Rules{Cancellable: func(refruntime.Cond) refruntime.Cond { return refruntime.Always }}, nil)
+	// RuntimeReleaseIgnoresFence releases a session lease whose owner and
+	// token match whatever fencing token the completion presents. Only a
+	// completion with the right token and another fence shows it.
+	RuntimeReleaseIgnoresFence = runtimeBug("runtime_release_ignores_fence", refruntime.Rules{
+		Releases: func(c r.SessionExecutionLeaseCompletion) refruntime.Cond {
+			return refruntime.Cond{SQL: `owner_id = ? AND lease_token = ?`, Args: []any{c.OwnerID, c.LeaseToken}}
+		}}, nil)
+	// RuntimeLoadNodeShowsTombstoned answers load_node with a tombstoned
+	// node (the graph scopes still hide it). Only a load of a node that is
+	// stored and tombstoned shows it.
+	RuntimeLoadNodeShowsTombstoned = runtimeBug("runtime_load_node_shows_tombstoned",
+		refruntime.Rules{NodeVisible: `1`}, nil)
 	// RuntimeAttachmentCommitTimeMoves overwrites an attachment's commit
 	// time on every commit that names it (the seed's COALESCE dropped).
 	RuntimeAttachmentCommitTimeMoves = runtimeBug("runtime_attachment_commit_time_moves",

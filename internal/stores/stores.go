@@ -52,6 +52,12 @@ type Store struct {
 	// Events are the coverage events of the model the default simulator
 	// sweep must reach (the simulator adds its own: crashes, kills).
 	Events []string
+	// Unreachable are the cells of the store's coverage matrix
+	// (spec.Contract.Cells, by "<operation>:<answer>") that the default
+	// simulator sweep and the default linearizability run are not meant
+	// to reach, each with the reason (io cells have one by default:
+	// IOUnreachable). Every other cell they must reach.
+	Unreachable map[string]string
 	// CrashPoints are the reference's crash points inside this store's
 	// transactions (a program over the wire declares its own).
 	CrashPoints []string
@@ -75,6 +81,7 @@ var All = []Store{
 		Model:       model.Continuity{},
 		Workload:    linearizability.DefaultContinuityWorkload.New,
 		Events:      model.ContinuityEvents,
+		Unreachable: linearizability.ContinuityUnreachable,
 		CrashPoints: refcontinuity.CrashPoints,
 		Reference:   refcontinuity.OpenTarget,
 		Bugs:        bugs.Continuity,
@@ -85,6 +92,7 @@ var All = []Store{
 		Model:       model.Runtime{},
 		Workload:    linearizability.DefaultRuntimeWorkload.New,
 		Events:      model.RuntimeEvents,
+		Unreachable: linearizability.RuntimeUnreachable,
 		CrashPoints: refruntime.CrashPoints,
 		Reference:   refruntime.OpenTarget,
 		Bugs:        bugs.Runtime,
@@ -95,6 +103,7 @@ var All = []Store{
 		Model:       model.Client{},
 		Workload:    linearizability.DefaultClientWorkload.New,
 		Events:      model.ClientEvents,
+		Unreachable: linearizability.ClientUnreachable,
 		CrashPoints: refclient.CrashPoints,
 		Reference:   refclient.OpenTarget,
 		Bugs:        bugs.Client,

@@ -1268,6 +1268,8 @@ const (
 	EventGraphNodeConflict           = "append of a stored node refused"
 	EventAttachmentKeptFirstCommitAt = "attachment kept its first commit time"
 	EventExpiredClaimRenewed         = "expired claim renewed while it still held its batches"
+	EventReleaseOtherFence           = "lease release with its token and another fence left the lease"
+	EventTombstonedNodeHidden        = "load of a tombstoned node answered none"
 )
 
 // RuntimeEvents is every event Events names, for the simulator's sweep.
@@ -1275,7 +1277,7 @@ var RuntimeEvents = []string{EventLeaseTakenOverAfterExpiry, EventLeaseExtendedB
 	EventLeaseExpiredInCommit, EventTurnReplayAnswered, EventTurnReplayOtherHash, EventHeadRevisionConflict,
 	EventCommitCompletedClaim, EventCompletedClaimExpired, EventClaimTakenOverAfterExpiry, EventClaimRenewalRefused,
 	EventDelayedWorkNotYetAvailable, EventCancelRefusedLiveClaim, EventGraphNodeConflict, EventAttachmentKeptFirstCommitAt,
-	EventExpiredClaimRenewed}
+	EventExpiredClaimRenewed, EventReleaseOtherFence, EventTombstonedNodeHidden}
 
 // Events names the rare runtime events op reaches from s: the rules the
 // seed's comments were written about, taken on their interesting branch.
@@ -1295,6 +1297,15 @@ func (m Runtime) Events(st State, op spec.Op, now int64, out Outcome) []string {
 	case r.RenewSessionExecutionLease:
 		if cur, ok := s.leaseIs(o.Fence.SessionID, o.Fence); ok && !live(cur.ExpiresAt, now) {
 			ev = append(ev, EventLeaseRenewalRefusedExpired)
+		}
+	case r.ReleaseSessionExecutionLease:
+		c := o.Completion
+		if l, ok := s.leases[c.SessionID]; ok && l.Held && l.Owner == c.OwnerID && l.Token == c.LeaseToken && l.Fence != c.FencingToken {
+			ev = append(ev, EventReleaseOtherFence)
+		}
+	case r.LoadNode:
+		if n := storedNode(s.nodes, o.NodeID); n != nil && n.Tomb {
+			ev = append(ev, EventTombstonedNodeHidden)
 		}
 	case r.CommitRuntimeState:
 		cm := o.Commit

@@ -33,6 +33,10 @@ type Rules struct {
 	// high-water mark, of the highest fence of the records and the highest
 	// of the snapshots: over both.
 	HighWater func(records, snapshots c.FencingToken) c.FencingToken
+	// MatchBytes (session_snapshot_matches_current.whole_tuple): the SQL
+	// condition on the snapshot row (snap) a candidate's bytes (?6) must
+	// meet to match: the very bytes stored.
+	MatchBytes string
 	// Upsert is upsert_continuity_record's decision on the record it read
 	// (nil: there is none), taken in the transaction that writes: the record
 	// to write, or the error that refuses the upsert. The contract's is
@@ -84,6 +88,9 @@ func (r Rules) withPredicates() Rules {
 	}
 	if r.SnapshotOwner == nil {
 		r.SnapshotOwner = snapshotOwner
+	}
+	if r.MatchBytes == "" {
+		r.MatchBytes = `snap.data = ?6`
 	}
 	if r.HighWater == nil {
 		r.HighWater = func(records, snapshots c.FencingToken) c.FencingToken { return max(records, snapshots) }

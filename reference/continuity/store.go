@@ -153,7 +153,7 @@ func (s *Store) SessionSnapshotMatchesCurrent(ctx context.Context, m c.MatchCand
 			 AND rec.checkpoint_version = snap.checkpoint_version
 			WHERE snap.session_id = ?1 AND snap.identity = ?2 AND snap.generation = ?3
 			  AND snap.checkpoint_version = ?4 AND rec.fencing_token = ?5
-			  AND snap.fencing_token <= ?5 AND snap.data = ?6)`,
+			  AND snap.fencing_token <= ?5 AND `+s.rules.MatchBytes+`)`,
 			m.SessionID, m.Identity, m.Generation, m.CheckpointVersion, m.FencingToken, blob(m.Data)).Scan(&match)
 	})
 	return match, err

@@ -46,6 +46,13 @@ type Rules struct {
 	// stands only when it took every batch it selected (updated of
 	// selected); else it is rolled back and claims nothing.
 	ClaimStands func(selected, updated int) bool
+	// Releases (release_session_execution_lease, and a commit's release):
+	// the condition on the lease row under which a completion releases
+	// it: its owner, its token and its fencing token, all three.
+	Releases func(c r.SessionExecutionLeaseCompletion) Cond
+	// NodeVisible (load_node.live_only): the condition on graph_nodes of a
+	// node load_node answers: one not tombstoned.
+	NodeVisible string
 	// Cancellable (cancel_queued_work_batch): a batch may be cancelled
 	// while it is free.
 	Cancellable func(free Cond) Cond
@@ -117,6 +124,14 @@ func (rs Rules) withPredicates() Rules {
 	}
 	if rs.ClaimStands == nil {
 		rs.ClaimStands = func(selected, updated int) bool { return updated == selected }
+	}
+	if rs.Releases == nil {
+		rs.Releases = func(c r.SessionExecutionLeaseCompletion) Cond {
+			return Cond{SQL: `owner_id = ? AND lease_token = ? AND fencing_token = ?`, Args: []any{c.OwnerID, c.LeaseToken, c.FencingToken}}
+		}
+	}
+	if rs.NodeVisible == "" {
+		rs.NodeVisible = `tombstoned = 0`
 	}
 	if rs.Cancellable == nil {
 		rs.Cancellable = func(free Cond) Cond { return free }

@@ -329,9 +329,15 @@ func liveNodes(ctx context.Context, tx *sql.Tx) ([]r.Node, error) {
 }
 
 func loadLiveNode(ctx context.Context, tx *sql.Tx, id string) (*r.Node, error) {
+	return loadNode(ctx, tx, id, `tombstoned = 0`)
+}
+
+// loadNode loads the node id when it meets the condition visible (nil:
+// no such node).
+func loadNode(ctx context.Context, tx *sql.Tx, id, visible string) (*r.Node, error) {
 	n := r.Node{NodeID: id}
 	var data []byte
-	err := tx.QueryRowContext(ctx, `SELECT parent_id, data FROM graph_nodes WHERE node_id = ? AND tombstoned = 0`, id).
+	err := tx.QueryRowContext(ctx, `SELECT parent_id, data FROM graph_nodes WHERE node_id = ? AND `+visible, id).
 		Scan(&n.ParentID, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -390,7 +396,7 @@ func tokenLedger(ctx context.Context, tx *sql.Tx) ([]r.UsageEntry, error) {
 func (s *Store) LoadNode(ctx context.Context, nodeID string) (*r.Node, error) {
 	var n *r.Node
 	err := s.db.Read(ctx, "load_node", func(tx *sql.Tx) (err error) {
-		n, err = loadLiveNode(ctx, tx, nodeID)
+		n, err = loadNode(ctx, tx, nodeID, s.rules.NodeVisible)
 		return err
 	})
 	return n, err
@@ -423,7 +429,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 			case s.rules.SameTurn(hash, tc.TurnCommitHash):
 				res = prior
 				if cm.ReleaseLease != nil {
-					return releaseLease(ctx, tx, *cm.ReleaseLease)
+					return s.releaseLease(ctx, tx, *cm.ReleaseLease)
 				}
 				return nil
 			default:
@@ -494,7 +500,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 			}
 		}
 		if cm.ReleaseLease != nil {
-			return releaseLease(ctx, tx, *cm.ReleaseLease)
+			return s.releaseLease(ctx, tx, *cm.ReleaseLease)
 		}
 		return nil
 	})
@@ -627,11 +633,11 @@ func (s *Store) ensureLease(ctx context.Context, tx *sql.Tx, session string, f r
 	return nil
 }
 
-func releaseLease(ctx context.Context, tx *sql.Tx, c r.SessionExecutionLeaseCompletion) error {
+func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, c r.SessionExecutionLeaseCompletion) error {
+	match := s.rules.Releases(c)
 	_, err := tx.ExecContext(ctx, `UPDATE session_execution_leases SET owner_id = NULL, lease_token = NULL,
 		claimed_at_ms = 0, expires_at_ms = 0
-		WHERE session_id = ? AND owner_id = ? AND lease_token = ? AND fencing_token = ?`,
-		c.SessionID, c.OwnerID, c.LeaseToken, c.FencingToken)
+		WHERE session_id = ? AND `+match.SQL, append([]any{c.SessionID}, match.Args...)...)
 	if err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
@@ -715,7 +721,7 @@ func (s *Store) RenewSessionExecutionLease(ctx context.Context, f r.SessionExecu
 
 func (s *Store) ReleaseSessionExecutionLease(ctx context.Context, c r.SessionExecutionLeaseCompletion) error {
 	return s.db.Write(ctx, "release_session_execution_lease", func(tx *sql.Tx) error {
-		return releaseLease(ctx, tx, c)
+		return s.releaseLease(ctx, tx, c)
 	})
 }
 

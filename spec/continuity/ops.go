@@ -170,7 +170,7 @@ func (c Proxy) MaxFencingToken(ctx context.Context) (FencingToken, error) {
 func (c Proxy) Close() error { return spec.CloseTarget(c.Target) }
 
 // Contract describes the continuity store to the generic parts of the kit.
-var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds, Rules: Rules, Vocabularies: Vocabularies}
+var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds, Rules: Rules, Vocabularies: Vocabularies, Refusals: Refusals}
 
 // Crash ends the target as a killed process would (see adapters.Crasher),
 // when it can; otherwise it closes it.

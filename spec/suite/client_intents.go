@@ -91,23 +91,52 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(fx.due(fx.at(time.Second), 0)).To(Equal([]string{"first", "deferred", "zulu", "alpha"}))
 		})
 		It("orders times by their sub-second part when the store keeps one, and within a whole second by creation and enqueue order when it does not", Rules("client.due_intents.order", cli.RuleTimePrecision), func() {
-			fx.enqueue(opA, fx.env(taskA))
-			fx.enqueue(opB, fx.env(taskA))
-			fx.enqueue(opC, fx.env(taskA))
-			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opA, fx.at(1900*time.Millisecond), "x"))).To(BeTrue())
-			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opB, fx.at(1200*time.Millisecond), "x"))).To(BeTrue())
-			Expect(fx.acted(fx.s.DeferIntent(fx.ctx, opC, fx.at(1001*time.Millisecond), "x"))).To(BeTrue())
+			// Times at the edges of one second: a whole second beside
+			// fractional ones, a sub-millisecond part a store of
+			// milliseconds drops, and times that sort one way as instants
+			// and another as text (".1" before ".15", "…:01Z" after
+			// "…:01.5Z"), so that a store comparing text cannot pass.
+			deadlines := []struct {
+				op string
+				at time.Duration
+			}{
+				{opA, 1900 * time.Millisecond},
+				{opB, 1200 * time.Millisecond},
+				{opC, 1001 * time.Millisecond},
+				{"op-whole", time.Second},
+				{"op-fifteen", 1150 * time.Millisecond},
+				{"op-tenth", 1100 * time.Millisecond},
+				{"op-submilli", time.Second + 500*time.Microsecond},
+			}
+			var enqueued []string
+			for i, d := range deadlines {
+				fx.enqueue(d.op, fx.env(taskA))
+				enqueued = append(enqueued, d.op)
+				retry := fx.s.DeferIntent
+				if i%2 == 1 {
+					retry = fx.s.BumpIntent
+				}
+				Expect(fx.acted(retry(fx.ctx, d.op, fx.at(d.at), "x"))).To(BeTrue())
+			}
 			next := fx.intent(opA).NextAttemptAt
 			Expect(next).To(keptAs(fx.at(1900 * time.Millisecond)))
+			Expect(fx.intent("op-submilli").NextAttemptAt).To(keptAs(fx.at(time.Second + 500*time.Microsecond)))
 			if subSecond(next) {
-				Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{opC, opB, opA}),
-					because("client.due_intents.order", "the store keeps the sub-second part of a deadline, so it orders by it"))
-				Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{opC, opB}), because("client.due_intents.due"))
+				// The whole second and the sub-millisecond part tie at the
+				// millisecond, and the enqueue order puts the whole second
+				// first; finer, it is first anyway.
+				Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{"op-whole", "op-submilli", opC, "op-tenth", "op-fifteen", opB, opA}),
+					because("client.due_intents.order", "the store keeps the sub-second part of a deadline, so it orders by it, as instants"))
+				Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{"op-whole", "op-submilli", opC, "op-tenth", "op-fifteen", opB}), because("client.due_intents.due"))
+				Expect(fx.due(fx.at(time.Second+500*time.Microsecond), 0)).To(Equal([]string{"op-whole", "op-submilli"}),
+					because("client.due_intents.due", "at a now half a millisecond into second 1, the deadlines of its first millisecond are due and no later one"))
 				return
 			}
-			Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal([]string{opA, opB, opC}),
-				because(cli.RuleTimePrecision, "the store keeps whole seconds: the three deadlines tie, and the enqueue order decides"))
-			Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal([]string{opA, opB, opC}),
+			Expect(fx.due(fx.at(2*time.Second), 0)).To(Equal(enqueued),
+				because(cli.RuleTimePrecision, "the store keeps whole seconds: the deadlines tie, and the enqueue order decides"))
+			Expect(fx.due(fx.at(1500*time.Millisecond), 0)).To(Equal(enqueued),
+				because(cli.RuleTimePrecision, "at whole seconds every deadline of second 1 is due within it"))
+			Expect(fx.due(fx.at(time.Second+500*time.Microsecond), 0)).To(Equal(enqueued),
 				because(cli.RuleTimePrecision, "at whole seconds every deadline of second 1 is due within it"))
 		})
 		It("takes at most limit rows: 0 means 100, and never more than 500", Rules("client.due_intents.limit"), func() {

@@ -1,0 +1,327 @@
+package reports
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Coverage is what one layer of a run reached of one store's coverage
+// matrix: every operation crossed with every answer the contract allows it
+// (spec.Contract.Cells), and how often the layer saw each.
+type Coverage struct {
+	Store string `json:"store"`
+	Layer string `json:"layer"`
+	// Over says what the counts were taken over ("seeds 1..100").
+	Over  string         `json:"over,omitempty"`
+	Cells []CoverageCell `json:"cells"`
+	// Outside counts the answers no cell names, by "<operation>:<answer>"
+	// (a backend that answered outside the contract).
+	Outside map[string]int `json:"outside,omitempty"`
+}
+
+// CoverageCell is one cell of a store's matrix, as one layer reached it.
+type CoverageCell struct {
+	Op     string `json:"op"`
+	Answer string `json:"answer"`
+	// Rules are the rules that make the answer, for an error kind.
+	Rules []string `json:"rules,omitempty"`
+	Count int      `json:"count"`
+	// Unreachable says why the layer's workload is not meant to reach the
+	// cell ("" when it is: then a count of 0 is a gap).
+	Unreachable string `json:"unreachable,omitempty"`
+}
+
+// Key names the cell: "<operation>:<answer>".
+func (c CoverageCell) Key() string { return c.Op + ":" + c.Answer }
+
+// Count adds n answers to the cell named key ("<operation>:<answer>"), or
+// to Outside when no cell has that name.
+func (c *Coverage) Count(key string, n int) {
+	if n == 0 {
+		return
+	}
+	for i := range c.Cells {
+		if c.Cells[i].Key() == key {
+			c.Cells[i].Count += n
+			return
+		}
+	}
+	if c.Outside == nil {
+		c.Outside = map[string]int{}
+	}
+	c.Outside[key] += n
+}
+
+// Reached counts the cells the layer saw at least once.
+func (c Coverage) Reached() int {
+	n := 0
+	for _, cell := range c.Cells {
+		if cell.Count > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Missed are the cells the layer never saw and is meant to reach.
+func (c Coverage) Missed() []CoverageCell {
+	var out []CoverageCell
+	for _, cell := range c.Cells {
+		if cell.Count == 0 && cell.Unreachable == "" {
+			out = append(out, cell)
+		}
+	}
+	return out
+}
+
+// Unreachable are the cells listed as out of the layer's reach (whether
+// it reached them or not).
+func (c Coverage) Unreachable() []CoverageCell {
+	var out []CoverageCell
+	for _, cell := range c.Cells {
+		if cell.Unreachable != "" {
+			out = append(out, cell)
+		}
+	}
+	return out
+}
+
+// Summary is the coverage in one line: how many cells were reached, and
+// the ones the layer is meant to reach and never did.
+func (c Coverage) Summary() string {
+	s := fmt.Sprintf("%s %s coverage: %d of %d cells reached", c.Store, c.Layer, c.Reached(), len(c.Cells))
+	if c.Over != "" {
+		s += " over " + c.Over
+	}
+	if n := len(c.Unreachable()); n > 0 {
+		s += fmt.Sprintf(" (%d listed unreachable)", n)
+	}
+	if missed := c.Missed(); len(missed) > 0 {
+		keys := make([]string, len(missed))
+		for i, m := range missed {
+			keys[i] = m.Key()
+		}
+		s += "; never reached: " + strings.Join(keys, ", ")
+	} else {
+		s += "; every reachable cell reached"
+	}
+	if len(c.Outside) > 0 {
+		s += "; OUTSIDE THE CONTRACT: " + strings.Join(slices.Sorted(maps.Keys(c.Outside)), ", ")
+	}
+	return s
+}
+
+// WriteCoverageSummary writes each coverage's Summary, one line each.
+func WriteCoverageSummary(w io.Writer, cs []Coverage) {
+	for _, c := range cs {
+		fmt.Fprintln(w, c.Summary())
+	}
+}
+
+// matrix is one store's coverage, every layer side by side.
+type matrix struct {
+	Store  string
+	Layers []string
+	Over   []string
+	Rows   []matrixRow
+	// Notes are the reasons of the cells listed unreachable, by cell.
+	Notes []matrixNote
+	// Outside are the answers outside the contract, by layer.
+	Outside []string
+}
+
+type matrixRow struct {
+	Op, Answer string
+	Rules      []string
+	Counts     []int
+	// Unreachable, by layer: the cell is listed out of that layer's reach.
+	Unreachable []bool
+	// First is the row's operation's first answer.
+	First bool
+}
+
+// matrixNote is why cells are listed unreachable by layers.
+type matrixNote struct {
+	Cells  []string
+	Layers string
+	Reason string
+}
+
+// Cell names the note's cells: one, or "io of every operation".
+func (n matrixNote) Cell() string { return strings.Join(n.Cells, ", ") }
+
+// matrices lays the coverages out one store at a time, in the order they
+// first appear, each store's layers in the order they appear.
+func matrices(cs []Coverage) []matrix {
+	type layerReason struct{ layer, reason string }
+	var out []matrix
+	notes := map[string][]layerReason{} // by store and cell
+	for _, c := range cs {
+		i := slices.IndexFunc(out, func(m matrix) bool { return m.Store == c.Store })
+		if i < 0 {
+			out = append(out, matrix{Store: c.Store})
+			i = len(out) - 1
+		}
+		m := &out[i]
+		m.Layers = append(m.Layers, c.Layer)
+		m.Over = append(m.Over, c.Over)
+		for _, cell := range c.Cells {
+			j := slices.IndexFunc(m.Rows, func(r matrixRow) bool { return r.Op == cell.Op && r.Answer == cell.Answer })
+			if j < 0 {
+				m.Rows = append(m.Rows, matrixRow{Op: cell.Op, Answer: cell.Answer, Rules: cell.Rules})
+				j = len(m.Rows) - 1
+			}
+			r := &m.Rows[j]
+			for len(r.Counts) < len(m.Layers)-1 {
+				r.Counts, r.Unreachable = append(r.Counts, 0), append(r.Unreachable, false)
+			}
+			r.Counts, r.Unreachable = append(r.Counts, cell.Count), append(r.Unreachable, cell.Unreachable != "")
+			if cell.Unreachable != "" {
+				notes[c.Store+" "+cell.Key()] = append(notes[c.Store+" "+cell.Key()], layerReason{c.Layer, cell.Unreachable})
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Outside)) {
+			m.Outside = append(m.Outside, fmt.Sprintf("%s: %s answered %d times", c.Layer, k, c.Outside[k]))
+		}
+	}
+	for i := range out {
+		m := &out[i]
+		// A note per reason and layers, with every cell it is for.
+		allIO := true
+		var io []string
+		for _, r := range m.Rows {
+			if r.Answer != "io" {
+				continue
+			}
+			io = append(io, r.Op+":io")
+		}
+		for _, r := range m.Rows {
+			key := r.Op + ":" + r.Answer
+			var layers []string
+			reason := ""
+			for _, lr := range notes[m.Store+" "+key] {
+				layers, reason = append(layers, lr.layer), lr.reason
+			}
+			if reason == "" {
+				if r.Answer == "io" {
+					allIO = false
+				}
+				continue
+			}
+			l := strings.Join(layers, ", ")
+			k := slices.IndexFunc(m.Notes, func(n matrixNote) bool { return n.Reason == reason && n.Layers == l })
+			if k < 0 {
+				m.Notes = append(m.Notes, matrixNote{Layers: l, Reason: reason})
+				k = len(m.Notes) - 1
+			}
+			m.Notes[k].Cells = append(m.Notes[k].Cells, key)
+		}
+		for k := range m.Notes {
+			if allIO && len(io) > 1 && slices.Equal(m.Notes[k].Cells, io) {
+				m.Notes[k].Cells = []string{"io of every operation"}
+			}
+		}
+		for j := range m.Rows {
+			r := &m.Rows[j]
+			for len(r.Counts) < len(m.Layers) {
+				r.Counts, r.Unreachable = append(r.Counts, 0), append(r.Unreachable, false)
+			}
+			r.First = j == 0 || m.Rows[j-1].Op != r.Op
+		}
+	}
+	return out
+}
+
+// WriteCoverage writes every store's coverage matrix as text: a row per
+// cell, a column per layer, each the number of answers the layer saw ("-"
+// for none; "·" marks a cell listed out of the layer's reach), then why
+// each cell listed unreachable is.
+func WriteCoverage(w io.Writer, cs []Coverage) {
+	for _, m := range matrices(cs) {
+		fmt.Fprintf(w, "coverage of the %s store: %d cells\n", m.Store, len(m.Rows))
+		for i, l := range m.Layers {
+			if m.Over[i] != "" {
+				fmt.Fprintf(w, "  %s: over %s\n", l, m.Over[i])
+			}
+		}
+		fmt.Fprintf(w, "  %-46s %-32s", "operation", "answer")
+		for _, l := range m.Layers {
+			fmt.Fprintf(w, " %15s", l)
+		}
+		fmt.Fprintln(w)
+		for _, r := range m.Rows {
+			op := ""
+			if r.First {
+				op = r.Op
+			}
+			fmt.Fprintf(w, "  %-46s %-32s", op, r.Answer)
+			for i, n := range r.Counts {
+				text := "-"
+				if n > 0 {
+					text = fmt.Sprint(n)
+				}
+				if r.Unreachable[i] {
+					text = "·" + text
+				}
+				fmt.Fprintf(w, " %15s", text)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, n := range m.Notes {
+			fmt.Fprintf(w, "  · %s (%s): %s\n", n.Cell(), n.Layers, n.Reason)
+		}
+		for _, o := range m.Outside {
+			fmt.Fprintf(w, "  OUTSIDE THE CONTRACT: %s\n", o)
+		}
+	}
+}
+
+// coveragePage is the matrix as HTML: a table per store, a row per cell, a
+// column per layer, each count coloured by how often the layer saw it (red:
+// never, though it is meant to; grey: listed out of its reach).
+var coveragePage = template.Must(template.New("coverage").Funcs(template.FuncMap{
+	"heat": heat,
+	"join": strings.Join,
+}).Parse(`{{if .}}<h2>Coverage</h2>
+<p>Every operation of each store crossed with every answer its contract allows, and how many times each layer saw it. Red: never seen, though the layer is meant to reach it; grey: listed out of the layer's reach, with the reason below the table.</p>
+{{range .}}{{$m := .}}<h3>The {{.Store}} store</h3>
+<table class="coverage">
+<tr><th>operation</th><th>answer</th>{{range $i, $l := .Layers}}<th>{{$l}}{{with index $m.Over $i}}<br><small>{{.}}</small>{{end}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td>{{if .First}}{{.Op}}{{end}}</td><td{{with .Rules}} title="{{join . ", "}}"{{end}}>{{.Answer}}</td>{{$row := .}}{{range $i, $n := .Counts}}<td class="n" style="background: {{heat $n (index $row.Unreachable $i)}}">{{if $n}}{{$n}}{{else}}-{{end}}</td>{{end}}</tr>
+{{end}}</table>
+{{with .Notes}}<ul>{{range .}}<li><code>{{.Cell}}</code> ({{.Layers}}): {{.Reason}}</li>{{end}}</ul>{{end}}
+{{range .Outside}}<p class="failed">Outside the contract: {{.}}</p>{{end}}
+{{end}}{{end}}`))
+
+// heat is the background of a count: red for a gap, grey for a cell out
+// of reach, and greens that deepen with the count.
+func heat(n int, unreachable bool) template.CSS {
+	switch {
+	case n == 0 && unreachable:
+		return "#eeeeee"
+	case n == 0:
+		return "#f8b4b4"
+	case n < 3:
+		return "#fff3b0"
+	case n < 10:
+		return "#dcf5d0"
+	case n < 100:
+		return "#a8e6a1"
+	case n < 1000:
+		return "#6fcf6a"
+	}
+	return "#3fae3f"
+}
+
+// coverageHTML is the matrices of cs as HTML, for the report page.
+func coverageHTML(cs []Coverage) (template.HTML, error) {
+	var b strings.Builder
+	if err := coveragePage.Execute(&b, matrices(cs)); err != nil {
+		return "", err
+	}
+	return template.HTML(b.String()), nil
+}
