@@ -59,6 +59,8 @@ type clientMemory struct {
 	tasks    []string
 	versions map[string][2]uint64
 	bindings [][2]string
+	// then are operations the client issues next, before it draws again.
+	then []spec.Op
 }
 
 func (w *clientWorkload) memory(n int) *clientMemory {
@@ -235,6 +237,11 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 	grouped := w.Groups > 0
 	task := func() string { return w.taskID(r, g, step) }
 	intent := func() string { return w.intentID(r, g, step) }
+	if len(m.then) > 0 {
+		op := m.then[0]
+		m.then = m.then[1:]
+		return op
+	}
 	for {
 		switch p := r.IntN(100); {
 		// ----- the outbox (36%) -----
@@ -373,8 +380,13 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			if n := len(t); t[n-1]%2 == 1 {
 				kind, chain.ParentTask, chain.Hop = c.KindRelay, t[:n-1]+"0", uint32(t[n-1]%3)
 			}
-			if r.IntN(20) == 0 {
+			if r.IntN(20) < 2 {
 				kind = "orphan"
+			}
+			if !grouped && r.IntN(2) == 0 {
+				// The open tasks, asked just after opening one: seldom
+				// none, as settles close most tasks soon.
+				m.then = append(m.then, c.OpenTasks{Limit: uint32(pick(r, 0, 2))})
 			}
 			return c.OpenTask{Causality: chain, Kind: kind}
 		case p < 88:

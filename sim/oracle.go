@@ -94,17 +94,39 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 	}
 	var allowed []model.Branch
 	configs := o.configs
+	var found []config
 	if outs == nil {
 		// One step: a configuration that placed a part of it already
-		// cannot see it whole.
+		// cannot see it whole, unless a part it placed answered what the
+		// whole did: the operation took effect there (a true task_is_known
+		// is true at the moment of the read that found it).
 		if n > 1 {
-			configs = slices.DeleteFunc(slices.Clone(configs), func(c config) bool { return c.placedAny(id, n) })
+			var rest []config
+			for _, c := range configs {
+				if !c.placedAny(id, n) {
+					rest = append(rest, c)
+					continue
+				}
+				for j := range n {
+					if i := c.find(unit{id, j}); i >= 0 {
+						if values, ok := c.early[i].branch.Allows(got); ok {
+							found = addConfig(found, config{state: model.Bind(c.state, values),
+								early: slices.DeleteFunc(slices.Clone(c.early), func(e early) bool { return e.u.call == id })})
+							break
+						}
+					}
+				}
+			}
+			configs = rest
 		}
 		for j := 1; j < n; j++ {
 			delete(o.flying, unit{id, j})
 		}
 		o.flying[unit{id, 0}] = flying{op: op, now: o.flying[unit{id, 0}].now}
 		configs, allowed = o.retUnit(configs, unit{id, 0}, got)
+		for _, c := range found {
+			configs = addConfig(configs, c)
+		}
 	} else {
 		for j := range n {
 			var bs []model.Branch
