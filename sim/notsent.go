@@ -13,11 +13,11 @@ func (o *oracle) dropped(id int, op spec.Op) {
 	var next []config
 	for _, c := range o.configs {
 		if !c.placedAny(id, n) {
-			next = addConfig(next, c)
+			next = append(next, c)
 		}
 	}
 	for j := range n {
 		delete(o.flying, unit{id, j})
 	}
-	o.configs = o.bounded(next)
+	o.configs = o.bounded(dedupe(next))
 }

@@ -110,7 +110,7 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 				for j := range n {
 					if i := c.find(unit{id, j}); i >= 0 {
 						if values, ok := c.early[i].branch.Allows(got); ok {
-							found = addConfig(found, config{state: model.Bind(c.state, values),
+							found = append(found, config{state: model.Bind(c.state, values),
 								early: slices.DeleteFunc(slices.Clone(c.early), func(e early) bool { return e.u.call == id })})
 							break
 						}
@@ -124,9 +124,7 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 		}
 		o.flying[unit{id, 0}] = flying{op: op, now: o.flying[unit{id, 0}].now}
 		configs, allowed = o.retUnit(configs, unit{id, 0}, got)
-		for _, c := range found {
-			configs = addConfig(configs, c)
-		}
+		configs = dedupe(append(configs, found...))
 	} else {
 		for j := range n {
 			var bs []model.Branch
@@ -151,13 +149,13 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config, []model.Branch) {
 	f := o.flying[u]
 	delete(o.flying, u)
-	var next []config
+	var next configSet
 	var allowed []model.Branch
 	for _, c := range configs {
 		if i := c.find(u); i >= 0 {
 			b := c.early[i].branch
 			if values, ok := b.Allows(got); ok {
-				next = addConfig(next, config{state: model.Bind(c.state, values), early: slices.Delete(slices.Clone(c.early), i, i+1)})
+				next.add(config{state: model.Bind(c.state, values), early: slices.Delete(slices.Clone(c.early), i, i+1)})
 			} else {
 				allowed = append(allowed, b)
 			}
@@ -166,12 +164,12 @@ func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config,
 		o.placeBefore(c, u, func(s model.State, placed []early) {
 			ns, bs := model.Judge(o.m, s, f.op, f.now, got)
 			for _, n := range ns {
-				next = addConfig(next, config{state: n, early: placed})
+				next.add(config{state: n, early: placed})
 			}
 			allowed = append(allowed, bs...)
 		})
 	}
-	return next, allowed
+	return next.list, allowed
 }
 
 // indefinite takes operation id whose answer will never come (its process
@@ -321,20 +319,39 @@ func (c config) key() string {
 	return b.String()
 }
 
-func addConfig(cs []config, c config) []config {
-	k := c.key()
-	for _, d := range cs {
-		if d.state.Hash() == c.state.Hash() && d.key() == k && d.state.Equal(c.state) {
-			return cs
+// configSet gathers configurations without repeats. The index makes each
+// addition cost one lookup, not a pass over all kept so far: a crash with
+// many operations in flight can leave tens of thousands of configurations.
+type configSet struct {
+	list  []config
+	index map[configID][]int
+}
+
+// configID tells configurations apart up to a hash collision; Equal
+// settles the rest.
+type configID struct {
+	hash uint64
+	key  string
+}
+
+func (cs *configSet) add(c config) {
+	id := configID{c.state.Hash(), c.key()}
+	for _, i := range cs.index[id] {
+		if cs.list[i].state.Equal(c.state) {
+			return
 		}
 	}
-	return append(cs, c)
+	if cs.index == nil {
+		cs.index = map[configID][]int{}
+	}
+	cs.index[id] = append(cs.index[id], len(cs.list))
+	cs.list = append(cs.list, c)
 }
 
 func dedupe(cs []config) []config {
-	var out []config
+	var out configSet
 	for _, c := range cs {
-		out = addConfig(out, c)
+		out.add(c)
 	}
-	return out
+	return out.list
 }
