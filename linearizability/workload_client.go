@@ -383,10 +383,10 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			if r.IntN(20) < 2 {
 				kind = "orphan"
 			}
-			if !grouped && r.IntN(2) == 0 {
+			if !grouped && r.IntN(4) == 0 {
 				// The open tasks, asked just after opening one: seldom
 				// none, as settles close most tasks soon.
-				m.then = append(m.then, c.OpenTasks{Limit: uint32(pick(r, 0, 2))})
+				m.then = append(m.then, c.OpenTasks{Limit: 1})
 			}
 			return c.OpenTask{Causality: chain, Kind: kind}
 		case p < 88:
