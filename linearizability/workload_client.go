@@ -495,12 +495,3 @@ func (w *clientWorkload) Prologue() []spec.Op {
 		c.TaskIsKnown{TaskID: "task-0"}, c.ListFaults{TaskID: "task-0"}, c.GetOutHead{TaskID: "task-a"},
 		c.GetProse{Role: "planner"}, c.GetConfig{Key: "k0"}, c.GetProse{Role: "reviewer"}, c.GetConfig{Key: "k1"}}
 }
-
-// Epilogue reads back what the clients wrote (Observe), unless the
-// workload is grouped.
-func (w *clientWorkload) Epilogue() []spec.Op {
-	if w.Groups > 0 {
-		return nil
-	}
-	return w.Observe()
-}

@@ -316,7 +316,12 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 		}
 		return cl.asked(r.LoadSession{Scope: scope})
 	case p < 74:
-		return cl.asked(r.LoadNode{NodeID: cl.nodeID(rnd)})
+		id := cl.nodeID(rnd)
+		if len(cl.appended) > 0 && rnd.IntN(4) > 0 {
+			// One it appended last: stored, unless a tombstone hid it.
+			id = cl.appended[len(cl.appended)-1]
+		}
+		return cl.asked(r.LoadNode{NodeID: id})
 	case p < 77:
 		// A tombstone, and a load of what it hid: none, though the node
 		// is stored.
@@ -388,6 +393,9 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 			cl.plan = append(cl.plan, abandonClaim)
 		case 2:
 			cl.plan = append(cl.plan, cancelClaimed)
+		case 3:
+			// A live claim renewed.
+			cl.plan = append(cl.plan, renewClaim)
 		}
 		return claim
 	case p < 65:
@@ -1135,13 +1143,4 @@ func (w *runtimeWorkload) Prologue() []spec.Op {
 		ops = append(ops, r.LoadAttachment{AttachmentID: fmt.Sprint("att-", i)})
 	}
 	return append(ops, r.LoadNode{NodeID: "n-0-0"})
-}
-
-// Epilogue reads back what the clients wrote (Observe), unless the
-// workload is partitioned.
-func (w *runtimeWorkload) Epilogue() []spec.Op {
-	if w.Partitioned {
-		return nil
-	}
-	return w.Observe()
 }
