@@ -390,12 +390,10 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 			}
 			cl.plan = append(cl.plan, renewClaim)
 		case 1:
-			cl.plan = append(cl.plan, abandonClaim)
+			// Renewed while it is live, then abandoned.
+			cl.plan = append(cl.plan, renewClaim, abandonClaim)
 		case 2:
 			cl.plan = append(cl.plan, cancelClaimed)
-		case 3:
-			// A live claim renewed.
-			cl.plan = append(cl.plan, renewClaim)
 		}
 		return claim
 	case p < 65:
@@ -420,7 +418,7 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		// completes the claim in a commit, or leaves it for later; a claim
 		// for no time at all has expired when it completes.
 		claim := w.claimWork(rnd, cl, boundSession, w.sharedLease(rnd, cl, boundSession))
-		if rnd.IntN(3) == 0 {
+		if rnd.IntN(3) < 2 {
 			claim.TTLMs = 0
 		}
 		cl.plan = []spec.Op{claim}
@@ -889,6 +887,8 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		if rnd.IntN(2) == 0 {
 			cm.Graph.Nodes[0].ParentID = cl.nodeID(rnd)
 		}
+		// Then a load of the leaf it appended: stored when the commit was.
+		cl.plan = append(cl.plan, r.LoadNode{NodeID: cm.Graph.LeafNodeID})
 	case p < 13:
 		// A node it committed before, or one twice in the delta.
 		n := r.Node{NodeID: fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(1+cl.nodes/4))}
