@@ -125,7 +125,7 @@ func catchRace(t *testing.T, m model.Model, open Opener, workload func() Workloa
 }
 
 // clientEntries counts the entries of a history's clients, leaving out the
-// reads of the workload's Prologue and Epilogue (Reader's).
+// reads of the workload's Prologue (Reader's).
 func clientEntries(h History) int {
 	n := 0
 	for _, e := range h.Entries {

@@ -21,8 +21,8 @@ type Config struct {
 	// Clients is how many clients run at once (default 8).
 	Clients int
 	// Ops is how many operations they issue in all (default 2,000);
-	// besides them, a workload's Prologue and Epilogue reads are issued
-	// one at a time before and after (Reader).
+	// besides them, a workload's Prologue reads are issued one at a time
+	// before (Reader).
 	Ops int
 	// Handles is how many store handles (as separate processes would hold)
 	// the clients are spread over (default 2).
@@ -80,15 +80,7 @@ type Prologue interface {
 	Prologue() []spec.Op
 }
 
-// Epilogue is a workload with reads to issue once every client is done:
-// what its clients wrote read back (as the simulator's sim.Observer), so
-// that a write acknowledged and then lost shows. A workload whose history
-// splits into parts has neither: a read of everything would join them.
-type Epilogue interface {
-	Epilogue() []spec.Op
-}
-
-// Reader is the porcupine client of a run's Prologue and Epilogue reads:
+// Reader is the porcupine client of a run's Prologue reads:
 // the one after the run's clients (the clients re-issued after an
 // indefinite operation come after it).
 func Reader(cfg Config) int { return cfg.WithDefaults().Clients }
@@ -200,9 +192,6 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 		}
 		wg.Wait()
 		clock.Advance(time.Duration(jumps.Int64N(int64(cfg.MaxJump))))
-	}
-	if e, ok := w.(Epilogue); ok {
-		read(e.Epilogue())
 	}
 	sortByCall(entries)
 	return History{Store: contract.Name, Seed: cfg.Seed, Entries: entries}, nil

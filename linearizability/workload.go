@@ -265,12 +265,3 @@ func (w *continuityWorkload) Prologue() []spec.Op {
 	}
 	return w.Observe()
 }
-
-// Epilogue reads back what the clients wrote (Observe), unless the
-// workload is partitioned.
-func (w *continuityWorkload) Epilogue() []spec.Op {
-	if w.Partitioned {
-		return nil
-	}
-	return w.Observe()
-}

@@ -316,7 +316,12 @@ func (w *runtimeWorkload) NextAt(rnd *rand.Rand, client, step int, now int64) sp
 		}
 		return cl.asked(r.LoadSession{Scope: scope})
 	case p < 74:
-		return cl.asked(r.LoadNode{NodeID: cl.nodeID(rnd)})
+		id := cl.nodeID(rnd)
+		if len(cl.appended) > 0 && rnd.IntN(4) > 0 {
+			// One it appended last: stored, unless a tombstone hid it.
+			id = cl.appended[len(cl.appended)-1]
+		}
+		return cl.asked(r.LoadNode{NodeID: id})
 	case p < 77:
 		// A tombstone, and a load of what it hid: none, though the node
 		// is stored.
@@ -385,7 +390,8 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 			}
 			cl.plan = append(cl.plan, renewClaim)
 		case 1:
-			cl.plan = append(cl.plan, abandonClaim)
+			// Renewed while it is live, then abandoned.
+			cl.plan = append(cl.plan, renewClaim, abandonClaim)
 		case 2:
 			cl.plan = append(cl.plan, cancelClaimed)
 		}
@@ -412,7 +418,7 @@ func (w *runtimeWorkload) produce(rnd *rand.Rand, cl *runtimeClient) spec.Op {
 		// completes the claim in a commit, or leaves it for later; a claim
 		// for no time at all has expired when it completes.
 		claim := w.claimWork(rnd, cl, boundSession, w.sharedLease(rnd, cl, boundSession))
-		if rnd.IntN(3) == 0 {
+		if rnd.IntN(3) < 2 {
 			claim.TTLMs = 0
 		}
 		cl.plan = []spec.Op{claim}
@@ -881,6 +887,8 @@ func (w *runtimeWorkload) commit(rnd *rand.Rand, cl *runtimeClient, lease *r.Ses
 		if rnd.IntN(2) == 0 {
 			cm.Graph.Nodes[0].ParentID = cl.nodeID(rnd)
 		}
+		// Then a load of the leaf it appended: stored when the commit was.
+		cl.plan = append(cl.plan, r.LoadNode{NodeID: cm.Graph.LeafNodeID})
 	case p < 13:
 		// A node it committed before, or one twice in the delta.
 		n := r.Node{NodeID: fmt.Sprintf("n-%d-%d", cl.n, rnd.IntN(1+cl.nodes/4))}
@@ -1135,13 +1143,4 @@ func (w *runtimeWorkload) Prologue() []spec.Op {
 		ops = append(ops, r.LoadAttachment{AttachmentID: fmt.Sprint("att-", i)})
 	}
 	return append(ops, r.LoadNode{NodeID: "n-0-0"})
-}
-
-// Epilogue reads back what the clients wrote (Observe), unless the
-// workload is partitioned.
-func (w *runtimeWorkload) Epilogue() []spec.Op {
-	if w.Partitioned {
-		return nil
-	}
-	return w.Observe()
 }
