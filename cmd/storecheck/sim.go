@@ -113,7 +113,7 @@ func simulation(inv invocation) int {
 			fmt.Fprintf(stderr, "storecheck sim: the %s sweep did not reach: %s\n", name, strings.Join(missing, "; "))
 		}
 		writeCoverage(stdout, name, coverage, rareEvents(st))
-		result.Notes = append(result.Notes, unexplored(name, coverage, rareEvents(st), yielded, crashed, len(seedList))...)
+		result.Notes = append(result.Notes, unexplored(st, caps, coverage, yielded, crashed, len(seedList))...)
 		result.Coverage = append(result.Coverage, st.Coverage("sim", "seeds "+sr.String()+shardText(sh), coverage))
 	}
 	progress.Stop()
@@ -166,10 +166,15 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 // killed, never crashed inside an operation; no yield point reached:
 // operations interleave whole), and each rare event no run reached, with
 // the capability it needs or the rarity that kept it away.
-func unexplored(store string, c sim.Coverage, rare []string, yielded, crashed bool, seeds int) []string {
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded, crashed bool, seeds int) []string {
 	var notes []string
 	if seeds == 0 {
 		return nil
+	}
+	store, rare := st.Name(), rareEvents(st)
+	var chosen map[string]string
+	if st.Unexplorable != nil {
+		chosen = st.Unexplorable(caps)
 	}
 	for _, u := range (sim.Result{Yielded: yielded, CrashPoints: crashed}).Unexplored() {
 		notes = append(notes, store+": "+u)
@@ -180,6 +185,9 @@ func unexplored(store string, c sim.Coverage, rare []string, yielded, crashed bo
 		// after its commit.
 		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {
 			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points)"
+		}
+		if r, ok := chosen[e]; ok {
+			why = r
 		}
 		notes = append(notes, fmt.Sprintf("%s: %q was not reached: %s", store, e, why))
 	}

@@ -58,6 +58,10 @@ type Store struct {
 	// to reach, each with the reason (io cells have one by default:
 	// IOUnreachable). Every other cell they must reach.
 	Unreachable map[string]string
+	// Unexplorable, when set, are the rare events a backend's declared
+	// choices put out of the simulator's reach, each with the reason, so
+	// the report says why rather than calling them rare.
+	Unexplorable func(spec.Capabilities) map[string]string
 	// CrashPoints are the reference's crash points inside this store's
 	// transactions (a program over the wire declares its own).
 	CrashPoints []string
@@ -82,6 +86,13 @@ var All = []Store{
 		Workload:    linearizability.DefaultContinuityWorkload.New,
 		Events:      model.ContinuityEvents,
 		Unreachable: linearizability.ContinuityUnreachable,
+		Unexplorable: func(caps spec.Capabilities) map[string]string {
+			if caps.SnapshotRevision != "opaque" {
+				return nil
+			}
+			return map[string]string{model.EventSnapshotDeletedAtRevision: "the backend declares opaque snapshot revisions " +
+				"(hello's snapshot_revision), which the kit cannot compute, so it cannot tell a delete at the current revision"}
+		},
 		CrashPoints: refcontinuity.CrashPoints,
 		Reference:   refcontinuity.OpenTarget,
 		Bugs:        bugs.Continuity,
