@@ -55,7 +55,7 @@ func BenchmarkTimeToFirstFailure(b *testing.B) {
 		bugs.RuntimeLeaseClaimOutsideTx, bugs.ClientSettleCheckOutsideTx} {
 		// The subject as storecheck sim runs it, the store's rival included.
 		k, _ := stores.Lookup(bug.Store())
-		subj := Subject{Model: k.Model, NewWorkload: k.Workload, CrashPoints: k.CrashPoints, Rival: k.Rival}
+		subj := Subject{Model: k.Model, NewWorkload: k.Workload, Rival: k.Rival}
 		b.Run(bug.Name(), func(b *testing.B) {
 			ctx := context.Background()
 			dir, _ := os.MkdirTemp("/dev/shm", "simbench-")

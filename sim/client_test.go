@@ -19,7 +19,6 @@ import (
 var clientSubject = Subject{
 	Model:       model.Client{},
 	NewWorkload: linearizability.DefaultClientWorkload.New,
-	CrashPoints: refclient.CrashPoints,
 	RareEvents:  append(slices.Clone(model.ClientEvents), EventCrashInside, EventAnswerLost, EventKill),
 }
 

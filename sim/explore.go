@@ -20,9 +20,6 @@ type Subject struct {
 	// NewWorkload makes the workload of one run (workloads remember what
 	// each client did).
 	NewWorkload func() linearizability.Workload
-	// CrashPoints are the reference's crash points, "<operation>/<place>"
-	// (a backend declares its own: Backend.CrashPoints).
-	CrashPoints []string
 	// RareEvents are the coverage events the default sweep must reach.
 	RareEvents []string
 	// Rival, when set, is an operation that contends with op (the same

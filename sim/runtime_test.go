@@ -9,13 +9,11 @@ import (
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
-	refruntime "github.com/storecheck/storecheck/reference/runtime"
 )
 
 var runtimeSubject = Subject{
 	Model:       model.Runtime{},
 	NewWorkload: linearizability.DefaultRuntimeWorkload.New,
-	CrashPoints: refruntime.CrashPoints,
 	RareEvents:  append(slices.Clone(model.RuntimeEvents), EventCrashInside, EventAnswerLost, EventKill),
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
-	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	"github.com/storecheck/storecheck/spec"
 	cont "github.com/storecheck/storecheck/spec/continuity"
 )
@@ -21,7 +20,6 @@ import (
 var continuitySubject = Subject{
 	Model:       model.Continuity{},
 	NewWorkload: linearizability.DefaultContinuityWorkload.New,
-	CrashPoints: refcontinuity.CrashPoints,
 	RareEvents:  append(slices.Clone(model.ContinuityEvents), EventCrashInside, EventAnswerLost, EventKill),
 	Rival:       linearizability.ContinuityRival,
 }

@@ -102,7 +102,7 @@ func BenchmarkSimOverTheWire(b *testing.B) {
 			ops, seed := 0, int64(0)
 			start := time.Now()
 			for b.Loop() {
-				res, err := sim.Explore(context.Background(), subject(st, nil), backend, seed, sim.Params{Whole: v.whole}, sim.ScratchDir())
+				res, err := sim.Explore(context.Background(), subject(st), backend, seed, sim.Params{Whole: v.whole}, sim.ScratchDir())
 				if err != nil || res.Failure != nil {
 					b.Fatal(err, res.Failure)
 				}

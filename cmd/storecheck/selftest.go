@@ -259,7 +259,7 @@ func (st selftestRun) check(b bugs.Bug, names []string, every bool) map[string]v
 				start := time.Now()
 				var firstFail time.Duration
 				failed := false
-				sim.Sweep(context.Background(), subject(s, nil), sim.InProcess(ref, name), st.seeds,
+				sim.Sweep(context.Background(), subject(s), sim.InProcess(ref, name), st.seeds,
 					sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
 						if r.Failure != nil && !failed {
 							failed, firstFail = true, time.Since(start)

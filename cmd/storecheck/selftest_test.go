@@ -65,7 +65,7 @@ func TestRandomLayersCatchTheBugsOfTheNewlyReachedCells(t *testing.T) {
 			k, _ := stores.Lookup(b.Store())
 			broken := stores.Backend(stores.Options{Bug: b})
 			found := int64(0)
-			err := sim.Sweep(context.Background(), subject(k, nil), sim.InProcess(broken, k.Name()), sim.DefaultSeeds.Seeds(sim.Shard{}),
+			err := sim.Sweep(context.Background(), subject(k), sim.InProcess(broken, k.Name()), sim.DefaultSeeds.Seeds(sim.Shard{}),
 				sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
 					if r.Failure != nil && found == 0 {
 						found = r.Schedule.Seed

@@ -61,7 +61,6 @@ func simulation(inv invocation) int {
 			continue
 		}
 		var backend sim.Backend
-		var points []string
 		var caps spec.Capabilities
 		if command != nil {
 			o := execOptions(command, timeout)
@@ -77,13 +76,13 @@ func simulation(inv invocation) int {
 					Outcome: reports.Skipped, Message: "backend does not implement the " + name + " store"})
 				continue
 			}
-			points, caps = info.Capabilities.CrashPoints[name], info.Capabilities.Capabilities
+			caps = info.Capabilities.Capabilities
 			backend = sim.Exec(o, name)
 		} else {
 			backend = sim.InProcess(ref, name)
-			points, caps = ref.Info().Capabilities.CrashPoints[name], ref.Info().Capabilities.Capabilities
+			caps = ref.Info().Capabilities.Capabilities
 		}
-		subj := subjectFor(st, points, caps)
+		subj := subjectFor(st, caps)
 		coverage := sim.Coverage{}
 		var yielded, crashed bool
 		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
@@ -226,7 +225,7 @@ func replay(inv invocation) int {
 	if command != nil {
 		backend = sim.Exec(execOptions(command, f.dur("reply-timeout")), s.Store)
 	}
-	res, err := sim.Run(context.Background(), subjectFor(st, nil, s.Capabilities), backend, s, sim.ScratchDir())
+	res, err := sim.Run(context.Background(), subjectFor(st, s.Capabilities), backend, s, sim.ScratchDir())
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitBackend

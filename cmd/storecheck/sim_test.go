@@ -53,7 +53,7 @@ func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 	for _, seed := range []int64{3, 11} {
 		path := filepath.Join(t.TempDir(), "schedule.json")
 		backend := sim.InProcess(stores.Reference(), k.Name())
-		explored, err := sim.Explore(context.Background(), subject(k, nil), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
+		explored, err := sim.Explore(context.Background(), subject(k), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
 		if err != nil || explored.Failure != nil {
 			t.Fatal(err, explored.Failure)
 		}
@@ -112,7 +112,7 @@ func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
 		t.Run(tc.bug.Name(), func(t *testing.T) {
 			t.Parallel()
 			k, _ := stores.Lookup(tc.bug.Store())
-			subj := subject(k, nil)
+			subj := subject(k)
 			broken := sim.InProcess(stores.Backend(stores.Options{Bug: tc.bug}), k.Name())
 			correct := sim.InProcess(stores.Reference(), k.Name())
 			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
@@ -171,7 +171,7 @@ func defaultSweep(t *testing.T, k stores.Store) sim.Coverage {
 	once, _ := sweeps.LoadOrStore(k.Name(), sync.OnceValues(func() (sim.Coverage, []string) {
 		cov, flagged := sim.Coverage{}, []string{}
 		backend := sim.InProcess(stores.Reference(), k.Name())
-		err := sim.Sweep(context.Background(), subject(k, nil), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
+		err := sim.Sweep(context.Background(), subject(k), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
 			func(r sim.Result) {
 				if r.Failure != nil {
 					flagged = append(flagged, fmt.Sprintf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure))
@@ -205,7 +205,7 @@ func TestSimReproducesEveryRacyBugFromOneSeed(t *testing.T) {
 		t.Run(bug.Name(), func(t *testing.T) {
 			t.Parallel()
 			k, _ := stores.Lookup(bug.Store())
-			subj := subject(k, nil)
+			subj := subject(k)
 			broken := sim.InProcess(stores.Backend(stores.Options{Bug: bug}), k.Name())
 			wire := sim.Exec(adapters.ExecOptions{Command: []string{os.Args[0], selftestSubject, bug.Name(), "serve"},
 				Env: []string{harnessEnv + "=file"}, Contracts: stores.Contracts()}, k.Name())

@@ -81,19 +81,16 @@ func rareEvents(s stores.Store) []string {
 	return append(slices.Clone(s.Events), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill)
 }
 
-// subject is store s as the simulator needs it; crashPoints are the
-// backend's (nil: the reference's).
-func subject(s stores.Store, crashPoints []string) sim.Subject {
-	if crashPoints == nil {
-		crashPoints = s.CrashPoints
-	}
-	return sim.Subject{Model: s.Model, NewWorkload: s.Workload, CrashPoints: crashPoints, RareEvents: rareEvents(s), Rival: s.Rival}
+// subject is store s as the simulator needs it (the crash points are the
+// backend's own: sim.Backend.CrashPoints).
+func subject(s stores.Store) sim.Subject {
+	return sim.Subject{Model: s.Model, NewWorkload: s.Workload, RareEvents: rareEvents(s), Rival: s.Rival}
 }
 
 // subjectFor is store s as the simulator needs it for a backend that
 // declared caps: its model configured by the choices it declares.
-func subjectFor(s stores.Store, crashPoints []string, caps spec.Capabilities) sim.Subject {
-	subj := subject(s, crashPoints)
+func subjectFor(s stores.Store, caps spec.Capabilities) sim.Subject {
+	subj := subject(s)
 	subj.Model, subj.Capabilities = model.For(s.Model, caps), caps
 	return subj
 }
