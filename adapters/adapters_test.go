@@ -27,6 +27,9 @@ import (
 // four operations in reverse order.
 const backendEnv = "STORECHECK_ADAPTERS_TEST_BACKEND"
 
+// helloEnv is the hello the "hello" backend answers.
+const helloEnv = "STORECHECK_ADAPTERS_TEST_HELLO"
+
 func TestMain(m *testing.M) {
 	switch os.Getenv(backendEnv) {
 	case "serve":
@@ -41,6 +44,22 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "sloppy":
 		sloppyBackend()
+		os.Exit(0)
+	case "hello":
+		// The hello the test gives in helloEnv, then a handle for any open.
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			var req adapters.Request
+			json.Unmarshal(in.Bytes(), &req)
+			switch req.Type {
+			case adapters.TypeHello:
+				fmt.Printf(`{"id":%d,"result":%s}`+"\n", req.ID, os.Getenv(helloEnv))
+			case adapters.TypeOpen:
+				fmt.Printf(`{"id":%d,"result":{"handle":1}}`+"\n", req.ID)
+			default:
+				fmt.Printf(`{"id":%d,"result":null}`+"\n", req.ID)
+			}
+		}
 		os.Exit(0)
 	case "late-open":
 		lateOpenBackend()

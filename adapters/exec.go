@@ -120,6 +120,11 @@ func (e *Exec) start(ctx context.Context) error {
 			err = p.violation(fmt.Sprintf("hello: the answer is not a hello (%v): %s", derr, clip(raw.Result, 200)))
 		}
 	}
+	if err == nil {
+		if why := info.check(); why != "" {
+			err = p.violation("hello: " + why)
+		}
+	}
 	if err == nil && info.Version != ProtocolVersion {
 		err = p.violation(fmt.Sprintf("hello: the backend speaks protocol version %d, the kit %d", info.Version, ProtocolVersion))
 	}
@@ -217,7 +222,7 @@ func (e *Exec) Open(ctx context.Context, store string, o spec.OpenOptions) (Targ
 	if err := strictUnmarshal(rep.Result, &opened); err != nil || opened.Handle == 0 {
 		return nil, p.violation(fmt.Sprintf("%s: want {\"handle\": N} with N > 0, the backend answered %s", what, clip(rep.Result, 200)))
 	}
-	return &execTarget{p: p, c: c, handle: opened.Handle, clock: clock, yields: e.Info().Capabilities.Yields}, nil
+	return &execTarget{p: p, c: c, handle: opened.Handle, clock: clock, yields: e.Info().CapabilitiesOf(store).Yields}, nil
 }
 
 // Close ends the backend: its stdin closes, and it has the timeout to exit

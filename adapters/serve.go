@@ -288,7 +288,7 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		return nil, s.o.ArmCrash(req.Point, req.Nth)
 	case TypeWriteForeignSchema:
 		w, ok := s.b.(SchemaWriter)
-		if !ok || !s.b.Info().Capabilities.ClientSchemaWriter {
+		if !ok || !s.b.Info().CapabilitiesOf(req.Store).ClientSchemaWriter {
 			return nil, spec.Errorf(spec.ErrBadRequest, "write_foreign_schema: this backend does not declare client_schema_writer")
 		}
 		if req.Store != "client" || !slices.Contains(s.b.Info().Stores, req.Store) || req.Path == "" {

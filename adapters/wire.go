@@ -2,6 +2,10 @@ package adapters
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/storecheck/storecheck/spec"
 )
@@ -107,6 +111,64 @@ type Capabilities struct {
 	Yields bool `json:"yields,omitempty"`
 	// CrashPoints lists, per store, the crash points arm_crash accepts.
 	CrashPoints map[string][]string `json:"crash_points,omitempty"`
+	// Stores gives a store capabilities of its own, in place of the ones
+	// above (crash points aside: they are per store already), for a backend
+	// whose stores differ: one store safe across processes, another
+	// designed for one. Read a store's with Hello.CapabilitiesOf.
+	Stores StoreCapabilityMap `json:"stores,omitempty"`
+}
+
+// StoreCapabilities are one store's own capabilities
+// (capabilities.stores.<store> in the hello): every member of the
+// backend-wide ones but crash_points and stores. Absent is not declared,
+// as there.
+type StoreCapabilities struct {
+	spec.Capabilities
+	Yields bool `json:"yields,omitempty"`
+}
+
+// StoreCapabilityMap is capabilities.stores: store name to its own
+// capabilities, each decoded strictly, a failure naming the store.
+type StoreCapabilityMap map[string]StoreCapabilities
+
+func (m *StoreCapabilityMap) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("capabilities.stores: want an object of store name to capabilities: %v", err)
+	}
+	out := StoreCapabilityMap{}
+	for _, store := range slices.Sorted(maps.Keys(raw)) {
+		var c StoreCapabilities
+		if err := strictUnmarshal(raw[store], &c); err != nil {
+			return fmt.Errorf("capabilities.stores.%s: %v", store, err)
+		}
+		out[store] = c
+	}
+	*m = out
+	return nil
+}
+
+// CapabilitiesOf is what the backend declares for store: the store's own
+// capabilities when its hello gives them (capabilities.stores), else the
+// backend-wide ones. Every check of a store reads its capabilities here.
+func (h Hello) CapabilitiesOf(store string) Capabilities {
+	c := h.Capabilities
+	if own, ok := c.Stores[store]; ok {
+		c.Capabilities, c.Yields = own.Capabilities, own.Yields
+	}
+	c.Stores = nil
+	return c
+}
+
+// check says what is wrong with a hello beyond its shape: a store it does
+// not declare given capabilities of its own ("" when nothing).
+func (h Hello) check() string {
+	for _, store := range slices.Sorted(maps.Keys(h.Capabilities.Stores)) {
+		if !slices.Contains(h.Stores, store) {
+			return fmt.Sprintf("capabilities.stores.%s: %q is not one of the stores the hello declares (%s)", store, store, strings.Join(h.Stores, ", "))
+		}
+	}
+	return ""
 }
 
 // Opened is the backend's answer to open.

@@ -34,6 +34,7 @@ const (
 	CapSnapshotRevision   = "snapshot_revision"
 	CapYields             = "yields"
 	CapCrashPoints        = "crash_points"
+	CapStores             = "stores"
 )
 
 // CapabilityTable lists every capability of the hello (Capabilities, and
@@ -45,8 +46,8 @@ var CapabilityTable = []CapabilityInfo{
 		Without: "specs open in-memory stores (`in_memory` is then needed, or nothing can be opened); the reopen specs are skipped; a linearizability run has one in-memory handle"},
 	{Name: CapSharedFiles, Value: "bool",
 		Means:   "two handles may be open on one path at once (as two processes would be) and every rule holds across them",
-		With:    "the two-handle specs; a linearizability run opens two handles (two backend processes) on one file",
-		Without: "the two-handle specs are skipped; a linearizability run has one handle"},
+		With:    "the two-handle specs; a linearizability run opens two handles (two backend processes) on one file; the simulator spreads its clients over two processes on one file",
+		Without: "the two-handle specs are skipped; a linearizability run has one handle; the simulator runs one process (its clients' operations still overlap at yield points), and its report says races between processes were not explored"},
 	{Name: CapInMemory, Value: "bool",
 		Means:   "an open request with `\"in_memory\": true` (and no path) opens a private in-memory database",
 		With:    "used only when `files` is not declared",
@@ -75,6 +76,10 @@ var CapabilityTable = []CapabilityInfo{
 		Means:   "per store, the crash points `arm_crash` accepts",
 		With:    "the simulator arms them to crash processes inside operations' transactions",
 		Without: "the simulator runs anyway and kills processes between operations (and at yield points) only; its report says crashes inside operations were not explored"},
+	{Name: CapStores, Value: "object: store name to an object of the capabilities above but `crash_points` and `stores`",
+		Means:   "a store named here has exactly these capabilities, in place of the backend-wide ones (absent is not declared, as there); a store not named has the backend-wide ones. Each store is checked by its own: one program may hold a store that is safe across processes and one designed for a single process",
+		With:    "every layer reads the store's own: its specs, its linearizability run (handles, files) and its simulation (processes, yields)",
+		Without: "every store has the backend-wide capabilities"},
 }
 
 // CapabilityNamed is the row of CapabilityTable named name.

@@ -35,10 +35,11 @@ func (c *Config) withdraw(caps spec.Capabilities) spec.Capabilities {
 	return caps
 }
 
-// withdrawn is a Backend with some of its declared capabilities taken off.
+// withdrawn is a Backend with some of its declared capabilities taken off
+// (by withdraw: the backend-wide ones and each store's own).
 type withdrawn struct {
 	adapters.Backend
-	caps spec.Capabilities
+	withdraw func(spec.Capabilities) spec.Capabilities
 }
 
 // siblings is b as a program that can start more processes of itself,
@@ -53,7 +54,15 @@ func siblings(b adapters.Backend) (adapters.Siblings, bool) {
 
 func (w withdrawn) Info() adapters.Hello {
 	info := w.Backend.Info()
-	info.Capabilities.Capabilities = w.caps
+	info.Capabilities.Capabilities = w.withdraw(info.Capabilities.Capabilities)
+	if len(info.Capabilities.Stores) > 0 {
+		own := adapters.StoreCapabilityMap{}
+		for store, c := range info.Capabilities.Stores {
+			c.Capabilities = w.withdraw(c.Capabilities)
+			own[store] = c
+		}
+		info.Capabilities.Stores = own
+	}
 	return info
 }
 
@@ -78,7 +87,7 @@ func backendFor(ref adapters.Backend, command []string, timeout time.Duration, v
 		b = exec
 	}
 	if config != nil && len(config.Capabilities) > 0 {
-		b = withdrawn{b, config.withdraw(b.Info().Capabilities.Capabilities)}
+		b = withdrawn{b, config.withdraw}
 	}
 	return b, exec, nil
 }

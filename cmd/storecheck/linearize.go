@@ -77,7 +77,7 @@ func linearizeStore(ctx context.Context, b adapters.Backend, s stores.Store, cfg
 		return check
 	}
 	hist.Command = fmt.Sprintf("%s --store %s --seed %d%s", cfg.command, s.Name(), rc.Seed, cfg.backend)
-	hist.Capabilities = b.Info().Capabilities.Capabilities
+	hist.Capabilities = b.Info().CapabilitiesOf(s.Name()).Capabilities
 	if cfg.answers != nil {
 		for k, n := range hist.Answers(s.Contract) {
 			cfg.answers[k] += n

@@ -76,13 +76,14 @@ func simulation(inv invocation) int {
 					Outcome: reports.Skipped, Message: "backend does not implement the " + name + " store"})
 				continue
 			}
-			caps = info.Capabilities.Capabilities
+			caps = info.CapabilitiesOf(name).Capabilities
 			backend = sim.Exec(o, name)
 		} else {
 			backend = sim.InProcess(ref, name)
-			caps = ref.Info().Capabilities.Capabilities
+			caps = ref.Info().CapabilitiesOf(name).Capabilities
 		}
 		subj := subjectFor(st, caps)
+		params, oneProcess := processesFor(params, caps, name)
 		coverage := sim.Coverage{}
 		var yielded, crashed bool
 		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
@@ -113,6 +114,9 @@ func simulation(inv invocation) int {
 		}
 		writeCoverage(stdout, name, coverage, rareEvents(st))
 		result.Notes = append(result.Notes, unexplored(st, caps, coverage, yielded, crashed, len(seedList))...)
+		if oneProcess != "" {
+			result.Notes = append(result.Notes, oneProcess)
+		}
 		result.Coverage = append(result.Coverage, st.Coverage("sim", "seeds "+sr.String()+shardText(sh), coverage))
 	}
 	progress.Stop()
@@ -158,6 +162,18 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 	details += "\nreplay: storecheck replay" + replayFlags + " " + shellQuote(filepath.Join(reportDir, schedule)) + suffix
 	return details, []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
 		{Name: "interleaving", Path: filepath.Join(folder, "interleaving.txt")}}, grid
+}
+
+// processesFor is the run's size for a store that declares caps: two
+// processes on one file are what shared_files promises, so a store without
+// it runs as one process (its clients' operations still overlap at their
+// yield points), and the note says what that leaves out.
+func processesFor(p sim.Params, caps spec.Capabilities, store string) (sim.Params, string) {
+	if caps.SharedFiles || p.Processes == 1 {
+		return p, ""
+	}
+	p.Processes = 1
+	return p, store + ": " + spec.MissingCapability(spec.CapSharedFiles, "two processes on one file") + " (the simulator ran one process)"
 }
 
 // unexplored says what a store's sweep of seeds runs did not explore, and

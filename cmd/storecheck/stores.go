@@ -35,9 +35,9 @@ func opener(b adapters.Backend, s stores.Store, dir string) (linearizability.Ope
 		return nil, 0
 	}
 	path, handles := "", 1
-	if info.Capabilities.Files {
+	if caps := info.CapabilitiesOf(s.Name()); caps.Files {
 		path = filepath.Join(dir, s.Name()+".db")
-		if info.Capabilities.SharedFiles {
+		if caps.SharedFiles {
 			handles = 2
 		}
 	}

@@ -12,7 +12,8 @@ import (
 
 // HarnessOf is the suite's harness for any adapters.Backend, in this
 // process or a program over the wire: its name and the capabilities it
-// declared; each store it implements opens through its Open and reaches the
+// declared (each store's own, where the hello gives a store capabilities of
+// its own); each store it implements opens through its Open and reaches the
 // specs as the contract's Proxy, so that every call of a spec is an
 // operation value applied to a Target, the path the checkers and the
 // simulator take; each store it does not implement keeps a nil opener, so
@@ -20,7 +21,13 @@ import (
 func HarnessOf(b adapters.Backend) Harness {
 	info := b.Info()
 	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities}
-	if w, ok := b.(adapters.SchemaWriter); ok && info.Capabilities.ClientSchemaWriter && slices.Contains(info.Stores, cli.StoreName) {
+	for store := range info.Capabilities.Stores {
+		if h.StoreCapabilities == nil {
+			h.StoreCapabilities = map[string]Capabilities{}
+		}
+		h.StoreCapabilities[store] = info.CapabilitiesOf(store).Capabilities
+	}
+	if w, ok := b.(adapters.SchemaWriter); ok && info.CapabilitiesOf(cli.StoreName).ClientSchemaWriter && slices.Contains(info.Stores, cli.StoreName) {
 		h.WriteClientSchema = func(path, marker string, version int) error {
 			return w.WriteForeignSchema(context.Background(), cli.StoreName, path, marker, version)
 		}

@@ -19,6 +19,11 @@ type Harness struct {
 	Name string
 	// Capabilities are the optional features the backend has.
 	Capabilities Capabilities
+	// StoreCapabilities, when a store is named there, are that store's own
+	// capabilities, in place of Capabilities: its specs are checked by them
+	// (a backend whose stores differ, as the seeds do: one safe across
+	// processes, one designed for a single process).
+	StoreCapabilities map[string]Capabilities
 	// Continuity opens a continuity store.
 	Continuity func(ctx context.Context, o Options) (cont.Store, error)
 	// Client opens a client store.
@@ -41,3 +46,12 @@ type Options = spec.OpenOptions
 
 // Capabilities are a backend's optional features (spec.Capabilities).
 type Capabilities = spec.Capabilities
+
+// forStore is h as store's specs see it: with the store's own capabilities
+// when it has them.
+func (h Harness) forStore(store string) Harness {
+	if c, ok := h.StoreCapabilities[store]; ok {
+		h.Capabilities = c
+	}
+	return h
+}

@@ -54,7 +54,7 @@ func define(h Harness, stores []string) {
 		if len(stores) > 0 && !slices.Contains(stores, s.name) {
 			continue
 		}
-		Describe(s.name, Label(s.name), func() { s.specs(h) })
+		Describe(s.name, Label(s.name), func() { s.specs(h.forStore(s.name)) })
 	}
 }
 
