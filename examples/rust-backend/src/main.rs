@@ -21,7 +21,11 @@ fn main() {
     // statement per write); continuity is "Designed for single-process": it
     // declares its own capabilities, without shared_files.
     let shared = Capabilities { files: true, shared_files: true, in_memory: true, sqlite_locking: true, yields: true, ..Default::default() };
-    let single_process = Capabilities { shared_files: false, snapshot_revision: Some("opaque".into()), ..shared.clone() };
+    let single_process = Capabilities {
+        shared_files: breaks::on(breaks::CONTINUITY_CLAIMS_SHARED_FILES),
+        snapshot_revision: Some("opaque".into()),
+        ..shared.clone()
+    };
     Backend::new("rust-seeds (the seeds ported to rusqlite) 0.1", shared.clone())
         .store(
             StoreDef::new(continuity::NAME, continuity::LocalContinuityStore::open)
