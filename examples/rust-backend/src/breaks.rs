@@ -22,7 +22,15 @@ const KNOWN: &[&str] = &[CONTINUITY_UPSERT_FENCE, RUNTIME_LEASE_EXPIRY, CONTINUI
 
 fn broken() -> &'static Vec<String> {
     static B: OnceLock<Vec<String>> = OnceLock::new();
-    B.get_or_init(|| std::env::var("RUST_BACKEND_BREAK").unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
+    B.get_or_init(|| {
+        std::env::var("RUST_BACKEND_BREAK")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    })
 }
 
 /// Stops the process when RUST_BACKEND_BREAK names a rule it cannot break.

@@ -211,8 +211,7 @@ const SESSION_ID_FOR_TASK: &str = "(SELECT st.session_id FROM session_tasks AS s
 
 /// `OPEN_BINDING_TASK` (K6): the task of the session's open binding, "" when
 /// none.
-const OPEN_BINDING_TASK: &str =
-    "COALESCE((SELECT ob.task_id FROM session_tasks AS ob WHERE ob.session_id=sessions.session_id AND ob.released_at IS NULL ORDER BY ob.rowid DESC LIMIT 1),'')";
+const OPEN_BINDING_TASK: &str = "COALESCE((SELECT ob.task_id FROM session_tasks AS ob WHERE ob.session_id=sessions.session_id AND ob.released_at IS NULL ORDER BY ob.rowid DESC LIMIT 1),'')";
 
 /// `open_binding_conn` (K7): close the session's other open bindings, then
 /// open the pair: a released pair is opened anew (a new row), an open one is
@@ -227,8 +226,11 @@ fn open_binding_conn(conn: &Connection, cx: &Context, session_id: &str, task_id:
     cx.crash_point("after_close_others");
     conn.execute("DELETE FROM session_tasks WHERE session_id=? AND task_id=? AND released_at IS NOT NULL", params![session_id, task_id])
         .map_err(sqlite)?;
-    conn.execute("INSERT OR IGNORE INTO session_tasks(session_id,task_id,bound_at,released_at) VALUES(?,?,?,NULL)", params![session_id, task_id, at])
-        .map_err(sqlite)
+    conn.execute(
+        "INSERT OR IGNORE INTO session_tasks(session_id,task_id,bound_at,released_at) VALUES(?,?,?,NULL)",
+        params![session_id, task_id, at],
+    )
+    .map_err(sqlite)
 }
 
 /// `release_binding_conn`: only an open binding is released.
@@ -243,7 +245,8 @@ fn release_binding_conn(conn: &Connection, session_id: &str, task_id: &str, at_s
 /// `append_event_conn` (K9): `seq INTEGER PRIMARY KEY` given no value, so
 /// SQLite numbers the event (one past the largest).
 fn append_event_conn(conn: &Connection, now: Time, kind: &str, data: &Value) -> StoreResult<i64> {
-    conn.execute("INSERT INTO events(type,data_json,created_at) VALUES(?,?,?)", params![kind, encode(data)?, rfc3339(now)]).map_err(sqlite)?;
+    conn.execute("INSERT INTO events(type,data_json,created_at) VALUES(?,?,?)", params![kind, encode(data)?, rfc3339(now)])
+        .map_err(sqlite)?;
     Ok(conn.last_insert_rowid())
 }
 
@@ -390,26 +393,32 @@ impl ClientStore {
 
     pub fn accept_intent(&self, cx: &Context, op_id: &str, receipt_json: &Value) -> StoreResult<bool> {
         self.write(cx, |conn| {
-            let changed = conn.execute(
-                "UPDATE intents SET state='accepted',receipt_json=?,updated_at=? WHERE op_id=? AND state IN ('pending','retrying')",
-                params![encode(receipt_json)?, rfc3339(Self::now(cx)), op_id],
-            ).map_err(sqlite)?;
+            let changed = conn
+                .execute(
+                    "UPDATE intents SET state='accepted',receipt_json=?,updated_at=? WHERE op_id=? AND state IN ('pending','retrying')",
+                    params![encode(receipt_json)?, rfc3339(Self::now(cx)), op_id],
+                )
+                .map_err(sqlite)?;
             Ok(changed == 1)
         })
     }
 
     pub fn exhaust_intent(&self, cx: &Context, op_id: &str, error: &str) -> StoreResult<bool> {
         self.write(cx, |conn| {
-            let changed = conn.execute(
-                "UPDATE intents SET state='exhausted',last_error=?,updated_at=? WHERE op_id=? AND state IN ('pending','retrying')",
-                params![error, rfc3339(Self::now(cx)), op_id],
-            ).map_err(sqlite)?;
+            let changed = conn
+                .execute(
+                    "UPDATE intents SET state='exhausted',last_error=?,updated_at=? WHERE op_id=? AND state IN ('pending','retrying')",
+                    params![error, rfc3339(Self::now(cx)), op_id],
+                )
+                .map_err(sqlite)?;
             Ok(changed == 1)
         })
     }
 
     pub fn pending_intent_count(&self, cx: &Context) -> StoreResult<i64> {
-        self.read(cx, |conn| conn.query_row("SELECT COUNT(*) FROM intents WHERE state IN ('pending','retrying')", [], |r| r.get(0)).map_err(sqlite))
+        self.read(cx, |conn| {
+            conn.query_row("SELECT COUNT(*) FROM intents WHERE state IN ('pending','retrying')", [], |r| r.get(0)).map_err(sqlite)
+        })
     }
 
     pub fn delete_intent(&self, cx: &Context, op_id: &str) -> StoreResult<bool> {
@@ -476,23 +485,30 @@ impl ClientStore {
     /// wants the row's cached_at (K17).
     pub fn prose(&self, cx: &Context, role: &str) -> StoreResult<Option<(String, String, String)>> {
         self.read(cx, |conn| {
-            conn.query_row("SELECT prose,spec_hash,cached_at FROM prose_cache WHERE role=?", params![role], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()
-                .map_err(sqlite)
+            conn.query_row("SELECT prose,spec_hash,cached_at FROM prose_cache WHERE role=?", params![role], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()
+            .map_err(sqlite)
         })
     }
 
     pub fn put_config(&self, cx: &Context, key: &str, value: &str) -> StoreResult<bool> {
         self.write(cx, |conn| {
             Ok(conn
-                .execute("INSERT INTO config_cache(key,value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", params![key, value])
+                .execute(
+                    "INSERT INTO config_cache(key,value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    params![key, value],
+                )
                 .map_err(sqlite)?
                 == 1)
         })
     }
 
     pub fn config(&self, cx: &Context, key: &str) -> StoreResult<Option<String>> {
-        self.read(cx, |conn| conn.query_row("SELECT value FROM config_cache WHERE key=?", params![key], |r| r.get(0)).optional().map_err(sqlite))
+        self.read(cx, |conn| {
+            conn.query_row("SELECT value FROM config_cache WHERE key=?", params![key], |r| r.get(0)).optional().map_err(sqlite)
+        })
     }
 
     pub fn bump_session_version(&self, cx: &Context, task_id: &str, generation: u64, seq: u64) -> StoreResult<bool> {
@@ -648,7 +664,8 @@ impl ClientStore {
         self.read(cx, |conn| {
             // The binding is the record of a delivery having become a session here,
             // which is exactly what this asks.
-            let session_count: i64 = conn.query_row("SELECT COUNT(*) FROM session_tasks WHERE task_id=?", params![task_id], |r| r.get(0)).map_err(sqlite)?;
+            let session_count: i64 =
+                conn.query_row("SELECT COUNT(*) FROM session_tasks WHERE task_id=?", params![task_id], |r| r.get(0)).map_err(sqlite)?;
             if session_count > 0 {
                 return Ok(true);
             }
@@ -733,7 +750,8 @@ fn open_connection(req: &OpenRequest, _name: &str, marker: &str, ddl: &str, vers
 }
 
 fn check_marker(conn: &Connection, req: &OpenRequest, marker: &str, version: i64) -> StoreResult<()> {
-    let found: Option<String> = conn.query_row(&format!("SELECT marker FROM {MARKER_TABLE} LIMIT 1"), [], |r| r.get(0)).optional().map_err(sqlite)?;
+    let found: Option<String> =
+        conn.query_row(&format!("SELECT marker FROM {MARKER_TABLE} LIMIT 1"), [], |r| r.get(0)).optional().map_err(sqlite)?;
     let found_version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sqlite)?;
     if found.as_deref() != Some(marker) || found_version != version {
         return Err(Error::new(
@@ -787,8 +805,7 @@ fn backend_parts(task_id: &str, backend_ref: &str) -> (Option<String>, String) {
     (backend, session_id)
 }
 
-const CLIENT_SESSION_COLUMNS: &str =
-    "session_id,agent_state,delivery_state,resource_state,recovery_substate,desired_json,observed_json,generation,seq,backend_ref,mismatch_count,updated_at";
+const CLIENT_SESSION_COLUMNS: &str = "session_id,agent_state,delivery_state,resource_state,recovery_substate,desired_json,observed_json,generation,seq,backend_ref,mismatch_count,updated_at";
 
 fn session_record_row(r: &Row<'_>, task_id: &str) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {

@@ -64,7 +64,10 @@ fn stale_fencing_token(identity: &str, presented: u64, current: u64) -> Error {
     Error::new("stale_fencing_token", format!("identity {identity}: stale fencing token: presented {presented}, current {current}"))
 }
 fn stale_checkpoint_version(identity: &str, presented: u64, current: u64) -> Error {
-    Error::new("stale_checkpoint_version", format!("identity {identity}: stale checkpoint version: presented {presented}, current {current}"))
+    Error::new(
+        "stale_checkpoint_version",
+        format!("identity {identity}: stale checkpoint version: presented {presented}, current {current}"),
+    )
 }
 fn stale_generation(identity: &str, presented: u64, current: u64) -> Error {
     Error::new("stale_continuity_generation", format!("identity {identity}: stale generation: presented {presented}, current {current}"))
@@ -285,7 +288,12 @@ impl LocalContinuityStore {
         })
     }
 
-    fn delete_session_snapshot_if_current_revision(&self, cx: &Context, session_id: String, expected_current_revision: String) -> Result<bool, Error> {
+    fn delete_session_snapshot_if_current_revision(
+        &self,
+        cx: &Context,
+        session_id: String,
+        expected_current_revision: String,
+    ) -> Result<bool, Error> {
         self.with_writer(cx, |connection| {
             let tx = connection.transaction().map_err(|e| io(format!("begin tx: {e}")))?;
 
@@ -446,7 +454,13 @@ impl LocalContinuityStore {
         })
     }
 
-    fn rollback_continuity_record(&self, cx: &Context, expected_attempt: Record, previous: Option<Record>, fencing_token: u64) -> Result<(), Error> {
+    fn rollback_continuity_record(
+        &self,
+        cx: &Context,
+        expected_attempt: Record,
+        previous: Option<Record>,
+        fencing_token: u64,
+    ) -> Result<(), Error> {
         self.with_writer(cx, |connection| {
             if previous.as_ref().is_some_and(|record| record.identity != expected_attempt.identity) {
                 return Err(corruption(format!(

@@ -20,7 +20,8 @@ fn main() {
     // IMMEDIATE ... this is the cross-process write-lock guard"; client: one
     // statement per write); continuity is "Designed for single-process": it
     // declares its own capabilities, without shared_files.
-    let shared = Capabilities { files: true, shared_files: true, in_memory: true, sqlite_locking: true, yields: true, ..Default::default() };
+    let shared =
+        Capabilities { files: true, shared_files: true, in_memory: true, sqlite_locking: true, yields: true, ..Default::default() };
     let single_process = Capabilities {
         shared_files: breaks::on(breaks::CONTINUITY_CLAIMS_SHARED_FILES),
         snapshot_revision: Some("opaque".into()),

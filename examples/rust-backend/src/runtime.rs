@@ -171,7 +171,9 @@ fn encode_json<T: Serialize>(v: &T) -> String {
 fn json_in(what: &str, text: Option<String>) -> Result<Option<Value>, Error> {
     match text {
         None => Ok(None),
-        Some(t) => serde_json::from_str::<Value>(&t).map(|v| if v.is_null() { None } else { Some(v) }).map_err(|e| invalid(format!("{what} is not JSON: {e}"))),
+        Some(t) => serde_json::from_str::<Value>(&t)
+            .map(|v| if v.is_null() { None } else { Some(v) })
+            .map_err(|e| invalid(format!("{what} is not JSON: {e}"))),
     }
 }
 
@@ -572,7 +574,9 @@ fn ensure_queued_work_completion_conn(conn: &Connection, now: u64, completed: &C
 }
 
 fn queued_work_batch_from_conn(conn: &Connection, row: QueuedBatchRow) -> Result<QueuedWorkBatch, Error> {
-    let mut stmt = conn.prepare_cached("SELECT item_id, payload_json FROM queued_work_items WHERE batch_id = ?1 ORDER BY item_index").map_err(sqlite_error)?;
+    let mut stmt = conn
+        .prepare_cached("SELECT item_id, payload_json FROM queued_work_items WHERE batch_id = ?1 ORDER BY item_index")
+        .map_err(sqlite_error)?;
     let items = stmt
         .query_map(params![row.batch_id], |r| {
             let payload: String = r.get(1)?;
@@ -638,7 +642,8 @@ impl Store {
 
     fn load_session_graph_from_conn(conn: &Connection, leaf_node_id: Option<String>) -> Result<Graph, Error> {
         let mut stmt = conn.prepare("SELECT node_json FROM graph_nodes WHERE tombstoned = 0 ORDER BY node_id").map_err(sqlite_error)?;
-        let nodes = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sqlite_error)?.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
+        let nodes =
+            stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sqlite_error)?.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
         Ok(Graph { nodes: nodes.iter().filter_map(|j| serde_json::from_str(j).ok()).collect(), leaf_node_id })
     }
 
@@ -829,9 +834,9 @@ impl Store {
                     other => return Err(invalid(format!("graph delta kind {other:?} is none of unchanged, append, replace_full"))),
                 };
                 tx.crash_point("after_graph");
-                let graph_node_count: usize =
-                    tx.query_row("SELECT COUNT(*) FROM graph_nodes WHERE tombstoned = 0", [], |row| row.get::<_, i64>(0)).map_err(sqlite_error)?
-                        as usize;
+                let graph_node_count: usize = tx
+                    .query_row("SELECT COUNT(*) FROM graph_nodes WHERE tombstoned = 0", [], |row| row.get::<_, i64>(0))
+                    .map_err(sqlite_error)? as usize;
                 let next_revision = actual_revision + 1;
                 let meta = SessionHeadMeta {
                     session_id: commit.session_id.clone(),
@@ -906,15 +911,22 @@ impl Store {
         Ok(result)
     }
 
-    /// `maybe_auto_gc` (R18): every AUTO_GC_EVERY commits of this handle,
+    /// `maybe_auto_gc` (R18): when the handle's commit counter (commits and
+    /// enqueues) is a multiple of AUTO_GC_EVERY,
     /// a collection; its failure is nobody's (the seed's returns nothing).
     fn maybe_auto_gc(&self, cx: &Context) {
-        if self.commit_count.load(AtomicOrdering::Relaxed) % AUTO_GC_EVERY == 0 {
+        if self.commit_count.load(AtomicOrdering::Relaxed).is_multiple_of(AUTO_GC_EVERY) {
             let _ = self.gc_unreachable(cx);
         }
     }
 
-    fn try_claim_session_execution_lease(&self, cx: &Context, session_id: String, owner_id: String, lease_ttl_ms: u64) -> Result<Option<SessionExecutionLease>, Error> {
+    fn try_claim_session_execution_lease(
+        &self,
+        cx: &Context,
+        session_id: String,
+        owner_id: String,
+        lease_ttl_ms: u64,
+    ) -> Result<Option<SessionExecutionLease>, Error> {
         self.conn.write_flow(cx, |tx| {
             let outcome: Result<Option<SessionExecutionLease>, Error> = (|| {
                 let now = cx.now_ms() as u64;
@@ -1043,8 +1055,8 @@ impl Store {
                         .optional()
                         .map_err(sqlite_error)?;
                     if let Some(batch_id) = existing_id {
-                        let existing =
-                            load_queued_batch_by_id_conn(tx, &batch_id)?.ok_or_else(|| backend("queued work source row disappeared".to_string()))?;
+                        let existing = load_queued_batch_by_id_conn(tx, &batch_id)?
+                            .ok_or_else(|| backend("queued work source row disappeared".to_string()))?;
                         return Ok(existing);
                     }
                 }
@@ -1122,7 +1134,9 @@ impl Store {
                                  LIMIT ?3",
                         )
                         .map_err(sqlite_error)?;
-                    let rows = stmt.query_map(params![session_id, now as i64, claim_scan_limit(max_batches)], queued_batch_row_from_sql).map_err(sqlite_error)?;
+                    let rows = stmt
+                        .query_map(params![session_id, now as i64, claim_scan_limit(max_batches)], queued_batch_row_from_sql)
+                        .map_err(sqlite_error)?;
                     rows.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?
                 };
                 let candidates = candidate_rows
@@ -1162,7 +1176,15 @@ impl Store {
                                  WHERE session_id = ?1
                                    AND batch_id = ?2
                                    AND (claim_token IS NULL OR claim_expires_at_ms <= ?6)",
-                            params![session_id, row.batch_id, lease.claim_id, owner_id, lease.lease_token, now as i64, lease.expires_at_epoch_ms as i64],
+                            params![
+                                session_id,
+                                row.batch_id,
+                                lease.claim_id,
+                                owner_id,
+                                lease.lease_token,
+                                now as i64,
+                                lease.expires_at_epoch_ms as i64
+                            ],
                         )
                         .map_err(sqlite_error)?;
                     if claimed == 0 {
@@ -1296,7 +1318,8 @@ impl Store {
     /// `Store::save_session_meta` (R19): one row; it cannot fail.
     fn save_session_meta(&self, cx: &Context, meta: Option<Value>) -> Result<(), Error> {
         let saved = self.conn.write(cx, |tx| {
-            tx.execute("INSERT OR REPLACE INTO session_meta (singleton, meta_json) VALUES (1, ?1)", params![encode_json(&meta)]).map_err(sqlite_error)
+            tx.execute("INSERT OR REPLACE INTO session_meta (singleton, meta_json) VALUES (1, ?1)", params![encode_json(&meta)])
+                .map_err(sqlite_error)
         });
         if let Err(e) = saved {
             if e.message.contains("stopped waiting") {
@@ -1309,7 +1332,9 @@ impl Store {
 
     fn load_session_meta(&self, cx: &Context) -> Result<Option<Value>, Error> {
         let loaded = self.conn.call(cx, false, |conn| {
-            conn.query_row("SELECT meta_json FROM session_meta WHERE singleton = 1", [], |r| r.get::<_, String>(0)).optional().map_err(sqlite_error)
+            conn.query_row("SELECT meta_json FROM session_meta WHERE singleton = 1", [], |r| r.get::<_, String>(0))
+                .optional()
+                .map_err(sqlite_error)
         });
         match loaded {
             Ok(json) => Ok(json.and_then(|j| serde_json::from_str::<Option<Value>>(&j).ok().flatten())),
@@ -1720,8 +1745,17 @@ impl storecheck_backend::Store for Store {
             }
             "claim_ready_queued_work" => {
                 let a: ClaimReady = args(op, a)?;
-                let max_batches = usize::try_from(a.max_batches).map_err(|_| invalid(format!("max_batches {} is negative", a.max_batches)))?;
-                result(&self.claim_ready_queued_work(cx, a.session_id, a.session_execution_lease, a.owner_id, a.boundary, a.lease_ttl_ms, max_batches)?)
+                let max_batches =
+                    usize::try_from(a.max_batches).map_err(|_| invalid(format!("max_batches {} is negative", a.max_batches)))?;
+                result(&self.claim_ready_queued_work(
+                    cx,
+                    a.session_id,
+                    a.session_execution_lease,
+                    a.owner_id,
+                    a.boundary,
+                    a.lease_ttl_ms,
+                    max_batches,
+                )?)
             }
             "renew_queued_work_claim" => {
                 let a: RenewClaim = args(op, a)?;

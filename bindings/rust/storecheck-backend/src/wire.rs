@@ -101,13 +101,13 @@ pub mod bytes {
     /// is not base64.
     pub fn decode(text: &str) -> Result<Vec<u8>, String> {
         // The crate's decoder takes unpadded text too; the protocol does not.
-        let padded = if text.len() % 4 == 0 { Ok(()) } else { Err(format!("its length {} is not a multiple of 4", text.len())) };
+        let padded = if text.len().is_multiple_of(4) { Ok(()) } else { Err(format!("its length {} is not a multiple of 4", text.len())) };
         padded.and_then(|_| base64::decode_config(text, base64::STANDARD).map_err(|e| e.to_string())).map_err(|e| {
             let hint = if !text.is_empty() && text.bytes().all(|c| c.is_ascii_hexdigit()) {
                 " (it looks like hex)"
             } else if text.contains('-') || text.contains('_') {
                 " (it looks like URL-safe base64)"
-            } else if text.len() % 4 != 0 {
+            } else if !text.len().is_multiple_of(4) {
                 " (it looks like unpadded base64)"
             } else {
                 ""
