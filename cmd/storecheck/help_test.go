@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/sim"
 )
@@ -37,7 +37,7 @@ func unwrapped(help string) string {
 // command's.
 func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 	var all bytes.Buffer
-	if code := cli([]string{"--help"}, &all, &bytes.Buffer{}, stores.Reference()); code != exitPassed {
+	if code := cli([]string{"--help"}, &all, &bytes.Buffer{}, conformance.Reference()); code != exitPassed {
 		t.Fatalf("--help: exit %d", code)
 	}
 	for _, c := range commands {
@@ -45,7 +45,7 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 			continue
 		}
 		var out, errs bytes.Buffer
-		if code := cli([]string{c.name, "--help"}, &out, &errs, stores.Reference()); code != exitPassed || errs.Len() > 0 {
+		if code := cli([]string{c.name, "--help"}, &out, &errs, conformance.Reference()); code != exitPassed || errs.Len() > 0 {
 			t.Fatalf("%s --help: exit %d, stderr %q", c.name, code, errs.String())
 		}
 		help := unwrapped(out.String())

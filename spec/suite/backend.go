@@ -19,7 +19,7 @@ import (
 // the suite skips its specs with that reason.
 func HarnessOf(b adapters.Backend) Harness {
 	info := b.Info()
-	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities}
+	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities, CrashPoints: info.Capabilities.CrashPoints}
 	if w, ok := b.(adapters.SchemaWriter); ok && info.Capabilities.ClientSchemaWriter && slices.Contains(info.Stores, cli.StoreName) {
 		h.WriteClientSchema = func(path, marker string, version int) error {
 			return w.WriteForeignSchema(context.Background(), cli.StoreName, path, marker, version)

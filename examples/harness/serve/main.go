@@ -1,0 +1,22 @@
+// Command serve is the example store (../mystore) as a backend over the
+// wire protocol, for any tool that speaks it:
+//
+//	go run ./cmd/storecheck sim -- go run ./examples/harness/serve
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/examples/harness/mystore"
+)
+
+func main() {
+	b := conformance.InProcess(mystore.Harness(mystore.Options{}))
+	if err := conformance.Serve(context.Background(), b, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
