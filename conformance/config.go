@@ -51,11 +51,11 @@ func Seed(s int64) *SeedRange { return Seeds(s, s) }
 // field left zero from Defaults, so a Go caller, the go test flags and the
 // command line get the same run.
 type Config struct {
-	// Stores are the stores to check, by name (nil: every store the kit
+	// Stores are the stores to check, by name (none: every store the kit
 	// knows). A store the backend does not implement is skipped, with that
 	// reason.
 	Stores []string
-	// Layers are the layers to run (nil: every layer), run in Layers'
+	// Layers are the layers to run (none: every layer), run in Layers'
 	// order.
 	Layers []Layer
 	// Seeds are the run's seeds: the specs run once, in the order of the
@@ -159,10 +159,10 @@ func DefaultSeeds(l Layer) SeedRange {
 // WithDefaults is c with every field left zero at its default (Defaults).
 func (c Config) WithDefaults() Config {
 	d := Defaults()
-	if c.Stores == nil {
+	if len(c.Stores) == 0 {
 		c.Stores = d.Stores
 	}
-	if c.Layers == nil {
+	if len(c.Layers) == 0 {
 		c.Layers = d.Layers
 	}
 	set := func(v *int, def int) {

@@ -86,17 +86,18 @@ func init() {
 // explains the linearizability failure in words, or shows the shrunk
 // interleaving one column per process, and prints the go test line that
 // runs it again (-run narrowed to its subtest, -storecheck.seed N).
-func Test(t *testing.T, h suite.Harness) { TestConfig(t, h, Config{}) }
+func Test(t *testing.T, h suite.Harness) { TestWith(t, h, Config{}) }
 
-// TestConfig is Test with cfg instead of the go test defaults; the flags
-// given on the command line win over it.
-func TestConfig(t *testing.T, h suite.Harness, cfg Config) {
+// TestWith is Test with cfg's fields in place of the go test defaults (a
+// field left zero keeps its default); the flags given on the command line
+// win over both.
+func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 	t.Helper()
 	cfg, given, err := withTestFlags(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Stores == nil {
+	if len(cfg.Stores) == 0 {
 		cfg.Stores = harnessStores(h)
 	}
 	if cfg.Ops == 0 {
@@ -118,7 +119,8 @@ func TestConfig(t *testing.T, h suite.Harness, cfg Config) {
 		lc := cfg
 		lc.Layers = []Layer{l}
 		if lc.Seeds == nil && l == LayerSim {
-			lc.Seeds = &TestSimSeeds
+			seeds := TestSimSeeds
+			lc.Seeds = &seeds
 		}
 		t.Run(string(l), func(t *testing.T) {
 			if l == LayerSpec {
@@ -174,11 +176,11 @@ func testSpecs(t *testing.T, b Backend, cfg Config, ln lines) {
 // test binary with -test.run narrowed to it and the storecheck flags given.
 func specsInChild(t *testing.T) {
 	args := []string{"-test.run=" + runPattern(strings.Split(t.Name(), "/")), "-test.v"}
-	flag.Visit(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Name, "storecheck.") {
-			args = append(args, "-"+f.Name+"="+f.Value.String())
+	for _, f := range testFlags {
+		if v, ok := givenFlags()[f.name]; ok {
+			args = append(args, "-"+f.name+"="+v)
 		}
-	})
+	}
 	cmd := exec.Command(os.Args[0], args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -229,13 +231,21 @@ func report(t *testing.T, rep reports.Run, err error) {
 // withTestFlags is cfg with the storecheck flags given on the test binary's
 // command line in place of its fields, and those of them that change a
 // run as a go test line carries them.
-func withTestFlags(cfg Config) (Config, string, error) {
+func withTestFlags(cfg Config) (Config, string, error) { return withFlags(cfg, givenFlags()) }
+
+// givenFlags are the storecheck flags given on the command line, by name.
+func givenFlags() map[string]string {
 	given := map[string]string{}
 	flag.Visit(func(f *flag.Flag) {
 		if _, ok := flagValues[f.Name]; ok {
 			given[f.Name] = f.Value.String()
 		}
 	})
+	return given
+}
+
+// withFlags is withTestFlags of the flags given.
+func withFlags(cfg Config, given map[string]string) (Config, string, error) {
 	bad := func(name, v string, err error) (Config, string, error) {
 		return cfg, "", fmt.Errorf("conformance: -%s %q: %v", name, v, err)
 	}

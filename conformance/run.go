@@ -33,9 +33,6 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 	if err := cfg.Validate(); err != nil {
 		return reports.Run{}, err
 	}
-	if cfg.runs(LayerSpec) && specsRan.Load() {
-		return reports.Run{}, errSpecsRan
-	}
 	s, err := b.open(ctx, cfg)
 	if err != nil {
 		return reports.Run{}, err
@@ -43,6 +40,9 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 	defer s.close()
 	if err := cfg.validateFor(s.info); err != nil {
 		return reports.Run{}, err
+	}
+	if cfg.runs(LayerSpec) && specsRan.Load() {
+		return reports.Run{}, errSpecsRan
 	}
 	if ln == nil && s.harness {
 		ln = configLines{cfg}

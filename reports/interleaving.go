@@ -51,7 +51,7 @@ func (il Interleaving) Fitted(width, maxRows int) string {
 	}
 	line("step", il.Columns)
 	if maxRows > 0 && len(rows) > maxRows {
-		fmt.Fprintf(&b, "…    (%d earlier rows: the saved interleaving has them all)\n", len(rows)-maxRows)
+		fmt.Fprintf(&b, "…    (%d earlier rows: see the saved interleaving)\n", len(rows)-maxRows)
 		rows = rows[len(rows)-maxRows:]
 	}
 	for _, r := range rows {

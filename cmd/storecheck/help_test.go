@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/conformance"
-	"github.com/storecheck/storecheck/linearizability"
-	"github.com/storecheck/storecheck/sim"
 )
 
 func mustCommand(name string) *command {
@@ -80,19 +78,19 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 	}
 }
 
-// The options' defaults are the libraries' own, so that a Go caller and the
-// command line get the same run.
+// The options' defaults are the run's own (conformance.Defaults, which
+// are the libraries'), so that a Go caller and the command line get the
+// same run.
 func TestOptionDefaultsAreTheLibraries(t *testing.T) {
-	lin, sp := linearizability.Config{}.WithDefaults(), sim.DefaultParams()
-	for name, want := range map[string]int{"ops": lin.Ops, "clients": lin.Clients, "handles": lin.Handles,
-		"steps": sp.Steps, "processes": sp.Processes} {
+	d := conformance.Defaults()
+	for name, want := range map[string]string{"ops": strconv.Itoa(d.Ops), "clients": strconv.Itoa(d.Clients), "handles": strconv.Itoa(d.Handles),
+		"steps": strconv.Itoa(d.Steps), "processes": strconv.Itoa(d.Processes), "shrink": strconv.Itoa(d.Shrink),
+		"check-timeout": d.CheckTimeout.String(), "reply-timeout": d.ReplyTimeout.String(), "report-dir": d.ReportDir,
+		"store": strings.Join(d.Stores, ",")} {
 		o, _ := optionNamed(name)
-		if o.def != strconv.Itoa(want) {
-			t.Errorf("--%s defaults to %s, the library to %d", name, o.def, want)
+		if o.def != want {
+			t.Errorf("--%s defaults to %s, the library to %s", name, o.def, want)
 		}
-	}
-	if sp.Clients != lin.Clients {
-		t.Errorf("--clients is one option: the simulator's default (%d) and the linearizability check's (%d) must agree", sp.Clients, lin.Clients)
 	}
 }
 

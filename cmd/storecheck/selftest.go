@@ -15,11 +15,11 @@ import (
 	"github.com/storecheck/storecheck/sim"
 )
 
-// selftestCommand is "storecheck selftest": every deliberate bug of the reference
-// through every layer of the kit, through the adapters a user would use, and
-// the unmodified reference through the same (internal/selftest); it prints
-// the detection table and fails if a bug escapes every layer or the
-// reference is flagged.
+// selftestCommand is "storecheck selftest": every deliberate bug of the
+// reference through every layer of the kit, through the adapters a user
+// would use, and the unmodified reference through the same
+// (internal/selftest); it prints the detection table and fails if a bug
+// escapes every layer or the reference is flagged.
 func selftestCommand(inv invocation) int {
 	f, stdout, stderr := inv.f, inv.stdout, inv.stderr
 	stores := list(f.str("store"))
@@ -49,17 +49,14 @@ func selftestCommand(inv invocation) int {
 		}
 		o.ExecSeeds = o.Seeds
 	}
-	for _, name := range o.Bugs {
-		if _, err := selftest.Bug(name); err != nil {
-			fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
-			return exitUsage
-		}
-	}
 	start := time.Now()
-	progress := reports.StartProgress(stderr, progressMode(f.on("quiet")), "backends", 0)
+	var progress *reports.Progress
+	o.Started = func(n int) { progress = reports.StartProgress(stderr, progressMode(f.on("quiet")), "backends", n) }
 	o.Done = func() { progress.Done(1) }
 	rows, err := selftest.Run(o)
-	progress.Stop()
+	if progress != nil {
+		progress.Stop()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
 		return exitUsage

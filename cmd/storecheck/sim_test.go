@@ -30,7 +30,15 @@ func TestSimFindsABugAndItsScheduleReplays(t *testing.T) {
 	if !strings.Contains(out, "reproduce: storecheck sim --store continuity --seed 1\n") {
 		t.Fatalf("no reproduce command:\n%s", out)
 	}
+	// The console shows what the shrinking found: the interleaving one
+	// column per process, the folder it is saved in, the replay line.
 	schedule := filepath.Join(dir, "sim-continuity-seed-1", "schedule.json")
+	for _, want := range []string{"    the interleaving, one column per process:\n    step │ process 0",
+		"saved in " + filepath.Join(dir, "sim-continuity-seed-1") + "\n", "    replay: storecheck replay " + schedule + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the console does not show %q:\n%s", want, out)
+		}
+	}
 	if _, err := os.Stat(schedule); err != nil {
 		t.Fatal(err)
 	}

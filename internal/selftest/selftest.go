@@ -60,8 +60,10 @@ type Options struct {
 	// (SubjectName), then a storecheck command runs that command against
 	// the reference with the bug (Subject).
 	Self []string
-	// Done is called as each subject is done.
-	Done func()
+	// Started is told how many subjects the run checks, before the first;
+	// Done is called as each one is done.
+	Started func(subjects int)
+	Done    func()
 }
 
 // cheapestOrder is the in-process layers in the order of what they cost to
@@ -151,6 +153,9 @@ func Run(o Options) ([]Row, error) {
 			perStore[b.Store()]++
 			sampled[b] = true
 		}
+	}
+	if o.Started != nil {
+		o.Started(len(subjects))
 	}
 	rows := make([]Row, len(subjects))
 	var wg sync.WaitGroup

@@ -1,7 +1,8 @@
 // Command serve is the example store (../mystore) as a backend over the
 // wire protocol, for any tool that speaks it:
 //
-//	go run ./cmd/storecheck sim -- go run ./examples/harness/serve
+//	go build -o mystore ./examples/harness/serve
+//	go run ./cmd/storecheck sim -- ./mystore
 package main
 
 import (
