@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jonboulle/clockwork"
@@ -68,9 +69,6 @@ func (b Backend) WithEnv(env ...string) Backend {
 	return b
 }
 
-// Command is the program's command, nil for a backend in this process.
-func (b Backend) Command() []string { return slices.Clone(b.command) }
-
 // harnessBackend is h's stores as an in-process adapters.Backend: each one
 // opened through h's opener and applied as operation values
 // (adapters.Local), armable at its crash points.
@@ -95,6 +93,25 @@ func harnessBackend(h suite.Harness) adapters.Backend {
 		Capabilities: caps, Yields: true, CrashPoints: h.CrashPoints}}, local...)
 }
 
+// validateCrashPoints says what of h's declared crash points the simulator
+// could never arm: a store h does not open, a point not named
+// "<operation>/<place>" after one of the store's operations.
+func validateCrashPoints(info adapters.Hello) error {
+	for store, points := range info.Capabilities.CrashPoints {
+		reg, ok := stores.Lookup(store)
+		if !ok || !slices.Contains(info.Stores, store) {
+			return configError("CrashPoints", "crash points of %q, a store the harness does not open (it opens: %s)", store, strings.Join(info.Stores, ", "))
+		}
+		for _, p := range points {
+			op, place, _ := strings.Cut(p, "/")
+			if _, isOp := reg.Contract.Op(op); !isOp || place == "" {
+				return configError("CrashPoints", "%s crash point %q: want <operation>/<place>, the operation one of the %s store's", store, p, store)
+			}
+		}
+	}
+	return nil
+}
+
 // localOpener opens a harness's store of type S as an in-process Target.
 func localOpener[S interface{ Close() error }](open func(context.Context, suite.Options) (S, error),
 	apply func(context.Context, S, spec.Op) (any, error)) adapters.Opener {
@@ -102,6 +119,9 @@ func localOpener[S interface{ Close() error }](open func(context.Context, suite.
 		s, err := open(ctx, o)
 		if err != nil {
 			return nil, err
+		}
+		if any(s) == nil {
+			return nil, spec.Errorf(spec.ErrBackendFailure, "the harness's opener answered neither a store nor an error")
 		}
 		return adapters.Local(s, apply), nil
 	}

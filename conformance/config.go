@@ -263,8 +263,14 @@ func (c Config) Validate() error {
 
 // validateFor says what in c the backend declared in info cannot run: a
 // layer that must open a store of a backend that declares neither files
-// nor in_memory, or no store asked that the backend implements.
-func (c Config) validateFor(info adapters.Hello) error {
+// nor in_memory, or no store asked that the backend implements; and, of a
+// Go harness, a crash point the simulator could never arm.
+func (c Config) validateFor(info adapters.Hello, harness bool) error {
+	if harness {
+		if err := validateCrashPoints(info); err != nil {
+			return err
+		}
+	}
 	caps := info.Capabilities.Capabilities
 	if len(c.Layers) > 0 && !caps.Files && !caps.InMemory {
 		return configError("Layers", "the backend %s declares neither %s nor %s: no layer can open one of its stores", info.Name, spec.CapFiles, spec.CapInMemory)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
@@ -36,6 +37,10 @@ func TestABadConfigIsAnErrorNamingTheField(t *testing.T) {
 		{Backend{}, Config{}, "Backend", "no backend"},
 		{noFiles, Config{Layers: []Layer{LayerSim}}, "Layers", "the backend nowhere declares neither files nor in_memory"},
 		{Adapter(stores0()), Config{Stores: []string{"client"}}, "Stores", "the backend empty implements none of client"},
+		{withPoints(map[string][]string{"continuity": {"upsert_continuity_record/after_commit", "frobnicate/after_commit"}}), Config{},
+			"CrashPoints", `continuity crash point "frobnicate/after_commit": want <operation>/<place>`},
+		{withPoints(map[string][]string{"continuity": {"upsert_continuity_record"}}), Config{}, "CrashPoints", `continuity crash point "upsert_continuity_record"`},
+		{withPoints(map[string][]string{"runtime": {"x/y"}}), Config{}, "CrashPoints", `crash points of "runtime", a store the harness does not open`},
 	} {
 		rep, err := Run(ctx, tc.b, tc.cfg)
 		var ce *ConfigError
@@ -58,6 +63,14 @@ func TestABadConfigIsAnErrorNamingTheField(t *testing.T) {
 func isConfigError(err error, field string) bool {
 	var ce *ConfigError
 	return errors.As(err, &ce) && ce.Field == field
+}
+
+// withPoints is a harness of the reference's continuity store declaring
+// points.
+func withPoints(points map[string][]string) Backend {
+	h := suite.HarnessOf(stores.Reference())
+	h.Runtime, h.Client, h.CrashPoints = nil, nil, points
+	return InProcess(h)
 }
 
 // stores0 is a backend of no store.

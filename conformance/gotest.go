@@ -108,7 +108,7 @@ func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 		t.Fatal(err)
 	}
 	b := InProcess(h)
-	if err := cfg.validateFor(b.local.Info()); err != nil {
+	if err := cfg.validateFor(b.local.Info(), true); err != nil {
 		t.Fatal(err)
 	}
 	ln := goTestLines{test: t.Name(), pkg: packageDir(), flags: given}
@@ -176,8 +176,9 @@ func testSpecs(t *testing.T, b Backend, cfg Config, ln lines) {
 // test binary with -test.run narrowed to it and the storecheck flags given.
 func specsInChild(t *testing.T) {
 	args := []string{"-test.run=" + runPattern(strings.Split(t.Name(), "/")), "-test.v"}
+	given := givenFlags()
 	for _, f := range testFlags {
-		if v, ok := givenFlags()[f.name]; ok {
+		if v, ok := given[f.name]; ok {
 			args = append(args, "-"+f.name+"="+v)
 		}
 	}

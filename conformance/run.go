@@ -38,7 +38,7 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 		return reports.Run{}, err
 	}
 	defer s.close()
-	if err := cfg.validateFor(s.info); err != nil {
+	if err := cfg.validateFor(s.info, s.harness); err != nil {
 		return reports.Run{}, err
 	}
 	if cfg.runs(LayerSpec) && specsRan.Load() {
