@@ -126,7 +126,6 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 	fmt.Fprintf(&msg, "\nschedule, trace and interleaving saved in %s", filepath.Join(reportDir, folder))
 	if replay := r.lines.replay(filepath.Join(reportDir, schedule)); replay != "" {
 		fmt.Fprintf(&msg, "\nreplay: %s", replay)
-		c.Details += "\nreplay: " + replay
 	}
 	c.Artifacts = []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
 		{Name: "interleaving", Path: interleaving}}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/reports"
@@ -241,7 +240,6 @@ func list(v string) []string {
 // cannot run is a usage error naming what is wrong; a backend that failed
 // is exit 3, with the report of what ran before.
 func (inv invocation) check(name string, cfg conformance.Config, printed func(reports.Run)) int {
-	started := time.Now()
 	rep, err := conformance.Run(context.Background(), inv.target(), cfg)
 	var ce *conformance.ConfigError
 	switch {
@@ -253,7 +251,6 @@ func (inv invocation) check(name string, cfg conformance.Config, printed func(re
 		return exitBackend
 	}
 	rep.Command = "storecheck " + name + " " + strings.Join(inv.f.line, " ") + backendText(inv.backend)
-	rep.Duration = time.Since(started)
 	printed(rep)
 	writeReports(inv.f, rep, inv.stderr)
 	var be *conformance.BackendError

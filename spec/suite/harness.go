@@ -30,8 +30,9 @@ type Harness struct {
 	// Capabilities are the optional features the backend has.
 	Capabilities Capabilities
 	// CrashPoints are, by store name ("continuity"), the crash points the
-	// store reaches through spec.CrashPoint: the points the simulator may
-	// crash it at (over the wire: the hello's crash_points). A store with
+	// store reaches through spec.CrashPoint, each named
+	// "<operation>/<place>" after the operation it is in: the points the
+	// simulator may crash it at (over the wire: the hello's crash_points). A store with
 	// none declared is killed between and at its yield points only, and the
 	// report says crashes inside its operations were not explored. The
 	// suite itself crashes nothing.
