@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,7 +98,8 @@ func harnessBackend(h suite.Harness) adapters.Backend {
 // could never arm: a store h does not open, a point not named
 // "<operation>/<place>" after one of the store's operations.
 func validateCrashPoints(info adapters.Hello) error {
-	for store, points := range info.Capabilities.CrashPoints {
+	for _, store := range slices.Sorted(maps.Keys(info.Capabilities.CrashPoints)) {
+		points := info.Capabilities.CrashPoints[store]
 		reg, ok := stores.Lookup(store)
 		if !ok || !slices.Contains(info.Stores, store) {
 			return configError("CrashPoints", "crash points of %q, a store the harness does not open (it opens: %s)", store, strings.Join(info.Stores, ", "))

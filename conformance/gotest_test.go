@@ -1,9 +1,12 @@
 package conformance
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -63,5 +66,52 @@ func TestTheSpecsOfASecondTestRunInAProcessOfTheirOwn(t *testing.T) {
 	TestWith(t, h, cfg)
 	if !inChild && !specsRan.Load() {
 		t.Error("no Test ran the specs in this process")
+	}
+}
+
+// brokenEnv runs TestBrokenHarness: a harness of the reference with the
+// deliberate bug it names, which fails by design.
+const brokenEnv = "STORECHECK_CONFORMANCE_BROKEN"
+
+// TestBrokenHarness is Test on a harness of a broken reference: run only as
+// TestAGoTestFailureShowsWhatFailedAndTheLine's child.
+func TestBrokenHarness(t *testing.T) {
+	name := os.Getenv(brokenEnv)
+	if name == "" {
+		t.Skip("fails by design; TestAGoTestFailureShowsWhatFailedAndTheLine runs it")
+	}
+	b, _ := bugs.ByName(name)
+	h := suite.HarnessOf(stores.Backend(stores.Options{Bug: b}))
+	h.Runtime, h.Client = nil, nil
+	h.CrashPoints = map[string][]string{"continuity": h.CrashPoints["continuity"]}
+	Test(t, h)
+}
+
+// A failure under go test is a test failure that shows what failed: a
+// spec's rule, a history's failure in words, and the go test line that
+// runs the failing subtest again with its seed.
+func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		bug, layer string
+		want       []string
+	}{
+		{"continuity_fence_rejects_equal", "spec", []string{"FAIL continuity/spec: continuity upsert_continuity_record accepts the stored fence again",
+			"rules: continuity.upsert_continuity_record.fence_not_lower"}},
+		{"continuity_fence_accepts_older", "linearizability", []string{"FAIL continuity/linearizability: 8 clients, 500 operations, 2 handles, seed 1",
+			"no sequential order of the history is one the contract allows"}},
+	} {
+		t.Run(tc.bug, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenHarness$", "-storecheck.layers="+tc.layer, "-storecheck.report-dir="+t.TempDir())
+			cmd.Env = append(os.Environ(), brokenEnv+"="+tc.bug)
+			out, _ := cmd.CombinedOutput()
+			if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "--- FAIL: TestBrokenHarness/"+tc.layer+"/continuity") {
+				t.Fatalf("exit %d, want the %s subtest failed:\n%s", cmd.ProcessState.ExitCode(), tc.layer, out)
+			}
+			for _, w := range append(tc.want, "reproduce: go test -run '^TestBrokenHarness$/^"+tc.layer+"$/^continuity$' ./conformance -storecheck.seed 1\n") {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("the failure does not show %q:\n%s", w, out)
+				}
+			}
+		})
 	}
 }

@@ -154,7 +154,7 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded
 		// Both are an armed crash point firing: inside the operation, or
 		// after its commit.
 		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {
-			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points)"
+			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points; a Go harness's CrashPoints)"
 		}
 		if r, ok := chosen[e]; ok {
 			why = r
