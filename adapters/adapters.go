@@ -7,6 +7,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/storecheck/storecheck/spec"
 )
@@ -58,17 +59,41 @@ func Arm(t any, point string) error {
 type local[S interface{ Close() error }] struct {
 	store S
 	apply func(ctx context.Context, s S, op spec.Op) (any, error)
+	mu    sync.Mutex
+	armed string
 }
 
-func (l local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
+func (l *local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
+	l.mu.Lock()
+	point := l.armed
+	l.armed = ""
+	l.mu.Unlock()
+	if point != "" {
+		var release func()
+		ctx, release = spec.ArmCrash(ctx, point)
+		defer release()
+	}
 	return l.apply(ctx, l.store, op)
 }
-func (l local[S]) Close() error { return l.store.Close() }
-func (l local[S]) Crash() error { return Crash(l.store) }
+
+func (l *local[S]) Close() error { return l.store.Close() }
+func (l *local[S]) Crash() error { return Crash(l.store) }
+
+// Arm makes the next operation crash at point: it runs with a context armed
+// there (spec.ArmCrash), so that when the store reaches the point
+// (spec.CrashPoint) it ends as a process killed there would.
+func (l *local[S]) Arm(point string) error {
+	l.mu.Lock()
+	l.armed = point
+	l.mu.Unlock()
+	return nil
+}
 
 // Local is the in-process Target of a Go store s: apply is its contract's
 // Apply (continuity.Apply, ...), which calls the store's method of each
-// operation value. Crash is the store's when it has one.
+// operation value. Crash is the store's when it has one. It is an Armer: a
+// store that reaches its crash points through spec.CrashPoint can be
+// crashed at them in this process.
 func Local[S interface{ Close() error }](s S, apply func(ctx context.Context, s S, op spec.Op) (any, error)) Target {
-	return local[S]{store: s, apply: apply}
+	return &local[S]{store: s, apply: apply}
 }

@@ -325,3 +325,41 @@ func coverageHTML(cs []Coverage) (template.HTML, error) {
 	}
 	return template.HTML(b.String()), nil
 }
+
+// Reach is what a simulator sweep reached of one store's rare events: the
+// ones its default sweep must reach, each with how often it was.
+type Reach struct {
+	Store string `json:"store"`
+	Layer string `json:"layer"`
+	// Over says what the counts were taken over ("seeds 1..100").
+	Over   string       `json:"over,omitempty"`
+	Events []EventCount `json:"events"`
+}
+
+// EventCount is how often a sweep reached one event.
+type EventCount struct {
+	Event string `json:"event"`
+	Count int    `json:"count"`
+}
+
+// Missing are the events the sweep never reached, sorted.
+func (r Reach) Missing() []string {
+	var out []string
+	for _, e := range r.Events {
+		if e.Count == 0 {
+			out = append(out, e.Event)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Summary is the reach in a line: "7 of 9 rare events reached (not: a; b)".
+func (r Reach) Summary() string {
+	missing := r.Missing()
+	s := fmt.Sprintf("%d of %d rare events reached", len(r.Events)-len(missing), len(r.Events))
+	if len(missing) > 0 {
+		s += " (not: " + strings.Join(missing, "; ") + ")"
+	}
+	return s
+}

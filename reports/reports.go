@@ -87,6 +87,9 @@ type Run struct {
 	// Coverage is what each layer reached of each store's coverage
 	// matrix.
 	Coverage []Coverage `json:"coverage,omitempty"`
+	// Reach is what each simulator sweep reached of its store's rare
+	// events.
+	Reach []Reach `json:"reach,omitempty"`
 }
 
 // Tally counts a store's checks in one layer.
@@ -178,13 +181,11 @@ func WriteText(w io.Writer, r Run) {
 		fmt.Fprintln(w)
 	}
 	seen := map[string]bool{}
+	width := Width()
 	for _, c := range r.Checks {
 		switch {
 		case c.Outcome == Failed || c.Outcome == Inconclusive:
-			fmt.Fprintf(w, "%s %s/%s: %s\n%s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, indent(c.Message, "    "))
-			if c.Reproduce != "" {
-				fmt.Fprintf(w, "    reproduce: %s\n", c.Reproduce)
-			}
+			WriteCheck(w, c, width)
 		case c.Outcome == Skipped && c.Message != "" && !seen[c.Store+c.Message]:
 			seen[c.Store+c.Message] = true
 			fmt.Fprintf(w, "skip %s/%s: %s\n", c.Store, c.Layer, c.Message)
@@ -199,6 +200,20 @@ func WriteText(w io.Writer, r Run) {
 		}
 	}
 	WriteCoverageSummary(w, r.Coverage)
+}
+
+// WriteCheck writes a failed or inconclusive check as a person reads it on
+// a terminal width columns wide: what failed and why, the interleaving of a
+// simulated run one column per process (fitted to the width), and the
+// command that runs it again.
+func WriteCheck(w io.Writer, c Check, width int) {
+	fmt.Fprintf(w, "%s %s/%s: %s\n%s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, indent(c.Message, "    "))
+	if c.Interleaving != nil && len(c.Interleaving.Rows) > 0 {
+		fmt.Fprintf(w, "    the interleaving, one column per process:\n%s\n", indent(c.Interleaving.Fitted(width-4, consoleRows), "    "))
+	}
+	if c.Reproduce != "" {
+		fmt.Fprintf(w, "    reproduce: %s\n", c.Reproduce)
+	}
 }
 
 // indent is text with every line indented by prefix.

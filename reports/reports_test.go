@@ -29,3 +29,57 @@ skip continuity/spec: no files
 		t.Fatal("a run with a failed check did not fail")
 	}
 }
+
+// A failed simulated check shows its interleaving one column per process,
+// every line within the terminal's width, each cell cut to its column; a
+// long one shows its last rows.
+func TestWriteCheckFitsTheInterleavingToTheWidth(t *testing.T) {
+	il := &Interleaving{Columns: []string{"process 0", "process 1"}}
+	for i := range 70 {
+		il.Rows = append(il.Rows, InterleavingRow{Step: i, Cells: []string{strings.Repeat("x", i), "┊"}})
+	}
+	c := Check{Store: "continuity", Layer: "sim", Name: "seed 1", Outcome: Failed, Message: "step 69: boom\nsaved in out",
+		Interleaving: il, Reproduce: "storecheck sim --store continuity --seed 1"}
+	for _, width := range []int{60, 100, 160} {
+		var b strings.Builder
+		WriteCheck(&b, c, width)
+		out := b.String()
+		for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if n := len([]rune(line)); n > width && !strings.HasPrefix(line, "    reproduce:") {
+				t.Errorf("width %d: a line of %d runes: %q", width, n, line)
+			}
+		}
+		for _, want := range []string{"FAIL continuity/sim: seed 1\n    step 69: boom\n    saved in out\n",
+			"    the interleaving, one column per process:\n    step │ process 0", "…    (10 earlier rows",
+			"\n    0069 │ xxxxx", "…", "    reproduce: storecheck sim --store continuity --seed 1\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("width %d: no %q in\n%s", width, want, out)
+			}
+		}
+		if strings.Contains(out, "\n    0009 │") {
+			t.Errorf("width %d: shows the rows before the last %d:\n%s", width, consoleRows, out)
+		}
+	}
+}
+
+func TestReachSummary(t *testing.T) {
+	r := Reach{Events: []EventCount{{"kill", 3}, {"crash", 0}, {"abandon", 0}, {"lease", 1}}}
+	if got := r.Summary(); got != "2 of 4 rare events reached (not: abandon; crash)" {
+		t.Errorf("got %q", got)
+	}
+	r.Events[1].Count, r.Events[2].Count = 1, 1
+	if got := r.Summary(); got != "4 of 4 rare events reached" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestWidthIsTheTerminalsOrAHundred(t *testing.T) {
+	t.Setenv("COLUMNS", "132")
+	if Width() != 132 {
+		t.Errorf("COLUMNS=132: %d", Width())
+	}
+	t.Setenv("COLUMNS", "wide")
+	if Width() != DefaultWidth {
+		t.Errorf("COLUMNS=wide: %d", Width())
+	}
+}

@@ -8,7 +8,11 @@ import "context"
 // transaction. A scheduler that pauses every operation at its yield points,
 // one operation in flight per process, and lets a seed choose who moves next
 // makes an interleaving of concurrent operations deterministic, replayable
-// and shrinkable. Places are named "<operation>/<place>".
+// and shrinkable. Places are named "<operation>/<place>". A store reaches
+// them from its own transaction helper (reference/sqlitedb's does, and so
+// may a Go author's: with no scheduler in the context, Yield does nothing);
+// a crash point (CrashPoint) is the other place the simulator reaches inside
+// an operation.
 
 // Yielder is called at each yield point an operation reaches. It returns
 // when the operation may go on; an error means the operation must stop at

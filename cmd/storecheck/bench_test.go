@@ -5,14 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
-	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/suite"
@@ -83,33 +81,4 @@ func execTarget(b *testing.B, harness string, args ...string) adapters.Target {
 		b.Fatal(err)
 	}
 	return t
-}
-
-// BenchmarkSimOverTheWire is one seed of the continuity store (200
-// operations, 2 processes) through the exec adapter against "storecheck
-// serve", one process per simulated process: operations paused at every
-// yield point (Yields), and run whole (Whole). It reports simulated
-// operations per second; compare the two in one run.
-func BenchmarkSimOverTheWire(b *testing.B) {
-	st, _ := stores.Lookup("continuity")
-	backend := sim.Exec(adapters.ExecOptions{Command: []string{os.Args[0], "serve"}, Env: []string{harnessEnv + "=file"},
-		Contracts: stores.Contracts()}, st.Name())
-	for _, v := range []struct {
-		name  string
-		whole bool
-	}{{"Yields", false}, {"Whole", true}} {
-		b.Run(v.name, func(b *testing.B) {
-			ops, seed := 0, int64(0)
-			start := time.Now()
-			for b.Loop() {
-				res, err := sim.Explore(context.Background(), subject(st), backend, seed, sim.Params{Whole: v.whole}, sim.ScratchDir())
-				if err != nil || res.Failure != nil {
-					b.Fatal(err, res.Failure)
-				}
-				ops += res.Ops
-				seed++
-			}
-			b.ReportMetric(float64(ops)/time.Since(start).Seconds(), "ops/s")
-		})
-	}
 }

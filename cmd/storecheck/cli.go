@@ -1,13 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
-	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -50,8 +52,8 @@ type invocation struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	// ref is the in-process backend checked when no program is named: the
-	// reference (stores.Reference), the one the tests check too.
-	ref adapters.Backend
+	// reference (conformance.Reference), the one the tests check too.
+	ref conformance.Backend
 }
 
 // commands are storecheck's commands, in help order; run is the default.
@@ -74,7 +76,7 @@ func init() {
 		{name: "replay", backend: true, positional: "SCHEDULE.json", nargs: 1, run: replay,
 			summary: "run a saved (shrunk) schedule again",
 			options: []string{"reply-timeout"}},
-		{name: "selftest", run: selftest,
+		{name: "selftest", run: selftestCommand,
 			summary: "every deliberate bug of the reference through every layer: the detection\ntable; fails if a bug escapes every layer or the reference is flagged",
 			options: []string{"store", "bugs", "shard", "seeds", "cheapest", "exec-sample", "workers", "report-dir", "quiet"}},
 		{name: "serve", run: serveCommand,
@@ -104,7 +106,7 @@ func commandNames() []string {
 
 // cli runs storecheck with args, checking ref when no program is named, and
 // returns the exit code.
-func cli(args []string, stdout, stderr io.Writer, ref adapters.Backend) int {
+func cli(args []string, stdout, stderr io.Writer, ref conformance.Backend) int {
 	name := "run"
 	if len(args) > 0 {
 		switch a := args[0]; {
@@ -152,21 +154,6 @@ func exitCode(r reports.Run) int {
 	return exitPassed
 }
 
-// parseStores reads a comma-separated --store list, naming what is accepted
-// when a name is unknown.
-func parseStores(list, cmd string, stderr io.Writer) ([]string, bool) {
-	var selected []string
-	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		if _, ok := stores.Lookup(s); !ok {
-			fmt.Fprintf(stderr, "storecheck %s: unknown store %q; accepted: %s\n", cmd, s, strings.Join(storeNames, ", "))
-			return nil, false
-		}
-		selected = append(selected, s)
-	}
-	return selected, true
-}
-
 // config is the configuration file of this invocation (nil: none).
 var config *Config
 
@@ -180,4 +167,119 @@ func writeReports(f *flags, r reports.Run, stderr io.Writer) {
 	if err := reports.WriteDir(f.str("report-dir"), r); err != nil {
 		fmt.Fprintf(stderr, "storecheck: could not write the reports: %v\n", err)
 	}
+}
+
+// target is the backend the invocation checks: the program after "--",
+// else the one in this process.
+func (inv invocation) target() conformance.Backend {
+	if inv.backend != nil {
+		return conformance.Program(inv.backend...)
+	}
+	return inv.ref
+}
+
+// config is the run the invocation's flags (and storecheck.json) ask for,
+// each option the command takes in its field; a field the command has no
+// flag for keeps the library's default.
+func (inv invocation) config() conformance.Config {
+	f := inv.f
+	cfg := conformance.Config{Log: inv.stderr, Withdraw: config.withdrawn()}
+	for _, name := range f.cmd.options {
+		switch name {
+		case "store":
+			cfg.Stores = list(f.str(name))
+		case "ops":
+			cfg.Ops = f.num(name)
+		case "clients":
+			cfg.Clients = f.num(name)
+		case "handles":
+			cfg.Handles = f.num(name)
+		case "duration":
+			cfg.Duration = f.dur(name)
+		case "steps":
+			cfg.Steps = f.num(name)
+		case "processes":
+			cfg.Processes = f.num(name)
+		case "workers":
+			cfg.Workers = f.num(name)
+		case "shrink":
+			// --shrink 0 does not shrink; the library's 0 is its default.
+			if cfg.Shrink = f.num(name); cfg.Shrink == 0 {
+				cfg.Shrink = -1
+			}
+		case "check-timeout":
+			cfg.CheckTimeout = f.dur(name)
+		case "reply-timeout":
+			cfg.ReplyTimeout = f.dur(name)
+		case "report-dir":
+			cfg.ReportDir = f.str(name)
+		case "fail-fast":
+			cfg.FailFast = f.on(name)
+		case "verbose":
+			cfg.Verbose = f.on(name)
+		case "quiet":
+			if !f.on(name) {
+				cfg.Progress = inv.stderr
+			}
+		}
+	}
+	return cfg
+}
+
+// list reads a comma-separated flag value.
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
+}
+
+// check runs cfg against the invocation's backend and prints what it
+// found, for command name; it returns the exit code. A config the check
+// cannot run is a usage error naming what is wrong; a backend that failed
+// is exit 3, with the report of what ran before.
+func (inv invocation) check(name string, cfg conformance.Config, printed func(reports.Run)) int {
+	rep, err := conformance.Run(context.Background(), inv.target(), cfg)
+	var ce *conformance.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		fmt.Fprintf(inv.stderr, "storecheck %s: %s\n", name, ce.Problem)
+		return exitUsage
+	case err != nil && rep.Tool == "":
+		fmt.Fprintf(inv.stderr, "storecheck %s: %v\n", name, err)
+		return exitBackend
+	}
+	rep.Command = "storecheck " + name + " " + strings.Join(inv.f.line, " ") + backendText(inv.backend)
+	printed(rep)
+	writeReports(inv.f, rep, inv.stderr)
+	var be *conformance.BackendError
+	if errors.As(err, &be) {
+		fmt.Fprintf(inv.stderr, "storecheck %s: backend failure (not a conformance verdict): %v\n", name, be.Err)
+		return exitBackend
+	}
+	return exitCode(rep)
+}
+
+// backendText is " -- BACKEND ARG..." quoted for a shell; "" for none.
+func backendText(command []string) string {
+	if len(command) == 0 {
+		return ""
+	}
+	return " -- " + conformance.Quote(command...)
+}
+
+// withdrawn are the capabilities the config withdraws, sorted.
+func (c *Config) withdrawn() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for name, on := range c.Capabilities {
+		if !on {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 )
@@ -34,7 +34,7 @@ func fakeBackend(name string) {
 		// The reference over the wire, but for its nth reply, which is
 		// not JSON: one protocol violation, in the middle of a run.
 		nth, _ := strconv.Atoi(n)
-		os.Exit(serve(os.Stdin, &garbler{w: os.Stdout, nth: nth, name: name}, os.Stderr, stores.Reference()))
+		os.Exit(serve(os.Stdin, &garbler{w: os.Stdout, nth: nth, name: name}, os.Stderr, conformance.Reference()))
 	}
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
@@ -233,7 +233,7 @@ func TestBackendFailures(t *testing.T) {
 
 func TestABackendThatCannotStartIsABackendFailure(t *testing.T) {
 	var out, errs strings.Builder
-	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, stores.Reference())
+	code := cli([]string{"run", "--", filepath.Join(t.TempDir(), "no-such-backend")}, &out, &errs, conformance.Reference())
 	if code != exitBackend || !strings.Contains(errs.String(), "storecheck run: backend failure: backend_failure: start") ||
 		!strings.Contains(errs.String(), "no such file or directory") {
 		t.Fatalf("exit %d, want %d\n%s", code, exitBackend, errs.String())

@@ -13,8 +13,11 @@
 //	storecheck serve    the reference stores over the wire protocol
 //	storecheck help     every command's flags with their defaults
 //
-// Every flag is defined once (options.go) and shared by the commands that
-// take it and by storecheck.json; "storecheck COMMAND --help" lists them.
+// The command is the shell of package conformance, which runs every check:
+// it parses the flags and storecheck.json into a conformance.Config, prints
+// what the run found and chooses the exit code. Every flag is defined once
+// (options.go) and shared by the commands that take it and by
+// storecheck.json; "storecheck COMMAND --help" lists them.
 //
 // Exit codes: 0 everything passed, 1 a check failed, 2 a usage error, 3 a
 // backend failure (it would not start, broke the protocol, or crashed
@@ -25,9 +28,9 @@ package main
 import (
 	"os"
 
-	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/conformance"
 )
 
 func main() {
-	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, stores.Reference()))
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, conformance.Reference()))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 )
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 			}
 			o.Bug = b
 		}
-		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, stores.Backend(o)))
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, conformance.Adapter(stores.Backend(o))))
 	}
 	os.Exit(m.Run())
 }
@@ -82,7 +83,7 @@ func TestRunPassesTheReference(t *testing.T) {
 			if code != exitPassed {
 				t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 			}
-			for _, store := range storeNames {
+			for _, store := range stores.Names() {
 				layers := []string{"spec"}
 				if k, _ := stores.Lookup(store); k.Model != nil && harness != "memory" {
 					layers = append(layers, "linearizability")
@@ -107,7 +108,7 @@ func TestRunPassesTheReference(t *testing.T) {
 func TestNoArgumentsRunsTheSuite(t *testing.T) {
 	dir := t.TempDir()
 	// What the run covers is another test's: here one store's specs.
-	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"stores": ["`+storeNames[0]+`"], "layers": "spec"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"stores": ["`+stores.Names()[0]+`"], "layers": "spec"}`), 0o644)
 	cmd := exec.Command(os.Args[0])
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), harnessEnv+"=file")
@@ -116,7 +117,7 @@ func TestNoArgumentsRunsTheSuite(t *testing.T) {
 	if err != nil && code == 0 {
 		t.Fatal(err)
 	}
-	if code != exitPassed || tally(storeNames[0], "spec").FindString(out) == "" {
+	if code != exitPassed || tally(stores.Names()[0], "spec").FindString(out) == "" {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
@@ -228,14 +229,14 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	h := stores.Reference()
+	h := conformance.Reference()
 	runAccepted := "accepted flags: --store, --layers, --seed, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --verbose"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"run", "--bogus"}, "storecheck run: flag provided but not defined: -bogus; " + runAccepted + "\n"},
-		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(storeNames, ", ") + "\n"},
+		{[]string{"run", "--store", "nope"}, "storecheck run: unknown store \"nope\"; accepted: " + strings.Join(stores.Names(), ", ") + "\n"},
 		{[]string{"run", "--seed", "x"}, "storecheck run: invalid value \"x\" for flag -seed: parse error; " + runAccepted + "\n"},
 		{[]string{"run", "extra"}, "storecheck run: unexpected argument \"extra\"; " + runAccepted + "\n"},
 		{[]string{"run", "--"}, "storecheck run: no command after --; " + runAccepted + "\n"},
@@ -259,7 +260,7 @@ func TestUsageErrors(t *testing.T) {
 // run --store S shows S's own specs in its progress: Ginkgo's count and its
 // marks are the store's, not every store's with the others skipped.
 func TestRunOfOneStoreShowsItsOwnSpecs(t *testing.T) {
-	store := storeNames[0]
+	store := stores.Names()[0]
 	out, errs, code := storecheck(t, "file", "run", "--store", store, "--layers", "spec", "--seed", "1")
 	if code != exitPassed {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)

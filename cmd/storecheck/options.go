@@ -10,18 +10,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/sim"
 )
 
 // An option is one command-line flag, defined once: its name, its default,
 // its help and its key in storecheck.json. Every command that takes it
 // shares the definition, the flag sets are built from it, and so are the
-// help, the usage errors and the config file's keys; a default that a
-// library also applies (linearizability.Config, sim.Params,
-// adapters.DefaultTimeout) is read from the library, so the two cannot
-// disagree.
+// help, the usage errors and the config file's keys; a default of a field
+// of the run (conformance.Config) is read from conformance.Defaults, so the
+// command line and a Go caller cannot disagree.
 type option struct {
 	name string
 	kind optionKind
@@ -45,36 +43,30 @@ const (
 	kindDuration
 )
 
-// The defaults the libraries apply to what a caller leaves unset.
-var (
-	linearizeDefaults = linearizability.Config{}.WithDefaults()
-	simDefaults       = sim.DefaultParams()
-)
-
-// defaultCheckTimeout bounds porcupine's check of one history.
-const defaultCheckTimeout = 60 * time.Second
+// defaults are the run's defaults, the library's own.
+var defaults = conformance.Defaults()
 
 // options are every command's flags, in help order.
 var options = []option{
-	{name: "store", arg: "LIST", def: strings.Join(storeNames, ","), help: "stores to check, comma-separated"},
-	{name: "layers", arg: "LIST", def: "spec,linearizability", help: "layers to run, comma-separated: spec, linearizability"},
+	{name: "store", arg: "LIST", def: strings.Join(defaults.Stores, ","), help: "stores to check, comma-separated"},
+	{name: "layers", arg: "LIST", def: "spec,linearizability", help: "layers to run, comma-separated: spec, linearizability, sim (the simulator: one schedule of the seed; storecheck sim sweeps)"},
 	{name: "seed", kind: kindInt64, arg: "N", help: "one seed (default: run and linearize take the clock's Unix seconds and print them; sim sweeps --seeds)"},
 	{name: "seeds", arg: "A..B", help: "seeds to sweep (default: the default sweep " + sim.DefaultSeeds.String() + " for sim and selftest's simulator layers; linearize runs one --seed)"},
 	{name: "shard", arg: "i/n", def: "1/1", help: "run the i-th of n shares of the seeds (or of selftest's bugs), for CI matrix jobs"},
-	{name: "ops", kind: kindInt, arg: "N", def: strconv.Itoa(linearizeDefaults.Ops), help: "operations of each store's linearizability history"},
-	{name: "clients", kind: kindInt, arg: "N", def: strconv.Itoa(linearizeDefaults.Clients), help: "concurrent clients (a history's, or a simulated schedule's)"},
-	{name: "handles", kind: kindInt, arg: "N", def: strconv.Itoa(linearizeDefaults.Handles), help: "store handles on one database the clients share, as processes would (1 when the backend keeps no shared files)"},
+	{name: "ops", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Ops), help: "operations of each store's linearizability history"},
+	{name: "clients", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Clients), help: "concurrent clients (a history's, or a simulated schedule's)"},
+	{name: "handles", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Handles), help: "store handles on one database the clients share, as processes would (1 when the backend keeps no shared files)"},
 	{name: "duration", kind: kindDuration, arg: "D", def: "0s", help: "stop a history early when it has run this long (0s: no limit)"},
-	{name: "steps", kind: kindInt, arg: "N", def: strconv.Itoa(simDefaults.Steps), help: "steps of a simulated schedule"},
-	{name: "processes", kind: kindInt, arg: "N", def: strconv.Itoa(simDefaults.Processes), help: "backend processes the simulated clients are spread over"},
-	{name: "shrink", kind: kindInt, arg: "RUNS", def: "2000", help: "runs spent shrinking a failing schedule (0: do not shrink)"},
+	{name: "steps", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Steps), help: "steps of a simulated schedule"},
+	{name: "processes", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Processes), help: "backend processes the simulated clients are spread over"},
+	{name: "shrink", kind: kindInt, arg: "RUNS", def: strconv.Itoa(defaults.Shrink), help: "runs spent shrinking a failing schedule (0: do not shrink)"},
 	{name: "workers", kind: kindInt, arg: "N", def: "0", help: "seeds (or selftest backends) checked at once (0: one per CPU)"},
 	{name: "bugs", arg: "LIST", help: "selftest only these deliberate bugs, comma-separated (default: every bug of the stores asked for); the reference is checked too"},
 	{name: "exec-sample", kind: kindInt, arg: "N", def: "1", help: "bugs of each store selftest also runs over the exec adapter"},
 	{name: "cheapest", kind: kindBool, help: "each bug through its cheapest catching layer only (tried in cost order: sim, spec, linearizability); the reference and the exec sample go through every layer"},
-	{name: "reply-timeout", kind: kindDuration, arg: "D", def: adapters.DefaultTimeout.String(), alias: "timeout", help: "how long to wait for each reply of BACKEND before it counts as failed (--timeout is a deprecated spelling)"},
-	{name: "check-timeout", kind: kindDuration, arg: "D", def: defaultCheckTimeout.String(), help: "how long porcupine may take to check one history; past it the check is inconclusive"},
-	{name: "report-dir", arg: "DIR", def: "storecheck-report", help: "where failing checks keep their files; given, the JUnit XML, JSON and HTML reports are written there too"},
+	{name: "reply-timeout", kind: kindDuration, arg: "D", def: defaults.ReplyTimeout.String(), alias: "timeout", help: "how long to wait for each reply of BACKEND before it counts as failed (--timeout is a deprecated spelling)"},
+	{name: "check-timeout", kind: kindDuration, arg: "D", def: defaults.CheckTimeout.String(), help: "how long porcupine may take to check one history; past it the check is inconclusive"},
+	{name: "report-dir", arg: "DIR", def: defaults.ReportDir, help: "where failing checks keep their files; given, the JUnit XML, JSON and HTML reports are written there too"},
 	{name: "fail-fast", kind: kindBool, help: "stop at the first failure"},
 	{name: "verbose", kind: kindBool, help: "print every spec as it runs, and BACKEND's stderr"},
 	{name: "quiet", kind: kindBool, help: "no progress line on stderr"},

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -148,7 +148,7 @@ func rerun(t *testing.T, command string) (string, int) {
 	}
 	t.Chdir(dir)
 	var out, errs strings.Builder
-	code := cli(words[1:], &out, &errs, stores.Reference())
+	code := cli(words[1:], &out, &errs, conformance.Reference())
 	return out.String() + errs.String(), code
 }
 
@@ -187,7 +187,7 @@ func TestEveryReproduceCommandFailsTheSameWay(t *testing.T) {
 				errs.WriteString(e.String())
 				code = cmd.ProcessState.ExitCode()
 			} else {
-				code = cli(args, &out, &errs, stores.Reference())
+				code = cli(args, &out, &errs, conformance.Reference())
 			}
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out.String(), errs.String())

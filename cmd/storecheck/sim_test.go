@@ -3,20 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"html"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/storecheck/storecheck/adapters"
-	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // A bug the simulator finds fails "storecheck sim" with the command that
@@ -31,7 +30,15 @@ func TestSimFindsABugAndItsScheduleReplays(t *testing.T) {
 	if !strings.Contains(out, "reproduce: storecheck sim --store continuity --seed 1\n") {
 		t.Fatalf("no reproduce command:\n%s", out)
 	}
+	// The console shows what the shrinking found: the interleaving one
+	// column per process, the folder it is saved in, the replay line.
 	schedule := filepath.Join(dir, "sim-continuity-seed-1", "schedule.json")
+	for _, want := range []string{"    the interleaving, one column per process:\n    step │ process 0",
+		"saved in " + filepath.Join(dir, "sim-continuity-seed-1") + "\n", "    replay: storecheck replay " + schedule + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the console does not show %q:\n%s", want, out)
+		}
+	}
 	if _, err := os.Stat(schedule); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,8 @@ func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 	for _, seed := range []int64{3, 11} {
 		path := filepath.Join(t.TempDir(), "schedule.json")
 		backend := sim.InProcess(stores.Reference(), k.Name())
-		explored, err := sim.Explore(context.Background(), subject(k), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
+		st, _ := conformance.StoreNamed(k.Name())
+		explored, err := sim.Explore(context.Background(), st.Subject(spec.Capabilities{}), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
 		if err != nil || explored.Failure != nil {
 			t.Fatal(err, explored.Failure)
 		}
@@ -94,162 +102,6 @@ func TestSimUsageErrors(t *testing.T) {
 	}
 }
 
-// The simulator's proof: an expiry off-by-one, a fence not bumped on
-// re-claim and a write-behind cache (one process: only a crash shows it)
-// are each found within the default sweep, and each failure shrinks to a
-// schedule of at most 20 steps that still fails the same way and that the
-// correct reference passes.
-func TestSimFindsAndShrinksTheSeedsBugs(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct {
-		bug    bugs.Bug
-		params sim.Params
-	}{
-		{bugs.RuntimeLeaseLiveAtExpiry, sim.Params{}},
-		{bugs.RuntimeFenceNotBumped, sim.Params{}},
-		{bugs.ContinuityWriteBehind, sim.Params{Processes: 1}},
-	} {
-		t.Run(tc.bug.Name(), func(t *testing.T) {
-			t.Parallel()
-			k, _ := stores.Lookup(tc.bug.Store())
-			subj := subject(k)
-			broken := sim.InProcess(stores.Backend(stores.Options{Bug: tc.bug}), k.Name())
-			correct := sim.InProcess(stores.Reference(), k.Name())
-			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
-				res, err := sim.Explore(ctx, subj, broken, seed, tc.params, sim.ScratchDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Failure == nil {
-					continue
-				}
-				small, err := sim.Shrink(ctx, subj, broken, res, sim.ScratchDir(), 2000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := len(small.Schedule.Steps); n > 20 || small.Failure.Signature() != res.Failure.Signature() {
-					t.Fatalf("seed %d shrunk to %d steps, failing as %q (was %q):\n%s", seed, n,
-						small.Failure.Signature(), res.Failure.Signature(), strings.Join(small.Trace, "\n"))
-				}
-				if ok, err := sim.Run(ctx, subj, correct, small.Schedule, sim.ScratchDir()); err != nil || ok.Failure != nil {
-					t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
-				}
-				t.Logf("seed %d: %d steps shrunk to %d", seed, len(res.Schedule.Steps), len(small.Schedule.Steps))
-				return
-			}
-			t.Fatalf("the default sweep (%s) never found %s", sim.DefaultSeeds, tc.bug.Name())
-		})
-	}
-}
-
-// Over the default sweep the simulator reaches every rare event each store
-// names, and never flags the reference.
-func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
-	for _, k := range stores.All {
-		t.Run(k.Name(), func(t *testing.T) {
-			t.Parallel()
-			cov := defaultSweep(t, k)
-			if len(rareEvents(k)) == 0 {
-				t.Fatal("the store names no rare events")
-			}
-			if missing := cov.Missing(rareEvents(k)); len(missing) > 0 {
-				t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
-			}
-		})
-	}
-}
-
-// sweeps are the default sweep of each store against the reference, run
-// once for the tests that read what it reached.
-var sweeps sync.Map // store name -> func() (sim.Coverage, []string)
-
-// defaultSweep is what the simulator's default sweep ("storecheck sim":
-// seeds 1..100, sim.Params' defaults) of store k reached against the
-// reference; the test fails if the reference was flagged.
-func defaultSweep(t *testing.T, k stores.Store) sim.Coverage {
-	t.Helper()
-	once, _ := sweeps.LoadOrStore(k.Name(), sync.OnceValues(func() (sim.Coverage, []string) {
-		cov, flagged := sim.Coverage{}, []string{}
-		backend := sim.InProcess(stores.Reference(), k.Name())
-		err := sim.Sweep(context.Background(), subject(k), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
-			func(r sim.Result) {
-				if r.Failure != nil {
-					flagged = append(flagged, fmt.Sprintf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure))
-				}
-				cov.Add(r)
-			}, nil)
-		if err != nil {
-			flagged = append(flagged, err.Error())
-		}
-		return cov, flagged
-	}))
-	cov, flagged := once.(func() (sim.Coverage, []string))()
-	if len(flagged) > 0 {
-		t.Fatal(strings.Join(flagged, "\n"))
-	}
-	return cov
-}
-
-// The racy bugs of the corpus (a check read outside the write transaction,
-// an in-process lock instead of a transaction) are reproduced from one seed
-// by the simulator, which pauses one operation between its read and its
-// write while another process's commits. In process, each failure shrinks
-// to at most 12 steps that replay the same failure every time and that the
-// correct reference passes; over the wire (one "storecheck serve" process
-// per simulated process) the same seed fails the same way, and the shrunk
-// schedule replayed over the wire fails the same way too.
-func TestSimReproducesEveryRacyBugFromOneSeed(t *testing.T) {
-	ctx := context.Background()
-	for _, bug := range []bugs.Bug{bugs.ContinuityUpsertCheckOutsideTx, bugs.ContinuityProcessLock,
-		bugs.RuntimeLeaseClaimOutsideTx, bugs.ClientSettleCheckOutsideTx} {
-		t.Run(bug.Name(), func(t *testing.T) {
-			t.Parallel()
-			k, _ := stores.Lookup(bug.Store())
-			subj := subject(k)
-			broken := sim.InProcess(stores.Backend(stores.Options{Bug: bug}), k.Name())
-			wire := sim.Exec(adapters.ExecOptions{Command: []string{os.Args[0], selftestSubject, bug.Name(), "serve"},
-				Env: []string{harnessEnv + "=file"}, Contracts: stores.Contracts()}, k.Name())
-			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
-				res, err := sim.Explore(ctx, subj, broken, seed, sim.Params{}, sim.ScratchDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Failure == nil {
-					continue
-				}
-				over, err := sim.Explore(ctx, subj, wire, seed, sim.Params{}, sim.ScratchDir())
-				if err != nil || over.Failure == nil || over.Hash() != res.Hash() {
-					t.Fatalf("seed %d over the wire: %v, failure %v; the same trace: %v", seed, err, over.Failure, over.Hash() == res.Hash())
-				}
-				small, err := sim.Shrink(ctx, subj, broken, res, sim.ScratchDir(), 2000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := len(small.Schedule.Steps); n > 12 || small.Failure.Signature() != res.Failure.Signature() {
-					t.Fatalf("seed %d shrunk to %d steps, failing as %q (was %q):\n%s", seed, n,
-						small.Failure.Signature(), res.Failure.Signature(), small.InterleavingText(50))
-				}
-				for range 100 {
-					again, err := sim.Run(ctx, subj, broken, small.Schedule, sim.ScratchDir())
-					if err != nil || again.Failure == nil || again.Hash() != small.Hash() {
-						t.Fatalf("a replay of the shrunk schedule did not fail the same way: %v %v", err, again.Failure)
-					}
-				}
-				if again, err := sim.Run(ctx, subj, wire, small.Schedule, sim.ScratchDir()); err != nil || again.Failure == nil ||
-					again.Failure.Signature() != small.Failure.Signature() {
-					t.Fatalf("the shrunk schedule over the wire: %v %v", err, again.Failure)
-				}
-				if ok, err := sim.Run(ctx, subj, sim.InProcess(stores.Reference(), k.Name()), small.Schedule, sim.ScratchDir()); err != nil || ok.Failure != nil {
-					t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
-				}
-				t.Logf("seed %d: %d steps shrunk to %d:\n%s", seed, len(res.Schedule.Steps), len(small.Schedule.Steps), small.InterleavingText(50))
-				return
-			}
-			t.Fatalf("the default sweep (%s) never found %s", sim.DefaultSeeds, bug.Name())
-		})
-	}
-}
-
 // noCrashPoints is a backend that declares no crash points: the reference,
 // its hello's crash_points left empty.
 type noCrashPoints struct{ adapters.Backend }
@@ -267,7 +119,7 @@ func (b noCrashPoints) Info() adapters.Hello {
 func TestSimWithoutCrashPointsExploresKillsAndSaysWhatItMissed(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs strings.Builder
-	code := cli([]string{"sim", "--store", "continuity", "--seeds", "1..8", "--report-dir", dir, "--quiet"}, &out, &errs, noCrashPoints{stores.Reference()})
+	code := cli([]string{"sim", "--store", "continuity", "--seeds", "1..8", "--report-dir", dir, "--quiet"}, &out, &errs, conformance.Adapter(noCrashPoints{stores.Reference()}))
 	if code != exitPassed {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitPassed, out.String(), errs.String())
 	}

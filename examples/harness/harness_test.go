@@ -1,25 +1,15 @@
 package harness_test
 
 import (
-	"context"
 	"testing"
 
-	mystore "github.com/storecheck/storecheck/reference/continuity"
-	"github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/suite"
+	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/examples/harness/mystore"
 )
 
 // TestConformance is the README's example: a backend author's whole test.
+// It runs every layer of the kit on the store, in this process: the specs,
+// the linearizability check and the simulator.
 func TestConformance(t *testing.T) {
-	suite.Test(t, suite.Harness{
-		Name:         "mystore",
-		Capabilities: suite.Capabilities{Files: true, SharedFiles: true},
-		Continuity: func(ctx context.Context, o suite.Options) (continuity.Store, error) {
-			s, err := mystore.Open(ctx, mystore.Options{Path: o.Path})
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
-	})
+	conformance.Test(t, mystore.Harness(mystore.Options{}))
 }

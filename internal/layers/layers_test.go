@@ -77,6 +77,12 @@ func deps(all map[string][]string, pkg string) []string {
 	return out
 }
 
+// aboveConformance: pkg stands on the conformance check (it is the check,
+// or the command, selftest, an example).
+func aboveConformance(pkg string) bool {
+	return pkg == "conformance" || pkg == "internal/selftest" || under(pkg, "cmd") || under(pkg, "examples")
+}
+
 func under(pkg, tree string) bool { return pkg == tree || strings.HasPrefix(pkg, tree+"/") }
 
 func TestImportsFollowTheLayers(t *testing.T) {
@@ -91,9 +97,10 @@ func TestImportsFollowTheLayers(t *testing.T) {
 				t.Errorf("%s reaches %s: the adapters depend on spec only", pkg, inner)
 			case under(pkg, "adapters") && under(inner, "spec/suite"):
 				t.Errorf("%s reaches %s: the adapters do not depend on the suite", pkg, inner)
-			// Ginkgo is the suite's, and the command's that runs it.
-			case strings.HasPrefix(d, "github.com/onsi/ginkgo") && !under(pkg, "spec/suite") && !under(pkg, "cmd/storecheck"):
-				t.Errorf("%s reaches Ginkgo (%s): only spec/suite and cmd/storecheck may", pkg, d)
+			// Ginkgo is the suite's, and of what runs the suite: the
+			// conformance check and what stands on it.
+			case strings.HasPrefix(d, "github.com/onsi/ginkgo") && !under(pkg, "spec/suite") && !aboveConformance(pkg):
+				t.Errorf("%s reaches Ginkgo (%s): only spec/suite, conformance and what stands on it may", pkg, d)
 			// The suite states rules; reports render results.
 			case under(pkg, "spec") && ours && under(inner, "reports"):
 				t.Errorf("%s reaches %s: the suite returns its own results", pkg, inner)
@@ -107,12 +114,18 @@ func TestImportsFollowTheLayers(t *testing.T) {
 				t.Errorf("%s reaches %s: the reference knows of no deliberate bug", pkg, inner)
 			}
 		}
-		// The registration is read from above: only the command imports it
-		// (and tests); the deliberate bugs reach the command through it.
+		// The registration is read from above: only the conformance check
+		// imports it (and selftest, which wires the deliberate bugs; and
+		// tests); the deliberate bugs reach the command through them. The
+		// conformance check is the top of the library: the command and
+		// examples stand on it, nothing below reaches it.
 		for _, imp := range all[pkg] {
 			inner, _ := strings.CutPrefix(imp, module)
-			if (inner == "internal/stores" && pkg != "cmd/storecheck") ||
-				(inner == "internal/bugs" && pkg != "internal/stores" && pkg != "cmd/storecheck") {
+			switch {
+			case inner == "internal/stores" && pkg != "conformance" && pkg != "internal/selftest",
+				inner == "internal/bugs" && pkg != "internal/stores" && pkg != "internal/selftest",
+				inner == "internal/selftest" && pkg != "cmd/storecheck",
+				inner == "conformance" && !aboveConformance(pkg):
 				t.Errorf("%s imports %s", pkg, inner)
 			}
 		}

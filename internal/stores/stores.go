@@ -10,10 +10,12 @@
 // contracts it speaks as values (an InProcess backend's stores, an Exec
 // backend's ExecOptions.Contracts) instead of keeping a list of its own; the
 // suite, the checkers and the simulator take a backend. So the list lives
-// above them, once, and cmd/storecheck and the tests hand its parts down.
-// It is internal because it wires the kit's own reference and bugs: a
-// backend author registers nothing here; they hand the suite a Harness or
-// run a program over the wire.
+// above them, once, and package conformance (the check the command and go
+// test run) hands its parts down. It is internal because it wires the kit's
+// own reference and bugs: a backend author registers nothing here; they
+// hand conformance a Harness or a program over the wire, and read what they
+// need of a store (its contract, model, workload, events) from
+// conformance.Stores.
 //
 // Adding a fourth store touches this file (one value in All) and the
 // store's own packages: spec/<store> (its contract, its operations, its

@@ -111,7 +111,7 @@ CREATE TABLE IF NOT EXISTS events (
 
 // CrashPoints are the places inside this store's write transactions where a
 // crash would leave a half-done operation if the transaction were not
-// atomic (see sqlitedb.Point), and after the commit of every write.
+// atomic (see spec.CrashPoint), and after the commit of every write.
 var CrashPoints = []string{
 	"upsert_session/after_session_write",
 	"upsert_session/after_close_others",
@@ -602,7 +602,7 @@ func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, op, sessionID, task
 	}
 	// Upsert_session and bind_task both reach here: the other binding is
 	// closed, this one not yet open.
-	if err := sqlitedb.Point(ctx, op+"/after_close_others"); err != nil {
+	if err := spec.CrashPoint(ctx, op+"/after_close_others"); err != nil {
 		return false, err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO session_tasks (session_id, task_id, bound_at, bound_seq, released_at)
@@ -636,7 +636,7 @@ func (s *Store) UpsertSession(ctx context.Context, taskID string, v c.VersionedS
 			v.DesiredJSON, v.ObservedJSON, v.BackendRef, v.MismatchCount, ms(v.UpdatedAt)); err != nil {
 			return fmt.Errorf("write session %s: %w", sessionID, err)
 		}
-		if err := sqlitedb.Point(ctx, "upsert_session/after_session_write"); err != nil {
+		if err := spec.CrashPoint(ctx, "upsert_session/after_session_write"); err != nil {
 			return err
 		}
 		if _, err := s.openBinding(ctx, tx, "upsert_session", sessionID, taskID, now); err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/storecheck/storecheck/reference/sqlitedb"
+	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
@@ -17,12 +17,12 @@ import (
 func TestCrashPointsAreTheOnesReached(t *testing.T) {
 	var mu sync.Mutex
 	reached := map[string]bool{}
-	sqlitedb.SetCrashHook(func(p string) {
+	spec.SetCrashHook(func(p string) {
 		mu.Lock()
 		reached[p] = true
 		mu.Unlock()
 	})
-	defer sqlitedb.SetCrashHook(nil)
+	defer spec.SetCrashHook(nil)
 	ctx := context.Background()
 	s, err := Open(ctx, Options{})
 	if err != nil {

@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS session_snapshots (
 CREATE INDEX IF NOT EXISTS session_snapshots_by_identity ON session_snapshots(identity, generation);`
 
 // CrashPoints are the places inside this store's write transactions where
-// "storecheck serve" can be crashed (see sqlitedb.Point): between the writes
+// "storecheck serve" can be crashed (see spec.CrashPoint): between the writes
 // of every multi-write operation, and after every commit.
 var CrashPoints = []string{
 	"save_session_snapshot/after_snapshot_upsert",
@@ -230,7 +230,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 			w.SessionID, w.Identity, w.Generation, w.CheckpointVersion, w.FencingToken, blob(w.Data)); err != nil {
 			return fmt.Errorf("upsert snapshot: %w", err)
 		}
-		if err := sqlitedb.Point(ctx, "save_session_snapshot/after_snapshot_upsert"); err != nil {
+		if err := spec.CrashPoint(ctx, "save_session_snapshot/after_snapshot_upsert"); err != nil {
 			return err
 		}
 		if rec == nil {
@@ -309,7 +309,7 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 			attempt.Identity, attempt.Generation); err != nil {
 			return fmt.Errorf("delete attempt snapshots: %w", err)
 		}
-		if err := sqlitedb.Point(ctx, "rollback_continuity_record/after_snapshots_delete"); err != nil {
+		if err := spec.CrashPoint(ctx, "rollback_continuity_record/after_snapshots_delete"); err != nil {
 			return err
 		}
 		if previous == nil {
@@ -335,7 +335,7 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_snapshots WHERE identity = ?`, id); err != nil {
 			return fmt.Errorf("delete snapshots: %w", err)
 		}
-		if err := sqlitedb.Point(ctx, "delete_continuity_record/after_snapshots_delete"); err != nil {
+		if err := spec.CrashPoint(ctx, "delete_continuity_record/after_snapshots_delete"); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM continuity_records WHERE identity = ?`, id)

@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS attachments (
 
 // CrashPoints are the places inside this store's write transactions where a
 // crash would leave a half-done operation if the transaction were not
-// atomic (see sqlitedb.Point), and after every commit.
+// atomic (see spec.CrashPoint), and after every commit.
 var CrashPoints = []string{
 	"commit_runtime_state/after_graph",
 	"commit_runtime_state/after_head",
@@ -456,7 +456,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if err := s.applyGraph(ctx, tx, cm.Graph); err != nil {
 			return err
 		}
-		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_graph"); err != nil {
+		if err := spec.CrashPoint(ctx, "commit_runtime_state/after_graph"); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO checkpoints (checkpoint_ref, data) VALUES (?, ?)`,
@@ -473,7 +473,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if err := writeHead(ctx, tx, cm, res); err != nil {
 			return err
 		}
-		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_head"); err != nil {
+		if err := spec.CrashPoint(ctx, "commit_runtime_state/after_head"); err != nil {
 			return err
 		}
 		for _, c := range cm.CompletedQueueClaims {
@@ -483,7 +483,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 				}
 			}
 		}
-		if err := sqlitedb.Point(ctx, "commit_runtime_state/after_claims_delete"); err != nil {
+		if err := spec.CrashPoint(ctx, "commit_runtime_state/after_claims_delete"); err != nil {
 			return err
 		}
 		for _, id := range cm.CommittedAttachmentIDs {
@@ -910,7 +910,7 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		if !s.rules.ClaimStands(len(selected), updated) {
 			return errClaimLost
 		}
-		if err := sqlitedb.Point(ctx, "claim_ready_queued_work/after_batches_update"); err != nil {
+		if err := spec.CrashPoint(ctx, "claim_ready_queued_work/after_batches_update"); err != nil {
 			return err
 		}
 

@@ -126,9 +126,10 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 // Write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits when
 // fn returns nil. A contract error from fn passes through unchanged; any
 // other failure becomes the contract's io kind, naming op. After the commit
-// it reaches the crash point "<op>/after_commit". It reaches the yield
-// points "<op>/before_write" before it waits for the writer, and
-// "<op>/after_write" once the writer is free again (spec.Yield).
+// it reaches the crash point "<op>/after_commit" (spec.CrashPoint); fn
+// reaches the store's own between its writes. It reaches the yield points
+// "<op>/before_write" before it waits for the writer, and "<op>/after_write"
+// once the writer is free again (spec.Yield).
 func (db *DB) Write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	return db.write(ctx, op, true, fn)
 }
@@ -158,7 +159,7 @@ func (db *DB) writeLocked(ctx context.Context, op string, point bool, fn func(tx
 		return err
 	}
 	if point {
-		return Point(ctx, op+"/after_commit")
+		return spec.CrashPoint(ctx, op+"/after_commit")
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // the suite skips its specs with that reason.
 func HarnessOf(b adapters.Backend) Harness {
 	info := b.Info()
-	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities}
+	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities, CrashPoints: info.Capabilities.CrashPoints}
 	for store := range info.Capabilities.Stores {
 		if h.StoreCapabilities == nil {
 			h.StoreCapabilities = map[string]Capabilities{}

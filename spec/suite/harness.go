@@ -14,6 +14,16 @@ import (
 // optional capabilities it declares. A nil opener means the backend does not
 // implement that store: its specs are skipped with that reason. A spec that
 // needs a capability the harness does not declare is skipped, never guessed.
+//
+// The same harness runs every layer of the kit on the store, in this
+// process: conformance.Test runs the specs, the linearizability check and
+// the simulator from go test, and conformance.Serve serves the store over
+// the wire protocol. The simulator pauses an operation at the yield points
+// the store reaches (spec.Yield: before each transaction, after each
+// commit) and crashes it at the crash points it declares in CrashPoints and
+// reaches (spec.CrashPoint: between the writes of a transaction, after the
+// commit). Both are calls a store makes from its own transaction helper;
+// they do nothing when no check is running.
 type Harness struct {
 	// Name names the backend in reports.
 	Name string
@@ -24,6 +34,14 @@ type Harness struct {
 	// (a backend whose stores differ, as the seeds do: one safe across
 	// processes, one designed for a single process).
 	StoreCapabilities map[string]Capabilities
+	// CrashPoints are, by store name ("continuity"), the crash points the
+	// store reaches through spec.CrashPoint, each named
+	// "<operation>/<place>" after the operation it is in: the points the
+	// simulator may crash it at (over the wire: the hello's crash_points). A store with
+	// none declared is killed between and at its yield points only, and the
+	// report says crashes inside its operations were not explored. The
+	// suite itself crashes nothing.
+	CrashPoints map[string][]string
 	// Continuity opens a continuity store.
 	Continuity func(ctx context.Context, o Options) (cont.Store, error)
 	// Client opens a client store.

@@ -1,12 +1,16 @@
 // Package suite is the conformance suite: every rule of every contract as a
 // Ginkgo spec, run against any backend through a Harness.
 //
-// From go test, a backend author writes one test:
+// From go test, a backend author writes one test that runs the specs and
+// every deeper layer of the kit (the linearizability check, the simulator)
+// on the harness's stores:
 //
-//	func TestConformance(t *testing.T) { suite.Test(t, myHarness) }
+//	func TestConformance(t *testing.T) { conformance.Test(t, myHarness) }
 //
-// The storecheck binary runs the very same specs through Run. Ginkgo runs one
-// suite per process, so each of these may be called once per process.
+// Test here runs the specs alone; the storecheck binary and package
+// conformance run the very same specs through Run. Ginkgo runs one suite per
+// process, so each of these may be called once per process (conformance.Test
+// runs a second one in a process of its own).
 package suite
 
 import (

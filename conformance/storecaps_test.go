@@ -1,6 +1,7 @@
-package main
+package conformance
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
+	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // Two processes on one file are what shared_files promises: a store that
@@ -31,22 +33,40 @@ func TestEachStoresOwnCapabilitiesDecideItsHandles(t *testing.T) {
 	ref := stores.Reference()
 	info := ref.Info()
 	info.Capabilities.Stores = adapters.StoreCapabilityMap{"continuity": {Capabilities: spec.Capabilities{Files: true}}}
-	b := helloed{ref, info}
-	cont, _ := stores.Lookup("continuity")
-	rt, _ := stores.Lookup("runtime")
-	if _, n := opener(b, cont, t.TempDir()); n != 1 {
+	b := Adapter(helloed{ref, info})
+	r := newRunner(t, b, Config{})
+	if _, n := r.s.opener("continuity", t.TempDir()); n != 1 {
 		t.Errorf("continuity without shared_files: %d handles; want 1", n)
 	}
-	if _, n := opener(b, rt, t.TempDir()); n != 2 {
+	if _, n := r.s.opener("runtime", t.TempDir()); n != 2 {
 		t.Errorf("runtime with shared_files: %d handles; want 2", n)
 	}
-	c := &Config{Capabilities: map[string]bool{"files": false}}
-	w := withdrawn{b, c.withdraw}
-	if got := w.Info().CapabilitiesOf("continuity"); got.Files {
+	w := newRunner(t, b, Config{Withdraw: []string{spec.CapFiles}})
+	if got := w.s.caps("continuity"); got.Files {
 		t.Errorf("files withdrawn: continuity's own still declare it: %+v", got)
 	}
-	if got := w.Info().CapabilitiesOf("runtime"); got.Files || !got.SharedFiles {
+	if got := w.s.caps("runtime"); got.Files || !got.SharedFiles {
 		t.Errorf("files withdrawn: runtime %+v; want files off, the rest kept", got)
+	}
+}
+
+// A Go harness may give a store capabilities of its own: the simulator and
+// the linearizability check read the store's, not the harness-wide ones.
+func TestAHarnessStoresOwnCapabilitiesReachEveryLayer(t *testing.T) {
+	h := suite.HarnessOf(stores.Reference())
+	h.StoreCapabilities = map[string]spec.Capabilities{"continuity": {Files: true}}
+	s, err := InProcess(h).open(context.Background(), Config{}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.caps("continuity"); got.SharedFiles || !got.Files {
+		t.Errorf("continuity: %+v; want its own (files, no shared_files)", got)
+	}
+	if got := s.caps("runtime"); !got.SharedFiles {
+		t.Errorf("runtime: %+v; want the harness-wide shared_files", got)
+	}
+	if _, n := s.opener("continuity", t.TempDir()); n != 1 {
+		t.Errorf("continuity without shared_files: %d handles; want 1", n)
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package conformance
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func BenchmarkAFailingLinearizeReport(b *testing.B) {
 				return
 			}
 			backend := stores.Backend(stores.Options{Bug: bug})
-			open, handles := opener(backend, s, b.TempDir())
+			open, handles := newRunner(b, Adapter(backend), Config{}).s.opener(s.Name(), b.TempDir())
 			rc := linearizability.Config{Seed: tc.seed, Clients: tc.clients, Ops: tc.ops, Handles: handles}.WithDefaults()
 			var err error
 			if hist, err = linearizability.Run(context.Background(), s.Contract, open, s.Workload(), rc); err != nil {

@@ -1,4 +1,4 @@
-package main
+package conformance
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/sim"
@@ -24,18 +23,26 @@ type benchBackend struct {
 	missing func() string
 }
 
+// backend is bb as a run opens it.
+func (bb benchBackend) backend() Backend {
+	if bb.command == nil {
+		return Reference()
+	}
+	return Program(bb.command...).WithEnv(bb.env...)
+}
+
 func benchBackends() []benchBackend {
 	return []benchBackend{
 		{name: "in-process", missing: func() string { return "" }},
-		{name: "serve", command: []string{os.Args[0], "serve"}, env: []string{harnessEnv + "=file"}, missing: func() string { return "" }},
-		{name: "python", command: []string{"python3", "../../examples/python-backend/backend.py"}, missing: func() string {
+		{name: "serve", command: []string{os.Args[0]}, env: []string{serveEnv + "=none"}, missing: func() string { return "" }},
+		{name: "python", command: []string{"python3", "../examples/python-backend/backend.py"}, missing: func() string {
 			if _, err := exec.LookPath("python3"); err != nil {
 				return "python3 is not on PATH: the Python backend is not measured"
 			}
 			return ""
 		}},
-		{name: "rust", command: []string{"../../target/release/rust-backend"}, missing: func() string {
-			if _, err := os.Stat("../../target/release/rust-backend"); err != nil {
+		{name: "rust", command: []string{"../target/release/rust-backend"}, missing: func() string {
+			if _, err := os.Stat("../target/release/rust-backend"); err != nil {
 				return "the Rust backend is not built (cargo build --release --manifest-path examples/rust-backend/Cargo.toml): it is not measured"
 			}
 			return ""
@@ -52,32 +59,20 @@ func benchBackends() []benchBackend {
 // A backend whose toolchain is missing is skipped, saying so. Compare the
 // ratios within one run:
 //
-//	go test ./cmd/storecheck -run '^$' -bench BenchmarkBackends -benchtime 10x
+//	go test ./conformance -run '^$' -bench BenchmarkBackends -benchtime 10x
 func BenchmarkBackends(b *testing.B) {
 	ctx := context.Background()
 	for _, bb := range benchBackends() {
-		for _, name := range storeNames {
+		for _, name := range stores.Names() {
 			st, _ := stores.Lookup(name)
 			b.Run(bb.name+"/"+name+"/sim", func(b *testing.B) {
 				if why := bb.missing(); why != "" {
 					b.Skip(why)
 				}
-				var backend sim.Backend
-				caps := stores.Reference().Info().CapabilitiesOf(name).Capabilities
-				if bb.command == nil {
-					backend = sim.InProcess(stores.Reference(), name)
-				} else {
-					o := adapters.ExecOptions{Command: bb.command, Env: bb.env, Contracts: stores.Contracts(), Timeout: 20 * time.Second}
-					probe, err := adapters.StartExec(ctx, o)
-					if err != nil {
-						b.Fatal(err)
-					}
-					caps = probe.Info().CapabilitiesOf(name).Capabilities
-					probe.Close()
-					backend = sim.Exec(o, name)
-				}
+				r := newRunner(b, bb.backend(), Config{ReplyTimeout: 20 * time.Second})
+				caps := r.s.caps(name)
 				params, _ := processesFor(sim.Params{}, caps, name)
-				subj := subjectFor(st, caps)
+				subj, backend := storeOf(st).Subject(caps), r.s.simBackend(name)
 				ops := 0
 				seed := int64(0)
 				start := time.Now()
@@ -100,21 +95,13 @@ func BenchmarkBackends(b *testing.B) {
 				if why := bb.missing(); why != "" {
 					b.Skip(why)
 				}
-				var backend adapters.Backend = stores.Reference()
-				if bb.command != nil {
-					e, err := adapters.StartExec(ctx, adapters.ExecOptions{Command: bb.command, Env: bb.env, Contracts: stores.Contracts(), Timeout: 20 * time.Second})
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer e.Close()
-					backend = e
-				}
+				r := newRunner(b, bb.backend(), Config{ReplyTimeout: 20 * time.Second})
 				ops := 0
 				seed := int64(0)
 				start := time.Now()
 				for b.Loop() {
 					seed++
-					open, handles := opener(backend, st, b.TempDir())
+					open, handles := r.s.opener(name, b.TempDir())
 					h, err := linearizability.Run(ctx, st.Contract, open, st.Workload(), linearizability.Config{Clients: 8, Ops: 400, Handles: handles, Seed: seed})
 					if err != nil {
 						b.Fatal(err)

@@ -1,0 +1,213 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/sim"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// simulate is the simulator's layer: a sweep of seeds of every store asked,
+// each failure shrunk and saved.
+func (r *runner) simulate() error {
+	cfg := r.cfg
+	sr := cfg.SeedsOf(LayerSim)
+	seeds := sr.Seeds(cfg.Shard)
+	over := overText(sr, cfg.Shard)
+	params := sim.Params{Steps: cfg.Steps, Clients: cfg.Clients, Processes: cfg.Processes}
+	progress := cfg.progress("seeds", len(seeds)*len(cfg.Stores))
+	defer progress.Stop()
+	var failed atomic.Bool
+	var backendErr error
+	for _, name := range cfg.Stores {
+		reg, _ := stores.Lookup(name)
+		if reg.Model == nil {
+			r.add(reports.Check{Store: name, Layer: string(LayerSim), Name: over,
+				Outcome: reports.Skipped, Message: "storecheck has no model of the " + name + " store yet"})
+			continue
+		}
+		if !r.s.implements(name) {
+			r.add(reports.Check{Store: name, Layer: string(LayerSim), Name: over,
+				Outcome: reports.Skipped, Message: "backend does not implement the " + name + " store"})
+			continue
+		}
+		if cfg.FailFast && failed.Load() {
+			break
+		}
+		st := storeOf(reg)
+		caps := r.s.caps(name)
+		subj, backend := st.Subject(caps), r.s.simBackend(name)
+		storeParams, oneProcess := processesFor(params, caps, name)
+		coverage := sim.Coverage{}
+		var yielded, crashed bool
+		err := sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), func(res sim.Result) {
+			progress.Done(1)
+			progress.Ops(res.Ops)
+			coverage.Add(res)
+			yielded, crashed = yielded || res.Yielded, crashed || res.CrashPoints
+			c := reports.Check{Store: name, Layer: string(LayerSim), Name: fmt.Sprintf("seed %d", res.Schedule.Seed), Outcome: reports.Passed,
+				Reproduce: r.lines.sim(name, res.Schedule.Seed)}
+			if res.Failure != nil {
+				progress.Failure()
+				failed.Store(true)
+				if res.Failure.Backend != nil && backendErr == nil {
+					backendErr = res.Failure.Backend
+				}
+				c.Outcome = reports.Failed
+				r.shrinkAndSave(&c, subj, backend, res)
+			}
+			r.add(c)
+		}, func() bool { return cfg.FailFast && failed.Load() })
+		if err != nil {
+			return &BackendError{err}
+		}
+		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, yielded, crashed, len(seeds))...)
+		if oneProcess != "" {
+			r.result.Notes = append(r.result.Notes, oneProcess)
+		}
+		r.result.Coverage = append(r.result.Coverage, reg.Coverage(string(LayerSim), over, coverage))
+		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over}
+		for _, e := range st.Events {
+			reach.Events = append(reach.Events, reports.EventCount{Event: e, Count: coverage[e]})
+		}
+		r.result.Reach = append(r.result.Reach, reach)
+	}
+	if backendErr != nil {
+		return &BackendError{backendErr}
+	}
+	return nil
+}
+
+// processesFor is the run's size for a store that declares caps: two
+// processes on one file are what shared_files promises, so a store without
+// it runs as one process (its clients' operations still overlap at their
+// yield points), and the note says what that leaves out.
+func processesFor(p sim.Params, caps spec.Capabilities, store string) (sim.Params, string) {
+	if caps.SharedFiles || p.Processes == 1 {
+		return p, ""
+	}
+	p.Processes = 1
+	return p, store + ": " + spec.MissingCapability(spec.CapSharedFiles, "two processes on one file") + " (the simulator ran one process)"
+}
+
+// shrinkAndSave shrinks a failing run, saves the small schedule, its trace
+// and its interleaving, and fills c in: the failure, where it was saved
+// and how to replay it, the interleaving one column per process.
+func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend, res sim.Result) {
+	small := res
+	if budget := r.cfg.Shrink; budget > 0 && res.Failure.Backend == nil {
+		var err error
+		if small, err = sim.Shrink(r.ctx, subj, b, res, sim.ScratchDir(), budget); err != nil {
+			r.cfg.logf("storecheck sim: shrinking seed %d: %v", res.Schedule.Seed, err)
+			small = res
+		}
+	}
+	var msg strings.Builder
+	msg.WriteString(small.Failure.Error())
+	if len(small.Schedule.Steps) < len(res.Schedule.Steps) {
+		fmt.Fprintf(&msg, "\n(shrunk to %d steps from the seed's %d, which failed at %s)", len(small.Schedule.Steps), len(res.Schedule.Steps),
+			strings.SplitN(res.Failure.Error(), ":", 2)[0])
+	}
+	columns, rows := small.Interleaving()
+	grid := &reports.Interleaving{Columns: columns, Notes: small.Unexplored()}
+	for _, row := range rows {
+		grid.Rows = append(grid.Rows, reports.InterleavingRow{Step: row.Step, Cells: row.Cells})
+	}
+	c.Interleaving = grid
+	c.Details = fmt.Sprintf("shrunk from %d to %d steps:\n%s\n%v", len(res.Schedule.Steps), len(small.Schedule.Steps),
+		small.InterleavingText(48), small.Failure)
+	defer func() { c.Message = msg.String() }()
+
+	reportDir := r.cfg.ReportDir
+	folder := fmt.Sprintf("sim-%s-seed-%d", c.Store, res.Schedule.Seed)
+	if err := os.MkdirAll(filepath.Join(reportDir, folder), 0o755); err != nil {
+		r.cfg.logf("storecheck sim: %v", err)
+		return
+	}
+	schedule := filepath.Join(folder, "schedule.json")
+	trace := filepath.Join(folder, "trace.txt")
+	interleaving := filepath.Join(folder, "interleaving.txt")
+	if err := small.Schedule.WriteFile(filepath.Join(reportDir, schedule)); err != nil {
+		r.cfg.logf("storecheck sim: %v", err)
+	}
+	os.WriteFile(filepath.Join(reportDir, trace), []byte(strings.Join(small.Trace, "\n")+"\n"+small.Failure.Error()+"\n"), 0o644)
+	os.WriteFile(filepath.Join(reportDir, interleaving), []byte(small.InterleavingText(60)+small.Failure.Error()+"\n"), 0o644)
+	fmt.Fprintf(&msg, "\nschedule, trace and interleaving saved in %s", filepath.Join(reportDir, folder))
+	if replay := r.lines.replay(filepath.Join(reportDir, schedule)); replay != "" {
+		fmt.Fprintf(&msg, "\nreplay: %s", replay)
+	}
+	c.Artifacts = []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
+		{Name: "interleaving", Path: interleaving}}
+}
+
+// unexplored says what a store's sweep of seeds runs did not explore, and
+// why: a capability the backend lacks (no crash points: processes are
+// killed, never crashed inside an operation; no yield point reached:
+// operations interleave whole), and each rare event no run reached, with
+// the capability it needs or the rarity that kept it away.
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded, crashed bool, seeds int) []string {
+	var notes []string
+	if seeds == 0 {
+		return nil
+	}
+	store, rare := st.Name(), rareEvents(st)
+	var chosen map[string]string
+	if st.Unexplorable != nil {
+		chosen = st.Unexplorable(caps)
+	}
+	for _, u := range (sim.Result{Yielded: yielded, CrashPoints: crashed}).Unexplored() {
+		notes = append(notes, store+": "+u)
+	}
+	for _, e := range c.Missing(rare) {
+		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: --seeds)", seeds)
+		// Both are an armed crash point firing: inside the operation, or
+		// after its commit.
+		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {
+			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points; a Go harness's CrashPoints)"
+		}
+		if r, ok := chosen[e]; ok {
+			why = r
+		}
+		notes = append(notes, fmt.Sprintf("%s: %q was not reached: %s", store, e, why))
+	}
+	return notes
+}
+
+// Replay runs a saved (shrunk) schedule again, once, against b: the store
+// it names, its model configured as the schedule records.
+func Replay(ctx context.Context, b Backend, s sim.Schedule, cfg Config) (sim.Result, error) {
+	cfg = cfg.WithDefaults()
+	reg, ok := stores.Lookup(s.Store)
+	if !ok {
+		return sim.Result{}, configError("Schedule", "unknown store %q; accepted: %s", s.Store, strings.Join(stores.Names(), ", "))
+	}
+	if reg.Model == nil {
+		return sim.Result{}, configError("Schedule", "storecheck has no model of the %s store yet", s.Store)
+	}
+	var backend sim.Backend
+	switch {
+	case b.local != nil:
+		backend = sim.InProcess(b.local, s.Store)
+	case len(b.command) > 0:
+		backend = sim.Exec(b.execOptions(cfg), s.Store)
+	default:
+		return sim.Result{}, configError("Backend", "no backend: want Reference, InProcess, Adapter or Program")
+	}
+	res, err := sim.Run(ctx, storeOf(reg).Subject(s.Capabilities), backend, s, sim.ScratchDir())
+	if err != nil {
+		return res, &BackendError{err}
+	}
+	return res, nil
+}
+
+// ReadSchedule reads a saved schedule of any store the kit knows.
+func ReadSchedule(path string) (sim.Schedule, error) {
+	return sim.ReadSchedule(path, stores.Contracts())
+}
