@@ -159,7 +159,7 @@ func clientIntentSpecs(fx *clientFixture) {
 				read(499, 499, limitCap, "501 due, one below the cap")
 				read(500, 500, limitCap, "501 due, at the cap")
 				read(501, 500, limitCap, "501 due, one above the cap")
-				read(math.MaxUint32, 500, limitCap, "501 due, the largest limit (one a backend narrowing to 32 signed bits reads as none)")
+				read(math.MaxUint32, 500, limitCap, "501 due, the largest limit (which a backend narrowing it to 32 signed bits reads as -1, no limit to SQLite)")
 			})
 	})
 

@@ -176,7 +176,7 @@ func clientTaskSpecs(fx *clientFixture) {
 				read(499, 499, limitCap, "501 open, one below the cap")
 				read(500, 500, limitCap, "501 open, at the cap")
 				read(501, 500, limitCap, "501 open, one above the cap")
-				read(math.MaxUint32, 500, limitCap, "501 open, the largest limit (one a backend narrowing to 32 signed bits reads as none)")
+				read(math.MaxUint32, 500, limitCap, "501 open, the largest limit (which a backend narrowing it to 32 signed bits reads as -1, no limit to SQLite)")
 			})
 	})
 
