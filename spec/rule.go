@@ -24,6 +24,10 @@ type Rule struct {
 	// and how the kit then judges: every defensible answer is accepted, or
 	// the backend declares its choice. "" when the seed fixes the behaviour.
 	Latitude string
+	// Bounds are the numbers the rule's clauses turn on, each checked at
+	// it, one below and one above (see Bound); every number of two digits
+	// or more that Says names is one of them.
+	Bounds []Bound
 }
 
 // Source is where a rule comes from: a quote of a seed, or its silence.
@@ -70,8 +74,16 @@ func (c Contract) Rule(id string) (Rule, bool) {
 }
 
 // Explain is a rule in words for a report: what it says, its source and its
-// latitude. An unknown ID is given back as it is.
+// latitude; for a bound's ID, the bound and its rule. An unknown ID is given
+// back as it is.
 func (c Contract) Explain(id string) string {
+	if b, ok := c.Bound(id); ok {
+		s := fmt.Sprintf("bound %s: %s. Source: %s.", b.ID, b.Bound, b.Source)
+		if b.Latitude != "" {
+			s += " Latitude: " + b.Latitude
+		}
+		return s + " Rule " + c.Explain(b.Rule.ID)
+	}
 	r, ok := c.Rule(id)
 	if !ok {
 		return id
@@ -99,6 +111,7 @@ func WriteRules(w io.Writer, c Contract) error {
 		}
 	}
 	fmt.Fprintf(&b, "\n%d rules: %d quote the seed, %d are where the seed is silent.\n", len(c.Rules), len(c.Rules)-silent, silent)
+	writeBoundTable(&b, c)
 	op := "\x00"
 	for _, r := range c.Rules {
 		if r.Op != op {
@@ -121,7 +134,58 @@ func WriteRules(w io.Writer, c Contract) error {
 		if r.Latitude != "" {
 			fmt.Fprintf(&b, "- **Latitude:** %s\n", r.Latitude)
 		}
+		for _, bd := range r.Bounds {
+			writeBound(&b, BoundID(r.ID, bd.Name), bd)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeBoundTable writes the inventory of the contract's bounds: one row
+// a bound, with what each side gives.
+func writeBoundTable(b *strings.Builder, c Contract) {
+	bounds := c.Bounds()
+	if len(bounds) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%d bounds: the numbers the rules turn on, each checked by a spec one below it,\n", len(bounds))
+	b.WriteString("at it and one above it (a side that cannot exist says why), and each broken by a\n")
+	b.WriteString("deliberate bug of `internal/bugs` that its specs catch.\n\n")
+	b.WriteString("| bound | number | against | one below | at | one above |\n|---|---|---|---|---|---|\n")
+	for _, bd := range bounds {
+		cells := []string{"`" + bd.ID + "`", bd.Value, bd.Of}
+		for _, s := range Sides {
+			cell := bd.Answer(s)
+			if cell == "" {
+				cell = "(none: " + bd.Missing[s] + ")"
+			}
+			cells = append(cells, cell)
+		}
+		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+// writeBound writes one bound under its rule.
+func writeBound(b *strings.Builder, id string, bd Bound) {
+	fmt.Fprintf(b, "- **Bound `%s`:** %s against %s.\n", id, bd.Value, bd.Of)
+	for _, s := range Sides {
+		if a := bd.Answer(s); a != "" {
+			fmt.Fprintf(b, "  - %s: %s\n", sideWords[s], a)
+		} else {
+			fmt.Fprintf(b, "  - %s: none, %s\n", sideWords[s], bd.Missing[s])
+		}
+	}
+	src := bd.Source
+	if src.IsSilent() {
+		fmt.Fprintf(b, "  - source: the seed is silent. `%s`, %s: %s\n", src.Seed, src.At, src.Silence)
+	} else {
+		fmt.Fprintf(b, "  - source: `%s`, %s:\n\n", src.Seed, src.At)
+		for _, line := range strings.Split(strings.TrimSpace(src.Quote), "\n") {
+			fmt.Fprintf(b, "    > %s\n", strings.TrimSpace(line))
+		}
+	}
+	if bd.Latitude != "" {
+		fmt.Fprintf(b, "  - latitude: %s\n", bd.Latitude)
+	}
 }

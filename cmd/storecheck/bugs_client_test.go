@@ -24,7 +24,7 @@ func init() {
 			"client due_intents orders times by their sub-second part when the store keeps one, and within a whole second by creation and enqueue order when it does not",
 		},
 		bugs.ClientDueLimitUncapped: {
-			"client due_intents takes at most limit rows: 0 means 100, and never more than 500",
+			"client due_intents takes 100 rows for a limit of 0 (of 99, 100 and 101 due), and at most 500 for any limit (499, 500 and 501 asked of 501 due)",
 		},
 		bugs.ClientLastVerdictWins: {
 			"client settle_task lets the first terminal verdict win: a later one answers false and changes nothing",
@@ -54,6 +54,27 @@ func init() {
 		},
 		bugs.ClientSchemaIgnoresVersion: {
 			"client open refuses a file of another version of its marker with schema_mismatch, and changes nothing in it",
+		},
+		// The bounds' bugs (internal/bugs/bounds.go): each fails the specs
+		// at its bound.
+		bugs.ClientDueExcludesNow: {
+			"client due_intents returns a live intent once its next attempt time has come: not just before, at it and after",
+		},
+		bugs.ClientDueZeroTakesAll: {"client due_intents takes 100 rows for a limit of 0 (of 99, 100 and 101 due), and at most 500 for any limit (499, 500 and 501 asked of 501 due)"},
+		bugs.ClientFlushReadsWholeQueue: {
+			"client flush_order takes every due row of 99 or 100, and the oldest 100 of 101",
+		},
+		bugs.ClientOpenTasksZeroTakesAll: {"client open_tasks reads 100 tasks for a limit of 0 (of 99, 100 and 101 open), and at most 500 for any limit (499, 500 and 501 asked of 501 open)"},
+		bugs.ClientOpenTasksUncapped:     {"client open_tasks reads 100 tasks for a limit of 0 (of 99, 100 and 101 open), and at most 500 for any limit (499, 500 and 501 asked of 501 open)"},
+		bugs.ClientEventsLimitIgnored: {
+			"client events_since takes exactly limit events for a limit from 1 to 100 (99 and 100 asked of 102), and a prefix of at least 100 for one above (101) or any above 100, or for 0",
+		},
+		bugs.ClientEventSeqFromClock: {
+			"client append_event returns positive sequence numbers, each greater than every earlier one, whatever the numbering",
+			"client open finds everything it acknowledged after it is closed and opened again",
+		},
+		bugs.ClientFaultIDFromTime: {
+			"client insert_fault returns increasing ids, and list_faults returns the task's faults in insertion order",
 		},
 	} {
 		expectedFailures[b] = specs

@@ -34,6 +34,16 @@ func init() {
 		bugs.ContinuityWriteBehind: {
 			"continuity two handles on one database keep the fencing rules across handles, as two processes would",
 		},
+		// The bounds' bugs (internal/bugs/bounds.go).
+		bugs.ContinuitySnapshotVersionAcceptsEqual: {
+			"continuity save_session_snapshot rejects a checkpoint version not above the record's with stale_checkpoint_version",
+		},
+		bugs.ContinuityRollbackFenceNotLower: {
+			"continuity rollback_continuity_record compares the fence exactly: a higher fence fails stale_fencing_token too",
+		},
+		bugs.ContinuityMatchRowFenceStrict: {
+			"continuity session_snapshot_matches_current is true for the whole provenance tuple, the bytes and the record's current fence",
+		},
 		bugs.ContinuityMaxFenceRecordsOnly: {
 			"continuity max_fencing_token is the maximum over records and snapshots",
 		},

@@ -39,7 +39,7 @@ func init() {
 			"runtime two handles on one database a second handle cannot win the session lease or a queued work claim the first holds",
 		},
 		bugs.RuntimeClaimIgnoresAvailableAt: {
-			"runtime claim_ready_queued_work skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is",
+			"runtime claim_ready_queued_work skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is, and after it",
 		},
 		bugs.RuntimeCancelLiveClaim: {
 			"runtime cancel_queued_work_batch keeps a batch a live claim holds and answers none, until the claim's expiry",
@@ -54,6 +54,20 @@ func init() {
 		},
 		bugs.RuntimeAttachmentCommitTimeMoves: {
 			"runtime commit_runtime_state marks this session's staged attachments committed once: a later commit keeps the first commit time",
+		},
+		// The bounds' bugs (internal/bugs/bounds.go).
+		bugs.RuntimeClaimExceedsMaxBatches: {
+			"runtime claim_ready_queued_work claims at most max_batches: all of one fewer or of max_batches claimable batches, the first max_batches of one more",
+		},
+		bugs.RuntimeMaxZeroClaimsAll: {
+			"runtime claim_ready_queued_work claims nothing when max_batches is 0, even without a live lease, and the first batch when it is 1",
+		},
+		bugs.RuntimeRevisionNotBumped: {
+			"runtime commit_runtime_state moves the revision up by one per commit and makes the last checkpoint and config the head's",
+		},
+		bugs.RuntimeClaimFenceNotBumped: {
+			"runtime claim_ready_queued_work claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one",
+			"runtime claim_ready_queued_work does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",
 		},
 		bugs.RuntimeAppendOverwritesNode: {
 			"runtime commit_runtime_state rejects an append of a node id already stored (even tombstoned) or repeated in the delta with graph_node_conflict or io, and leaves no trace",

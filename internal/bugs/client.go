@@ -2,6 +2,7 @@ package bugs
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
@@ -70,12 +71,7 @@ var (
 	})
 	// ClientDueLimitUncapped reads as many due intents as asked, past the
 	// cap of 500.
-	ClientDueLimitUncapped = clientBug("client_due_limit_uncapped", refclient.Rules{DueLimit: func(asked uint32) int {
-		if asked > 0 {
-			return int(asked)
-		}
-		return c.EffectiveLimit(asked)
-	}}, nil)
+	ClientDueLimitUncapped = clientBug("client_due_limit_uncapped", refclient.Rules{DueLimit: uncapped}, nil)
 	// ClientLastVerdictWins lets settle_task overwrite a terminal verdict
 	// (the zombie session rewriting the answer it already gave).
 	ClientLastVerdictWins = clientBug("client_last_verdict_wins", refclient.Rules{VerdictOpen: `1`}, nil)
@@ -111,7 +107,54 @@ var (
 	// verdict. Only concurrency exposes it.
 	ClientSettleCheckOutsideTx = clientBug("client_settle_check_outside_tx", refclient.Rules{},
 		func(s *refclient.Store) c.Store { return racySettle{s, s.WithRules(refclient.Rules{VerdictOpen: `1`})} })
+	// ClientDueExcludesNow compares the next attempt time with < where the
+	// seed says <=: an intent whose deadline is now is not yet due.
+	ClientDueExcludesNow = clientBug("client_due_excludes_now", refclient.Rules{Due: `next_attempt_at < ?`}, nil)
+	// ClientDueZeroTakesAll reads a due scan's limit of 0 as no limit,
+	// where the seed's sql_limit takes 100.
+	ClientDueZeroTakesAll = clientBug("client_due_zero_takes_all", refclient.Rules{DueLimit: zeroTakesAll}, nil)
+	// ClientFlushReadsWholeQueue takes every due intent in one flush pass:
+	// the pass the seed's INTENT_FLUSH_BATCH_SIZE was made to stop, which
+	// "starved every other caller".
+	ClientFlushReadsWholeQueue = clientBug("client_flush_reads_whole_queue", refclient.Rules{FlushBatch: math.MaxInt32}, nil)
+	// ClientOpenTasksZeroTakesAll reads open_tasks' limit of 0 as no limit.
+	ClientOpenTasksZeroTakesAll = clientBug("client_open_tasks_zero_takes_all", refclient.Rules{OpenTasksLimit: zeroTakesAll}, nil)
+	// ClientOpenTasksUncapped applies open_tasks' default of 100 to a
+	// limit of 0, then answers as many open tasks as asked, past the cap of
+	// 500.
+	ClientOpenTasksUncapped = clientBug("client_open_tasks_uncapped", refclient.Rules{OpenTasksLimit: uncapped}, nil)
+	// ClientEventsLimitIgnored answers every event after the number asked,
+	// whatever the limit.
+	ClientEventsLimitIgnored = clientBug("client_events_limit_ignored", refclient.Rules{EventsLimit: func(uint32) int { return math.MaxInt32 }}, nil)
+	// ClientEventSeqFromClock numbers an event by the clock's millisecond
+	// alone and puts it there (the latitude's "from a clock" without the
+	// guard that keeps a number above the last): a second event of one
+	// millisecond takes the first one's number and its place.
+	ClientEventSeqFromClock = clientBug("client_event_seq_from_clock", refclient.Rules{
+		WriteEvent: `INSERT OR REPLACE INTO events (seq, type, data_json, created_at) VALUES (?3, ?1, ?2, ?3)`}, nil)
+	// ClientFaultIDFromTime keys a fault by its created_at (the caller's
+	// unix time): a second fault of the same time takes the first one's id
+	// and its place, and a fault of an earlier time an id below the last.
+	ClientFaultIDFromTime = clientBug("client_fault_id_from_time", refclient.Rules{
+		WriteFault: `INSERT OR REPLACE INTO faults (id, task_id, session_id, generation, seq, desired_json, observed_json,
+			intent, attempt, backend_ref, kind, reason, state, created_at) VALUES (?13, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`}, nil)
 )
+
+// uncapped is a read limit with the default of 0 and no cap.
+func uncapped(asked uint32) int {
+	if asked > 0 {
+		return int(asked)
+	}
+	return c.EffectiveLimit(asked)
+}
+
+// zeroTakesAll is a read limit whose 0 is no limit, with the cap.
+func zeroTakesAll(asked uint32) int {
+	if asked == 0 {
+		return math.MaxInt32
+	}
+	return c.EffectiveLimit(asked)
+}
 
 // Client lists the client store's bugs.
 var Client = Of(c.StoreName)

@@ -82,7 +82,24 @@ var (
 	// seed's "second handle writing around the lock").
 	ContinuityProcessLock = continuityBug("continuity_process_lock", refcontinuity.Rules{},
 		func(s *refcontinuity.Store) c.Store { return &racyUpsert{Store: s, lock: new(sync.Mutex)} })
+	// ContinuitySnapshotVersionAcceptsEqual saves a snapshot at the
+	// record's own checkpoint version (>= where the seed says >): a second
+	// save at one version overwrites the first.
+	ContinuitySnapshotVersionAcceptsEqual = continuityBug("continuity_snapshot_version_accepts_equal",
+		refcontinuity.Rules{VersionAdvances: func(presented, stored c.CheckpointVersion) bool { return presented >= stored }}, nil)
+	// ContinuityRollbackFenceNotLower checks a rollback's fence as the
+	// other writes do (not lower) where the seed wants it exact: a rollback
+	// under a fence above the record's goes through.
+	ContinuityRollbackFenceNotLower = continuityBug("continuity_rollback_fence_not_lower",
+		refcontinuity.Rules{RollbackFence: fenceNotLower}, nil)
+	// ContinuityMatchRowFenceStrict matches a snapshot only when its own
+	// fence is below the candidate's (< where the seed says <=): a snapshot
+	// saved under the current fence never matches.
+	ContinuityMatchRowFenceStrict = continuityBug("continuity_match_row_fence_strict",
+		refcontinuity.Rules{MatchRowFence: `snap.fencing_token < ?5`}, nil)
 )
+
+func fenceNotLower(presented, stored c.FencingToken) bool { return presented >= stored }
 
 // Continuity lists the continuity store's bugs.
 var Continuity = Of(c.StoreName)

@@ -3,6 +3,7 @@ package bugs
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/storecheck/storecheck/adapters"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
@@ -98,6 +99,32 @@ var (
 	// a free lease both win it. Only concurrency exposes it.
 	RuntimeLeaseClaimOutsideTx = runtimeBug("runtime_lease_claim_outside_tx", refruntime.Rules{},
 		func(s *refruntime.Store) r.Store { return racyLeaseClaim{s} })
+	// RuntimeClaimExceedsMaxBatches claims one batch more than max_batches
+	// (a cap compared with > where it takes <=).
+	RuntimeClaimExceedsMaxBatches = runtimeBug("runtime_claim_exceeds_max_batches", refruntime.Rules{ClaimCap: func(m int) int {
+		if m <= 0 {
+			return 0
+		}
+		return m + 1
+	}}, nil)
+	// RuntimeMaxZeroClaimsAll reads max_batches 0 as no cap (as sql_limit
+	// reads a limit of 0 as its default), where the seed answers none and
+	// checks nothing.
+	RuntimeMaxZeroClaimsAll = runtimeBug("runtime_max_zero_claims_all", refruntime.Rules{ClaimCap: func(m int) int {
+		if m == 0 {
+			return math.MaxInt32
+		}
+		return max(m, 0)
+	}}, nil)
+	// RuntimeRevisionNotBumped writes revision 1 with the first commit and
+	// keeps the stored revision on every later one (an upsert of the head
+	// that leaves head_revision out of its update): the revision stands.
+	RuntimeRevisionNotBumped = runtimeBug("runtime_revision_not_bumped",
+		refruntime.Rules{NextRevision: func(actual uint64) uint64 { return max(actual, 1) }}, nil)
+	// RuntimeClaimFenceNotBumped claims a batch without moving its claim
+	// fencing token, so two claims of one batch carry one fence.
+	RuntimeClaimFenceNotBumped = runtimeBug("runtime_claim_fence_not_bumped",
+		refruntime.Rules{ClaimFence: `claim_fencing_token`}, nil)
 )
 
 // Runtime lists the runtime store's bugs.

@@ -23,9 +23,32 @@ type Rules struct {
 	// DueOrder (due_intents, flush_order): the order of due intents: by next
 	// attempt time to the millisecond, then creation, then insertion.
 	DueOrder string
-	// DueLimit (due_intents): how many due intents a read of limit asked
-	// returns at most: 0 is the default, and never more than the cap.
+	// Due (due_intents.due, flush_order): the condition on intents, with one
+	// parameter, now, of the ones that are due: their next attempt time is
+	// at or before now.
+	Due string
+	// DueLimit (due_intents.limit): how many due intents a read of limit
+	// asked returns at most: 0 is the default, and never more than the cap.
 	DueLimit func(asked uint32) int
+	// FlushBatch (flush_order.now_and_batch): how many due intents one
+	// flush pass takes at most.
+	FlushBatch int
+	// OpenTasksLimit (open_tasks.limit): how many open tasks a read of
+	// limit asked returns at most: 0 is the default, and never more than
+	// the cap.
+	OpenTasksLimit func(asked uint32) int
+	// EventsLimit (events_since.limit): how many events a read of limit
+	// asked returns at most: exactly limit from 1 to 100; the reference
+	// reads 0 and a larger limit as sql_limit does.
+	EventsLimit func(asked uint32) int
+	// WriteEvent (append_event.seq_increasing): the statement that appends
+	// an event (type, data_json, created_at), numbering it above every
+	// earlier one.
+	WriteEvent string
+	// WriteFault (insert_fault.id_increasing): the statement that inserts
+	// a fault (its columns but id, in the table's order), giving it an id
+	// above every earlier one.
+	WriteFault string
 	// VerdictOpen (settle_task): the condition on the stored task under
 	// which a verdict is written: it has none yet; the first terminal
 	// verdict wins.
@@ -62,8 +85,27 @@ func (r Rules) complete() Rules {
 	if r.DueOrder == "" {
 		r.DueOrder = `next_attempt_at, created_at, rowid`
 	}
+	if r.Due == "" {
+		r.Due = `next_attempt_at <= ?`
+	}
 	if r.DueLimit == nil {
 		r.DueLimit = c.EffectiveLimit
+	}
+	if r.FlushBatch == 0 {
+		r.FlushBatch = c.FlushBatchSize
+	}
+	if r.OpenTasksLimit == nil {
+		r.OpenTasksLimit = c.EffectiveLimit
+	}
+	if r.EventsLimit == nil {
+		r.EventsLimit = c.EffectiveLimit
+	}
+	if r.WriteEvent == "" {
+		r.WriteEvent = `INSERT INTO events (type, data_json, created_at) VALUES (?1, ?2, ?3)`
+	}
+	if r.WriteFault == "" {
+		r.WriteFault = `INSERT INTO faults (task_id, session_id, generation, seq, desired_json, observed_json,
+			intent, attempt, backend_ref, kind, reason, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`
 	}
 	if r.VerdictOpen == "" {
 		r.VerdictOpen = `task.settled_at IS NULL`

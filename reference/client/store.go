@@ -282,7 +282,6 @@ func (s *Store) Close() error { return s.db.Close() }
 // ms is a time as the store keeps it; at reads one back.
 func ms(t time.Time) int64 { return t.UnixMilli() }
 func at(v int64) time.Time { return time.UnixMilli(v).UTC() }
-func limit(l uint32) int   { return c.EffectiveLimit(l) }
 
 // validJSON refuses a value the contract says must be JSON.
 func validJSON(what string, v spec.RawJSON) error {
@@ -358,19 +357,19 @@ func (s *Store) Intent(ctx context.Context, opID string) (*c.Intent, error) {
 }
 
 func (s *Store) DueIntents(ctx context.Context, now time.Time, lim uint32) ([]c.Intent, error) {
-	return s.due(ctx, "due_intents", now, lim)
+	return s.due(ctx, "due_intents", now, s.rules.DueLimit(lim))
 }
 
 func (s *Store) FlushOrder(ctx context.Context) ([]c.Intent, error) {
-	return s.due(ctx, "flush_order", s.clock.Now(), c.FlushBatchSize)
+	return s.due(ctx, "flush_order", s.clock.Now(), s.rules.FlushBatch)
 }
 
-func (s *Store) due(ctx context.Context, op string, now time.Time, lim uint32) ([]c.Intent, error) {
-	order, n := s.rules.DueOrder, s.rules.DueLimit(lim)
+// due are at most n intents due at now, in due order.
+func (s *Store) due(ctx context.Context, op string, now time.Time, n int) ([]c.Intent, error) {
 	var out []c.Intent
 	err := s.db.Read(ctx, op, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+intentColumns+` FROM intents
-			WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ? ORDER BY `+order+` LIMIT ?`, ms(now), n)
+			WHERE state IN ('pending', 'retrying') AND `+s.rules.Due+` ORDER BY `+s.rules.DueOrder+` LIMIT ?`, ms(now), n)
 		if err != nil {
 			return err
 		}
@@ -445,7 +444,7 @@ func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.Raw
 	now := ms(s.clock.Now())
 	var seq int64
 	err := s.db.Write(ctx, "append_event", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO events (type, data_json, created_at) VALUES (?, ?, ?)`, eventType, string(data), now)
+		res, err := tx.ExecContext(ctx, s.rules.WriteEvent, eventType, string(data), now)
 		if err != nil {
 			return err
 		}
@@ -458,7 +457,7 @@ func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.Raw
 func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]c.Event, error) {
 	var out []c.Event
 	err := s.db.Read(ctx, "events_since", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, type, data_json, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, seq, limit(lim))
+		rows, err := tx.QueryContext(ctx, `SELECT seq, type, data_json, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, seq, s.rules.EventsLimit(lim))
 		if err != nil {
 			return err
 		}
@@ -817,7 +816,7 @@ func (s *Store) OpenTasks(ctx context.Context, lim uint32) ([]c.Task, error) {
 	var out []c.Task
 	err := s.db.Read(ctx, "open_tasks", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM task WHERE settled_at IS NULL
-			ORDER BY opened_at, rowid LIMIT ?`, limit(lim))
+			ORDER BY opened_at, rowid LIMIT ?`, s.rules.OpenTasksLimit(lim))
 		if err != nil {
 			return err
 		}
@@ -861,8 +860,7 @@ func (s *Store) TaskAttempt(ctx context.Context, taskID string) (int64, error) {
 func (s *Store) InsertFault(ctx context.Context, f c.Fault) (int64, error) {
 	var id int64
 	err := s.db.Write(ctx, "insert_fault", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO faults (task_id, session_id, generation, seq, desired_json, observed_json,
-			intent, attempt, backend_ref, kind, reason, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		res, err := tx.ExecContext(ctx, s.rules.WriteFault,
 			f.TaskID, f.SessionID, f.Generation, f.Seq, f.DesiredJSON, f.ObservedJSON, f.Intent, f.Attempt,
 			f.BackendRef, f.Kind, f.Reason, f.State, ms(f.CreatedAt))
 		if err != nil {

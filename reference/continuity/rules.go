@@ -25,6 +25,17 @@ type Rules struct {
 	// backwards, even when the session is rebound: the version an upsert
 	// writes over a record of the same generation.
 	CheckpointVersionKept func(presented, stored c.CheckpointVersion) c.CheckpointVersion
+	// VersionAdvances (save_session_snapshot.version_must_advance): a save
+	// presents a checkpoint version above the record's.
+	VersionAdvances func(presented, stored c.CheckpointVersion) bool
+	// RollbackFence (rollback_continuity_record.fence_exact): a rollback
+	// presents the stored fence exactly, so a newer attempt is never
+	// clobbered.
+	RollbackFence func(presented, stored c.FencingToken) bool
+	// MatchRowFence (session_snapshot_matches_current.row_fence_is_provenance):
+	// the SQL condition on the snapshot row (snap) a candidate's fence (?5)
+	// must meet: the row's own fence is at or below it.
+	MatchRowFence string
 	// SnapshotOwner (save_session_snapshot.snapshot_owner): a session's
 	// snapshot row may be written by the identity and generation that own
 	// it, and by no other.
@@ -85,6 +96,15 @@ func (r Rules) withPredicates() Rules {
 	}
 	if r.CheckpointVersionKept == nil {
 		r.CheckpointVersionKept = checkpointVersionKept
+	}
+	if r.VersionAdvances == nil {
+		r.VersionAdvances = func(presented, stored c.CheckpointVersion) bool { return presented > stored }
+	}
+	if r.RollbackFence == nil {
+		r.RollbackFence = func(presented, stored c.FencingToken) bool { return presented == stored }
+	}
+	if r.MatchRowFence == "" {
+		r.MatchRowFence = `snap.fencing_token <= ?5`
 	}
 	if r.SnapshotOwner == nil {
 		r.SnapshotOwner = snapshotOwner

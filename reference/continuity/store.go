@@ -153,7 +153,7 @@ func (s *Store) SessionSnapshotMatchesCurrent(ctx context.Context, m c.MatchCand
 			 AND rec.checkpoint_version = snap.checkpoint_version
 			WHERE snap.session_id = ?1 AND snap.identity = ?2 AND snap.generation = ?3
 			  AND snap.checkpoint_version = ?4 AND rec.fencing_token = ?5
-			  AND snap.fencing_token <= ?5 AND `+s.rules.MatchBytes+`)`,
+			  AND `+s.rules.MatchRowFence+` AND `+s.rules.MatchBytes+`)`,
 			m.SessionID, m.Identity, m.Generation, m.CheckpointVersion, m.FencingToken, blob(m.Data)).Scan(&match)
 	})
 	return match, err
@@ -206,7 +206,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 			if !s.rules.FenceNotLower(w.FencingToken, rec.Fence) {
 				return staleFenceError(w.Identity, w.FencingToken, rec.Fence)
 			}
-			if w.CheckpointVersion <= rec.CheckpointVersion {
+			if !s.rules.VersionAdvances(w.CheckpointVersion, rec.CheckpointVersion) {
 				return spec.Errorf(c.ErrStaleCheckpointVersion, "identity %s: presented checkpoint version %d, current %d",
 					w.Identity, w.CheckpointVersion, rec.CheckpointVersion)
 			}
@@ -294,7 +294,7 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 		if cur == nil {
 			return spec.Errorf(c.ErrNotFound, "identity %s has no record to roll back", attempt.Identity)
 		}
-		if cur.Fence != fence {
+		if !s.rules.RollbackFence(fence, cur.Fence) {
 			return staleFenceError(attempt.Identity, fence, cur.Fence)
 		}
 		if cur.AgentRuntimeID != attempt.AgentRuntimeID || cur.SessionID != attempt.SessionID || cur.Generation != attempt.Generation {

@@ -38,6 +38,9 @@ type Rules struct {
 	// HeadRevision (commit_runtime_state, check 3): an expected head
 	// revision, when the commit names one, is the actual one.
 	HeadRevision func(expected *uint64, actual uint64) bool
+	// NextRevision (commit_runtime_state.revision): a commit moves the
+	// head revision one up.
+	NextRevision func(actual uint64) uint64
 	// Claimable (claim_ready_queued_work): the batches a claim may take are
 	// those that are ready (available_at has come) and free (no live claim
 	// holds them).
@@ -46,6 +49,14 @@ type Rules struct {
 	// stands only when it took every batch it selected (updated of
 	// selected); else it is rolled back and claims nothing.
 	ClaimStands func(selected, updated int) bool
+	// ClaimCap (claim_ready_queued_work.prefix, max_zero): the most batches
+	// a claim of maxBatches takes: maxBatches itself, and 0 (none, nothing
+	// checked) for 0.
+	ClaimCap func(maxBatches int) int
+	// ClaimFence (claim_ready_queued_work.batch_fence): the SQL expression
+	// of a claimed batch's claim fencing token, over its column
+	// claim_fencing_token: one up.
+	ClaimFence string
 	// Releases (release_session_execution_lease, and a commit's release):
 	// the condition on the lease row under which a completion releases
 	// it: its owner, its token and its fencing token, all three.
@@ -118,6 +129,15 @@ func (rs Rules) withPredicates() Rules {
 	}
 	if rs.HeadRevision == nil {
 		rs.HeadRevision = func(expected *uint64, actual uint64) bool { return expected == nil || *expected == actual }
+	}
+	if rs.NextRevision == nil {
+		rs.NextRevision = func(actual uint64) uint64 { return actual + 1 }
+	}
+	if rs.ClaimCap == nil {
+		rs.ClaimCap = func(maxBatches int) int { return max(maxBatches, 0) }
+	}
+	if rs.ClaimFence == "" {
+		rs.ClaimFence = `claim_fencing_token + 1`
 	}
 	if rs.Claimable == nil {
 		rs.Claimable = func(ready, free Cond) Cond { return ready.And(free) }

@@ -449,7 +449,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 		if !s.rules.HeadRevision(cm.ExpectedHeadRevision, actual) {
 			return spec.Errorf(r.ErrHeadRevisionConflict, "expected head revision %d, actual %d", *cm.ExpectedHeadRevision, actual)
 		}
-		res = r.CommitResult{HeadRevision: actual + 1, CheckpointRef: checkpointRef(cm.Checkpoint)}
+		res = r.CommitResult{HeadRevision: s.rules.NextRevision(actual), CheckpointRef: checkpointRef(cm.Checkpoint)}
 		if err := s.checkCompletedClaims(ctx, tx, cm, now); err != nil {
 			return err
 		}
@@ -864,7 +864,8 @@ var errClaimLost = errors.New("a batch of the claim was claimed by another")
 func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseFence r.SessionExecutionLeaseFence, owner string,
 	boundary r.QueuedWorkClaimBoundary, ttl uint64, maxBatches int) (*r.QueuedWorkClaim, error) {
 	now := s.now()
-	if maxBatches <= 0 {
+	maxBatches = s.rules.ClaimCap(maxBatches)
+	if maxBatches == 0 {
 		return nil, nil
 	}
 	if boundary != r.BoundaryTurn && boundary != r.BoundaryStep {
@@ -895,7 +896,7 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		free, updated := s.free(now), 0
 		for _, b := range selected {
 			res, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET claim_id = ?, claim_owner_id = ?, claim_token = ?,
-				claim_fencing_token = claim_fencing_token + 1, claim_claimed_at_ms = ?, claim_expires_at_ms = ?
+				claim_fencing_token = `+s.rules.ClaimFence+`, claim_claimed_at_ms = ?, claim_expires_at_ms = ?
 				WHERE session_id = ? AND batch_id = ? AND `+free.SQL,
 				append([]any{claim.ClaimID, owner, claim.LeaseToken, now, claim.ExpiresAtMs, session, b.BatchID}, free.Args...)...)
 			if err != nil {

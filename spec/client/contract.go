@@ -504,8 +504,8 @@ type Store interface {
 	Task(ctx context.Context, taskID string) (*Task, error)
 
 	// OpenTasks are the tasks not settled, oldest opening first (then in
-	// the order their records were made), at most EffectiveLimit(limit)
-	// (client.open_tasks.order).
+	// the order their records were made: client.open_tasks.order), at most
+	// EffectiveLimit(limit) (client.open_tasks.limit).
 	OpenTasks(ctx context.Context, limit uint32) ([]Task, error)
 
 	// TaskIsKnown is true when the task has, or had, a binding, or when an

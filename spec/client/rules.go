@@ -30,7 +30,36 @@ const (
 	RuleSettleVerdictWords = "client.settle_task.verdict_words"
 	RuleKnownTwoStatements = "client.task_is_known.two_statements"
 	RuleFaultID            = "client.insert_fault.id_increasing"
+	RuleOpenTasksLimit     = "client.open_tasks.limit"
 )
+
+// sqlLimitBounds are the two bounds of the seed's sql_limit on a read of
+// rows: what a limit of 0 takes, and the cap.
+func sqlLimitBounds(rows string) []spec.Bound {
+	return []spec.Bound{{
+		Name: "default", Value: "100", Of: "the " + rows + ", read with a limit of 0",
+		Below: "99: all 99", At: "100: all 100", Above: "101: the first 100",
+		Source: quoted("DEFAULT_LIMIT", "const DEFAULT_LIMIT: i64 = 100;"),
+	}, {
+		Name: "cap", Value: "500", Of: "the limit asked, of 501 " + rows,
+		Below: "499: the first 499", At: "500: the first 500", Above: "501: the first 500 (a larger limit is cut to 500, not refused)",
+		Source: quoted("sql_limit", "i64::from(limit.min(500))"),
+	}}
+}
+
+// counterBound is the bound of a number the store picks that never runs
+// backwards: no spec can present one below or at the last, so a spec
+// checks each answer against the last where it could stand still.
+func counterBound(of, above string, src spec.Source, latitude string) spec.Bound {
+	return spec.Bound{
+		Name: "last", Value: "the last number answered", Of: of, Above: above,
+		Missing: map[spec.Side]string{
+			spec.Below: "the store picks the number, so no spec can present one below the last",
+			spec.At:    "the store picks the number, so no spec can present the last again",
+		},
+		Source: src, Latitude: latitude,
+	}
+}
 
 // Rules is the client contract's rule table: every rule the kit checks of
 // the client store, with the seed line it comes from, or the seed's silence
@@ -114,6 +143,11 @@ var Rules = []spec.Rule{
 	{
 		ID: "client.due_intents.due", Op: "due_intents", Says: "due_intents answers the pending and retrying intents whose next attempt time is at or before the given now; no accepted or exhausted one.",
 		Source: quoted("ClientStore::due_intents", "WHERE state IN ('pending','retrying') AND next_attempt_at<=?"),
+		Bounds: []spec.Bound{{
+			Name: "deadline", Value: "the intent's next attempt time", Of: "the now asked",
+			Below: "not due (a millisecond before a deadline on a whole second)", At: "due", Above: "due",
+			Source: quoted("ClientStore::due_intents", "next_attempt_at<=?"),
+		}},
 	},
 	{
 		ID: "client.due_intents.order", Op: "due_intents", Says: "Due intents come ordered by next attempt time, then creation time, then enqueue order: the row that waited longest is first.",
@@ -123,6 +157,7 @@ var Rules = []spec.Rule{
 	{
 		ID: "client.due_intents.limit", Op: "due_intents", Says: "A due scan takes at most limit rows; a limit of 0 takes 100, and no scan takes more than 500.",
 		Source: quoted("sql_limit", "if limit == 0 { DEFAULT_LIMIT } else { i64::from(limit.min(500)) }"),
+		Bounds: sqlLimitBounds("due intents"),
 	},
 	{
 		ID: "client.bump_intent.refusal", Op: "bump_intent", Says: "bump_intent records a refusal: attempt + 1, state retrying, the given next attempt time and error, updated now; it answers true.",
@@ -167,6 +202,11 @@ var Rules = []spec.Rule{
 	{
 		ID: "client.flush_order.now_and_batch", Op: "flush_order", Says: "flush_order is due_intents at the store's own now with a limit of 100.",
 		Source: quoted("ClientStore::flush_order", "self.due_intents(Utc::now(), INTENT_FLUSH_BATCH_SIZE)"),
+		Bounds: []spec.Bound{{
+			Name: "batch", Value: "100", Of: "the intents due at the store's own now",
+			Below: "99 due: all 99", At: "100 due: all 100", Above: "101 due: the first 100, the one that waited least left for the next pass",
+			Source: quoted("INTENT_FLUSH_BATCH_SIZE", "A pass that read them all held /// the store's single connection for the length of the queue and starved every /// other caller of the same database, so one pass takes this many due rows and /// the next pass takes the rest. pub const INTENT_FLUSH_BATCH_SIZE: u32 = 100;"),
+		}},
 	},
 
 	// ----- the event log -----
@@ -174,6 +214,9 @@ var Rules = []spec.Rule{
 		ID: RuleEventSeq, Op: "append_event", Says: "append_event keeps the event (its type, its data, created now) and answers its sequence number: a positive number greater than every earlier one.",
 		Source:   silent("append_event_conn", "the seed's append_event_conn, which numbers the event, is not shown; the events table keys it by seq INTEGER PRIMARY KEY"),
 		Latitude: "Any increasing numbering: the first need not be 1 and the steps need not be 1 (a backend may number by tens, or from a clock). A number that goes back or repeats fails. The model learns each number from the answer (a lost answer leaves the event's number open, bounded by its neighbours, until a read shows it); workloads never present a number they did not read.",
+		Bounds: []spec.Bound{counterBound("the event's number", "every event is numbered above the last: five in one millisecond, and one after the store is closed and opened again",
+			silent("append_event_conn", "how the events table's seq INTEGER PRIMARY KEY is given is not shown"),
+			"Any increasing numbering (the rule's latitude): the spec checks only that each number is above the last.")},
 	},
 	{
 		ID: RuleEventsSince, Op: "events_since", Says: "events_since answers the events whose sequence number is strictly greater than the given one, in sequence order, each with its type, data and creation time.",
@@ -184,6 +227,12 @@ var Rules = []spec.Rule{
 		ID: RuleEventsLimit, Op: "events_since", Says: "events_since with a limit from 1 to 100 answers at most that many events, and no fewer when there are that many; with a limit of 0, or above 100, it answers a prefix of the events after the given number.",
 		Source:   silent("events_since_conn", "the seed hands the limit to events_since_conn, which it does not show; sql_limit, which reads 0 as 100 and caps at 500, is the client module's own and is not applied to events"),
 		Latitude: "A limit of 0 may read as no rows, as 100 or as no limit; a limit above 100 may be capped at any number of 100 or more. The kit checks an exact count only for limits from 1 to 100.",
+		Bounds: []spec.Bound{{
+			Name: "exact", Value: "100", Of: "the limit asked, of 102 events after the number",
+			Below: "99: exactly the first 99", At: "100: exactly the first 100", Above: "101: the first 100 or 101, as the latitude allows",
+			Source:   silent("events_since_conn", "the seed hands the limit to events_since_conn, which it does not show; the kit's exact range ends at 100, sql_limit's default"),
+			Latitude: "A limit above 100 may be capped at any number of 100 or more, so one above the bound takes the first 100 or 101 events: that, and that they are the first, is all the spec checks there; at the bound and below it the count is exact.",
+		}},
 	},
 	{
 		ID: RuleEventHead, Op: "event_head", Says: "event_head is the last event's sequence number, and 0 while the log is empty.",
@@ -219,6 +268,11 @@ var Rules = []spec.Rule{
 	{
 		ID: "client.upsert_session.gate", Op: "upsert_session", Says: "upsert_session writes the tuple when the session has none yet, or when its (generation, seq) is strictly newer than the stored pair, compared lexicographically (a newer generation wins whatever its seq); an equal or older pair changes nothing and answers false.",
 		Source: quoted("SessionLedger::upsert_session", "WHERE excluded.generation > sessions.generation OR (excluded.generation = sessions.generation AND excluded.seq > sessions.seq)"),
+		Bounds: []spec.Bound{{
+			Name: "pair", Value: "the stored (generation, seq)", Of: "the (generation, seq) a write presents",
+			Below: "a seq one less: nothing changes, false", At: "the same pair: nothing changes, false", Above: "a seq one more: written, true",
+			Source: quoted("SessionLedger::upsert_session", "excluded.seq > sessions.seq"),
+		}},
 	},
 	{
 		ID: "client.upsert_session.binds", Op: "upsert_session", Says: "A tuple written also opens the binding of its session to the task, closing the session's other open binding, in the same step; a refused write opens nothing.",
@@ -273,6 +327,11 @@ var Rules = []spec.Rule{
 	{
 		ID: RuleOpenTaskRefresh, Op: "open_task", Says: "open_task of a task that has a record refreshes the chain (kind, parent, hop) and takes the larger attempt, so the count never runs backwards; the state, the opening time, the settle time and the verdict stay; it answers true.",
 		Source: quoted("ClientStore::open_task", "Answers true when /// the record was written, which covers both the fresh open and a chain /// refresh on a task that is already there."),
+		Bounds: []spec.Bound{{
+			Name: "attempt", Value: "the stored attempt", Of: "the attempt a re-open presents",
+			Below: "the stored attempt stays", At: "the stored attempt stays", Above: "the presented attempt is taken",
+			Source: quoted("ClientStore::open_task", "attempt=MAX(excluded.attempt,task.attempt)"),
+		}},
 	},
 	{
 		ID: RuleOpenTaskKinds, Op: "open_task", Says: "The kinds root and relay are accepted; another kind is accepted (kept as given) or refused with invalid_argument, the same way for the same word every time.",
@@ -297,9 +356,14 @@ var Rules = []spec.Rule{
 		Source: quoted("TaskRow", "`None` from [`ClientStore::task`] /// means this role never opened the task, not that it is in flight."),
 	},
 	{
-		ID: "client.open_tasks.order", Op: "open_tasks", Says: "open_tasks answers the tasks not settled, oldest opening first, then in the order their records were made, at most limit (0 takes 100, never more than 500).",
+		ID: "client.open_tasks.order", Op: "open_tasks", Says: "open_tasks answers the tasks not settled, oldest opening first, then in the order their records were made.",
 		Source:   quoted("ClientStore::open_tasks", "WHERE settled_at IS NULL ORDER BY opened_at,rowid LIMIT ?"),
 		Latitude: "Opening times order at the backend's precision (client.time_precision).",
+	},
+	{
+		ID: RuleOpenTasksLimit, Op: "open_tasks", Says: "open_tasks takes at most limit tasks; a limit of 0 takes 100, and none takes more than 500.",
+		Source: quoted("ClientStore::open_tasks", ".query_map(params![sql_limit(limit)], task_row)"),
+		Bounds: sqlLimitBounds("open tasks"),
 	},
 	{
 		ID: "client.task_is_known.binding_or_intent", Op: "task_is_known", Says: "task_is_known is true when the task has or had a binding (released ones count), or when an intent's envelope names it (client.envelope_task), in any state.",
@@ -320,6 +384,9 @@ var Rules = []spec.Rule{
 		ID: RuleFaultID, Op: "insert_fault", Says: "insert_fault keeps the fault (the id it was handed ignored) and answers its id: a number greater than every earlier one.",
 		Source:   quoted("SessionLedger::insert_fault", "Ok(conn.last_insert_rowid())"),
 		Latitude: "The seed's id is id INTEGER PRIMARY KEY AUTOINCREMENT, which only grows; its first value and its steps are the backend's. The model learns each id from the answer; a lost answer leaves it open until list_faults shows it.",
+		Bounds: []spec.Bound{counterBound("the fault's id", "every fault's id is above the last: three faults of one time, of two tasks",
+			quoted("CLIENT_DDL", "id INTEGER PRIMARY KEY AUTOINCREMENT,"),
+			"Its first value and its steps are the backend's: the spec checks only that each id is above the last.")},
 	},
 	{
 		ID: "client.list_faults.order", Op: "list_faults", Says: "list_faults answers the task's faults in id order, each as it was inserted, with its id (its created_at by client.unix_seconds).",

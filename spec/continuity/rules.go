@@ -26,6 +26,9 @@ var Rules = []spec.Rule{
 		Source: spec.Quoted(seed, "upsert_continuity_record", `if let Some((current_token, current_generation)) = existing {
                     if fencing_token.get() < current_token {
                         return Err(ContinuityStoreError::StaleFencingToken {`),
+		Bounds: []spec.Bound{{Name: "fence", Value: "the stored fence", Of: "the presented fence",
+			Below: "stale_fencing_token, nothing changes", At: "written", Above: "written",
+			Source: spec.Quoted(seed, "upsert_continuity_record", `if fencing_token.get() < current_token {`)}},
 	},
 	{
 		ID: "continuity.upsert_continuity_record.fence_stored", Op: "upsert_continuity_record",
@@ -37,6 +40,9 @@ var Rules = []spec.Rule{
 		Says: "A generation lower than the stored one fails stale_continuity_generation, even under a newer fence, and changes nothing; a higher one is accepted.",
 		Source: spec.Quoted(seed, "upsert_continuity_record", `if record.generation.get() < current_generation {
                         return Err(ContinuityStoreError::StaleContinuityGeneration {`),
+		Bounds: []spec.Bound{{Name: "generation", Value: "the stored generation", Of: "the presented generation",
+			Below: "stale_continuity_generation, nothing changes", At: "written", Above: "written",
+			Source: spec.Quoted(seed, "upsert_continuity_record", `if record.generation.get() < current_generation {`)}},
 	},
 	{
 		ID: "continuity.upsert_continuity_record.fence_before_generation", Op: "upsert_continuity_record",
@@ -58,6 +64,9 @@ var Rules = []spec.Rule{
                                 THEN MAX(continuity_records.checkpoint_version, excluded.checkpoint_version)
                                 ELSE excluded.checkpoint_version
                             END,`),
+		Bounds: []spec.Bound{{Name: "version", Value: "the stored checkpoint version", Of: "the version an upsert of the same generation presents",
+			Below: "the stored version stays", At: "the stored version stays", Above: "the presented version is taken",
+			Source: spec.Quoted(seed, "upsert_continuity_record", `THEN MAX(continuity_records.checkpoint_version, excluded.checkpoint_version)`)}},
 	},
 
 	// ----- save_session_snapshot -----
@@ -81,12 +90,18 @@ var Rules = []spec.Rule{
 		Source: spec.Quoted(seed, "save_session_snapshot_owned", `if fencing_token.get() < current_token {
                         return Err(ContinuityStoreError::StaleFencingToken {
                             identity: identity.clone(),`),
+		Bounds: []spec.Bound{{Name: "fence", Value: "the stored fence", Of: "the presented fence",
+			Below: "stale_fencing_token, nothing changes", At: "saved", Above: "saved",
+			Source: spec.Quoted(seed, "save_session_snapshot_owned", `if fencing_token.get() < current_token {`)}},
 	},
 	{
 		ID: "continuity.save_session_snapshot.version_must_advance", Op: "save_session_snapshot",
 		Says: "A checkpoint version not above the record's fails stale_checkpoint_version and changes nothing.",
 		Source: spec.Quoted(seed, "save_session_snapshot_owned", `if version.get() <= current_version {
                         return Err(ContinuityStoreError::StaleCheckpointVersion {`),
+		Bounds: []spec.Bound{{Name: "version", Value: "the record's checkpoint version", Of: "the version a save presents",
+			Below: "stale_checkpoint_version, nothing changes", At: "stale_checkpoint_version, nothing changes", Above: "saved",
+			Source: spec.Quoted(seed, "save_session_snapshot_owned", `if version.get() <= current_version {`)}},
 	},
 	{
 		ID: "continuity.save_session_snapshot.snapshot_owner", Op: "save_session_snapshot",
@@ -158,6 +173,9 @@ var Rules = []spec.Rule{
 		ID: "continuity.session_snapshot_matches_current.row_fence_is_provenance", Op: "session_snapshot_matches_current",
 		Says:   "The snapshot row's own fence may precede the current one (it is provenance), but a snapshot fence above the candidate's never matches.",
 		Source: spec.Quoted(seed, "exact_snapshot_match_requires_the_current_continuity_head", `"the historical row fence is provenance and may precede current write authority"`),
+		Bounds: []spec.Bound{{Name: "row_fence", Value: "the candidate's fence (the record's)", Of: "the snapshot row's own fence",
+			Below: "true: the row's fence is provenance", At: "true", Above: "false",
+			Source: spec.Quoted(seed, "session_snapshot_matches_current", `AND snapshot.fencing_token <= ?5`)}},
 	},
 
 	// ----- delete_session_snapshot_if_current_revision -----
@@ -200,6 +218,9 @@ var Rules = []spec.Rule{
 		ID: "continuity.rollback_continuity_record.fence_exact", Op: "rollback_continuity_record",
 		Says:   "The record's fence must equal the presented one exactly: a lower or a higher fence fails stale_fencing_token, so a newer attempt is never clobbered.",
 		Source: spec.Quoted(seed, "rollback_continuity_record", `if current_token != fencing_token.get() {`),
+		Bounds: []spec.Bound{{Name: "fence", Value: "the stored fence", Of: "the presented fence",
+			Below: "stale_fencing_token, nothing changes", At: "rolled back", Above: "stale_fencing_token, nothing changes",
+			Source: spec.Quoted(seed, "rollback_continuity_record", `if current_token != fencing_token.get() {`)}},
 	},
 	{
 		ID: "continuity.rollback_continuity_record.attempt_current", Op: "rollback_continuity_record",
@@ -231,6 +252,9 @@ var Rules = []spec.Rule{
 		Says: "A fence lower than the stored one fails stale_fencing_token and everything stays.",
 		Source: spec.Quoted(seed, "delete_continuity_record", `if let Some(current) = existing_token
                     && fencing_token.get() < current`),
+		Bounds: []spec.Bound{{Name: "fence", Value: "the stored fence", Of: "the presented fence",
+			Below: "stale_fencing_token, nothing changes", At: "deleted", Above: "deleted",
+			Source: spec.Quoted(seed, "delete_continuity_record", `&& fencing_token.get() < current`)}},
 	},
 
 	// ----- max_fencing_token -----

@@ -9,6 +9,19 @@ const Seed = "000_5151fc9937bf8be5.txt"
 func quoted(at, quote string) spec.Source   { return spec.Quoted(Seed, at, quote) }
 func silent(at, silence string) spec.Source { return spec.Silent(Seed, at, silence) }
 
+// stepBound is the bound of a count the store moves one up: no spec can
+// present it, so a spec checks each answer is the last one up.
+func stepBound(of, above string, src spec.Source) spec.Bound {
+	return spec.Bound{
+		Name: "step", Value: "the last count", Of: of, Above: above,
+		Missing: map[spec.Side]string{
+			spec.Below: "the store moves the count, so no spec can present one below the last",
+			spec.At:    "the store moves the count, so no spec can present the last again",
+		},
+		Source: src,
+	}
+}
+
 // Rules is every rule the kit checks of the runtime store, with the seed
 // line it comes from or, where the seed is silent, the latitude a backend
 // has. The specs of spec/suite name them; the model's branches name the
@@ -17,7 +30,10 @@ var Rules = []spec.Rule{
 	// The whole store.
 	{ID: "runtime.expiry", Says: "A session lease or a queued work claim is live while now < its expiry: one whose expiry equals now has expired. now is the store's injected clock, in Unix milliseconds.",
 		Source: quoted("ensure_session_execution_lease_conn", `&& current.fencing_token == fence.fencing_token
-        && current.expires_at_ms > now`)},
+        && current.expires_at_ms > now`),
+		Bounds: []spec.Bound{{Name: "expiry", Value: "a lease's or a claim's expiry", Of: "now",
+			Below: "live (a millisecond before)", At: "expired (an expiry equal to now)", Above: "expired",
+			Source: quoted("ensure_session_execution_lease_conn", `&& current.expires_at_ms > now`)}}},
 	{ID: "runtime.failure_leaves_no_trace", Says: "An operation that fails changes nothing: its checks and writes are one transaction, rolled back on an error (renew_queued_work_claim, which judges after its write commits, aside).",
 		Source: quoted("commit_runtime_state", `// Roll back on a `+"`StoreError`"+` so a failure after the first
                 // write (e.g. a head-revision conflict surfaced mid-commit, or a
@@ -107,7 +123,10 @@ var Rules = []spec.Rule{
 	{ID: "runtime.commit_runtime_state.expected_revision", Op: "commit_runtime_state", Says: "An expected head revision, when set, must be the stored one (0 before the first commit): any other fails head_revision_conflict.",
 		Source: quoted("commit_runtime_state", `let actual_revision = existing.as_ref().map_or(0, |meta| meta.head_revision);
                     if commit.expected_head_revision.is_some()
-                        && commit.expected_head_revision != Some(actual_revision)`)},
+                        && commit.expected_head_revision != Some(actual_revision)`),
+		Bounds: []spec.Bound{{Name: "stored", Value: "the stored head revision (0 before the first commit)", Of: "the expected head revision",
+			Below: "head_revision_conflict, nothing written", At: "committed", Above: "head_revision_conflict, nothing written",
+			Source: quoted("commit_runtime_state", `&& commit.expected_head_revision != Some(actual_revision)`)}}},
 	{ID: "runtime.commit_runtime_state.check_order", Op: "commit_runtime_state", Says: "A commit that breaks several rules fails with the first in the seed's order: binding, turn, lease, expected revision, completed claims, graph.",
 		Source: quoted("commit_runtime_state", `ensure_session_execution_lease_conn(
                         tx,
@@ -123,7 +142,9 @@ var Rules = []spec.Rule{
 		Source:   silent("commit_runtime_state", "ensure_queued_work_completion_conn is not shown"),
 		Latitude: "Whether a claim that has expired but still holds its batches (nobody claimed them again) may be completed: both completing it and queued_work_claim_expired are accepted."},
 	{ID: "runtime.commit_runtime_state.revision", Op: "commit_runtime_state", Says: "A commit moves the head revision up by one and answers it.",
-		Source: quoted("commit_runtime_state", `let next_revision = actual_revision + 1;`)},
+		Source: quoted("commit_runtime_state", `let next_revision = actual_revision + 1;`),
+		Bounds: []spec.Bound{stepBound("the revision a commit answers", "the stored revision + 1, commit after commit",
+			quoted("commit_runtime_state", `let next_revision = actual_revision + 1;`))}},
 	{ID: "runtime.commit_runtime_state.checkpoint", Op: "commit_runtime_state", Says: "A commit stores its checkpoint and answers its ref; the head names it, and load_session answers that ref and the bytes.",
 		Source:   silent("commit_runtime_state", "put_checkpoint_conn (the blob layout, the ref and the manifest) is not shown"),
 		Latitude: "The ref is the backend's: a content address (equal bytes, one ref) and one ref per stored checkpoint are both accepted. The kit requires only that a ref names one content: a new ref is not that of a stored checkpoint with other bytes."},
@@ -172,7 +193,10 @@ var Rules = []spec.Rule{
 		Source: quoted("try_claim_session_execution_lease", `let fencing_token = current
                         .as_ref()
                         .map_or(0, |lease| lease.fencing_token)
-                        .saturating_add(1);`)},
+                        .saturating_add(1);`),
+		Bounds: []spec.Bound{stepBound("a new lease's fencing token", "the last + 1 (1 for the first), after a release and after an expiry",
+			quoted("try_claim_session_execution_lease", `.map_or(0, |lease| lease.fencing_token)
+                        .saturating_add(1);`))}},
 	{ID: "runtime.try_claim_session_execution_lease.token_format", Op: "try_claim_session_execution_lease", Says: "A new lease's token is <session>:<owner>:<now>:<fencing token> (LeaseToken).",
 		Source: quoted("try_claim_session_execution_lease", `let lease_token = format!("{session_id}:{owner_id}:{now}:{fencing_token}");`)},
 	{ID: "runtime.try_claim_session_execution_lease.extend_own", Op: "try_claim_session_execution_lease", Says: "A live lease of the same owner is extended to now + ttl, keeping its token, fencing token and claim time.",
@@ -227,7 +251,13 @@ var Rules = []spec.Rule{
 	{ID: "runtime.claim_ready_queued_work.max_zero", Op: "claim_ready_queued_work", Says: "max_batches 0 answers none, nothing checked.",
 		Source: quoted("claim_ready_queued_work", `if max_batches == 0 {
             return Ok(None);
-        }`)},
+        }`),
+		Bounds: []spec.Bound{{Name: "zero", Value: "0", Of: "max_batches",
+			At: "none, and nothing checked (not even the lease)", Above: "1: the first claimable batch, under the live lease",
+			Missing: map[spec.Side]string{spec.Below: "max_batches is a usize in the seed: no count is below 0, and the kit asks none"},
+			Source: quoted("claim_ready_queued_work", `if max_batches == 0 {
+            return Ok(None);
+        }`)}}},
 	{ID: "runtime.claim_ready_queued_work.lease_live", Op: "claim_ready_queued_work", Says: "The session lease fence must be the session's live lease: else session_execution_lease_expired, claiming nothing.",
 		Source: quoted("claim_ready_queued_work", `ensure_session_execution_lease_conn(
                         tx,
@@ -238,13 +268,20 @@ var Rules = []spec.Rule{
 		Source: quoted("claim_ready_queued_work", `WHERE session_id = ?1
                                    AND available_at_ms <= ?2
                                    AND (claim_token IS NULL OR claim_expires_at_ms <= ?2)
-                                 ORDER BY enqueue_seq ASC`)},
+                                 ORDER BY enqueue_seq ASC`),
+		Bounds: []spec.Bound{{Name: "available_at", Value: "a batch's available_at", Of: "now",
+			Below: "not claimed (a millisecond before)", At: "claimed", Above: "claimed",
+			Source: quoted("claim_ready_queued_work", `AND available_at_ms <= ?2`)}}},
 	{ID: "runtime.claim_ready_queued_work.prefix", Op: "claim_ready_queued_work", Says: "A claim takes a prefix of the candidates, at most max_batches; an empty prefix answers none.",
 		Source: quoted("claim_ready_queued_work", `if selected_len == 0 {
                         return Ok(TxOutcome::Commit(None));
                     }
                     let mut selected = candidate_rows;
-                    selected.truncate(selected_len);`)},
+                    selected.truncate(selected_len);`),
+		Bounds: []spec.Bound{{Name: "max_batches", Value: "max_batches", Of: "the claimable batches (mergeable, of one merge key and one delivery policy)",
+			Below: "one fewer claimable: all of them", At: "max_batches claimable: all of them", Above: "one more claimable: the first max_batches",
+			Source:   silent("claim_ready_queued_work", "select_claim_prefix(&candidates, boundary, max_batches) and claim_scan_limit(max_batches), which bound the claim, are not shown; the argument's name is what the seed states"),
+			Latitude: "The kit reads max_batches as the cap its name says. How long a prefix below the cap is, is prefix_reading's latitude; of batches every reading joins, as here, the count is exact."}}},
 	{ID: "runtime.claim_ready_queued_work.prefix_reading", Op: "claim_ready_queued_work", Says: "How long the prefix is: an exclusive first batch is claimed alone; a batch not deliverable at the boundary (next_turn at a step) ends the prefix; later batches join a mergeable first one while they are mergeable too.",
 		Source:   silent("claim_ready_queued_work", "select_claim_prefix and claim_scan_limit are not shown"),
 		Latitude: "The merge key: a later batch joins when its key is the first one's (the empty key a key like any other, the reference's reading), whatever its key, or as the first but never for the empty key: all three readings are accepted (SelectClaimPrefixAs)."},
@@ -253,7 +290,9 @@ var Rules = []spec.Rule{
                             // never return a half-owned claim.
                             return Ok(TxOutcome::Rollback(None));`)},
 	{ID: "runtime.claim_ready_queued_work.batch_fence", Op: "claim_ready_queued_work", Says: "Each claimed batch's stored claim fencing token goes up by one: list_queued_work shows it so.",
-		Source: quoted("claim_ready_queued_work", `claim_fencing_token = claim_fencing_token + 1,`)},
+		Source: quoted("claim_ready_queued_work", `claim_fencing_token = claim_fencing_token + 1,`),
+		Bounds: []spec.Bound{stepBound("a batch's claim fencing token after a claim of it", "one up, claim after claim (a claim after another's expiry too)",
+			quoted("claim_ready_queued_work", `claim_fencing_token = claim_fencing_token + 1,`))}},
 	{ID: "runtime.claim_ready_queued_work.answered_batches", Op: "claim_ready_queued_work", Says: "The claim answers its batches with their claim fencing tokens after the claim's increment, or as the candidate rows were read before it.",
 		Source:   silent("claim_ready_queued_work", "the batches are built with queued_work_batch_from_conn(tx, row) from the rows read before the UPDATE; whether that helper, which is not shown, reads the row again is not said"),
 		Latitude: "Either count is accepted in the answer, the same for every batch of the claim; the stored count is one up either way (batch_fence)."},

@@ -32,7 +32,7 @@ func clientEventSpecs(fx *clientFixture) {
 	}
 
 	Describe("append_event", func() {
-		It("returns positive sequence numbers, each greater than every earlier one, whatever the numbering", Rules(cli.RuleEventSeq, cli.RuleEventHead), func() {
+		It("returns positive sequence numbers, each greater than every earlier one, whatever the numbering", Rules(cli.RuleEventSeq, cli.RuleEventHead), Bound("client.append_event.seq_increasing#last", spec.Above), func() {
 			var last int64
 			for i, seq := range appendN(5, func(int) string { return "tick" }, func(i int) string { return fmt.Sprint(i) }) {
 				Expect(seq).To(BeNumerically(">", last), because(cli.RuleEventSeq, fmt.Sprintf("event %d: a positive number above %d", i, last)))
@@ -73,8 +73,8 @@ func clientEventSpecs(fx *clientFixture) {
 			Expect(since(seqs[0]-1, 1)).To(HaveLen(1))
 			Expect(since(seqs[0]-1, 1)[0].Seq).To(Equal(seqs[0]), because(cli.RuleEventsSince, "the first event is the first after any number below it"))
 		})
-		It("takes exactly limit events for a limit from 1 to 100, and a prefix for 0 or above 100", Rules(cli.RuleEventsLimit), func() {
-			seqs := appendN(501, func(int) string { return "bulk" }, func(i int) string { return fmt.Sprint(i) })
+		It("takes exactly limit events for a limit from 1 to 100 (99 and 100 asked of 102), and a prefix of at least 100 for one above (101) or any above 100, or for 0", Rules(cli.RuleEventsLimit), Bound("client.events_since.limit#exact", spec.Below, spec.At, spec.Above), func() {
+			seqs := appendN(102, func(int) string { return "bulk" }, func(i int) string { return fmt.Sprint(i) })
 			read := func(limit uint32) []int64 {
 				GinkgoHelper()
 				var out []int64
@@ -85,8 +85,10 @@ func clientEventSpecs(fx *clientFixture) {
 				return out
 			}
 			Expect(read(2)).To(HaveLen(2), because(cli.RuleEventsLimit))
-			Expect(read(100)).To(HaveLen(100), because(cli.RuleEventsLimit))
-			Expect(len(read(0))).To(BeNumerically("<=", 501), because(cli.RuleEventsLimit))
+			Expect(read(99)).To(HaveLen(99), because("client.events_since.limit#exact", "one below the bound: exactly 99"))
+			Expect(read(100)).To(HaveLen(100), because("client.events_since.limit#exact", "at the bound: exactly 100"))
+			Expect(len(read(101))).To(BeNumerically(">=", 100), because("client.events_since.limit#exact", "one above the bound: 100 or 101"))
+			Expect(len(read(0))).To(BeNumerically("<=", 102), because(cli.RuleEventsLimit))
 			Expect(len(read(501))).To(BeNumerically(">=", 100), because(cli.RuleEventsLimit, "a cap above 100 takes at least 100"))
 		})
 	})

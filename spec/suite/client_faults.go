@@ -7,13 +7,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // Faults recorded against a task.
 func clientFaultSpecs(fx *clientFixture) {
 	Describe("insert_fault", func() {
-		It("returns increasing ids, and list_faults returns the task's faults in insertion order", Rules(cli.RuleFaultID, "client.list_faults.order", cli.RuleUnixSeconds), func() {
+		It("returns increasing ids, and list_faults returns the task's faults in insertion order", Rules(cli.RuleFaultID, "client.list_faults.order", cli.RuleUnixSeconds), Bound("client.insert_fault.id_increasing#last", spec.Above), func() {
 			fault := func(t, reason string) cli.Fault {
 				return cli.Fault{TaskID: t, SessionID: sessS, Generation: 1, Seq: 2, DesiredJSON: `{}`, ObservedJSON: `{"x":1}`,
 					Intent: "complete", Attempt: 3, BackendRef: `{"backend":"acp"}`, Kind: "mismatch", Reason: reason,

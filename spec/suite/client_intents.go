@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -61,7 +63,7 @@ func clientIntentSpecs(fx *clientFixture) {
 	})
 
 	Describe("due_intents", func() {
-		It("returns a live intent once its next attempt time has come: not just before, at it and after", Rules("client.due_intents.due"), func() {
+		It("returns a live intent once its next attempt time has come: not just before, at it and after", Rules("client.due_intents.due"), Bound("client.due_intents.due#deadline", spec.Below, spec.At, spec.Above), func() {
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.due(fx.at(-time.Millisecond), 0)).To(BeEmpty())
 			Expect(fx.due(fx.at(0), 0)).To(Equal([]string{opA}))
@@ -139,16 +141,26 @@ func clientIntentSpecs(fx *clientFixture) {
 			Expect(fx.due(fx.at(time.Second+500*time.Microsecond), 0)).To(Equal(enqueued),
 				because(cli.RuleTimePrecision, "at whole seconds every deadline of second 1 is due within it"))
 		})
-		It("takes at most limit rows: 0 means 100, and never more than 500", Rules("client.due_intents.limit"), func() {
-			fx.fillIntents(501)
-			Expect(fx.due(fx.at(0), 3)).To(Equal([]string{"bulk-0000", "bulk-0001", "bulk-0002"}))
-			Expect(fx.due(fx.at(0), 0)).To(HaveLen(100))
-			Expect(fx.due(fx.at(0), 500)).To(HaveLen(500))
-			all := fx.due(fx.at(0), 501)
-			Expect(all).To(HaveLen(500))
-			Expect(all[499]).To(Equal("bulk-0499"))
-			Expect(fx.due(fx.at(0), 10_000)).To(HaveLen(500))
-		})
+		It("takes 100 rows for a limit of 0 (of 99, 100 and 101 due), and at most 500 for any limit (499, 500 and 501 asked of 501 due)", Rules("client.due_intents.limit"),
+			Bound("client.due_intents.limit#default", spec.Below, spec.At, spec.Above), Bound("client.due_intents.limit#cap", spec.Below, spec.At, spec.Above), func() {
+				const deflt, limitCap = "client.due_intents.limit#default", "client.due_intents.limit#cap"
+				read := func(limit uint32, want int, bound, what string) {
+					GinkgoHelper()
+					firstRows(fx.due(fx.at(0), limit), want, bound, fmt.Sprintf("%s, limit %d", what, limit))
+				}
+				fx.fillIntents(0, 99)
+				read(0, 99, deflt, "99 due, one below the default")
+				fx.fillIntents(99, 100)
+				read(0, 100, deflt, "100 due, at the default")
+				fx.fillIntents(100, 101)
+				read(0, 100, deflt, "101 due, one above the default")
+				read(3, 3, limitCap, "101 due")
+				fx.fillIntents(101, 501)
+				read(499, 499, limitCap, "501 due, one below the cap")
+				read(500, 500, limitCap, "501 due, at the cap")
+				read(501, 500, limitCap, "501 due, one above the cap")
+				read(math.MaxUint32, 500, limitCap, "501 due, the largest limit (which a backend narrowing it to 32 signed bits reads as -1, no limit to SQLite)")
+			})
 	})
 
 	Describe("bump_intent", func() {
@@ -336,12 +348,13 @@ func clientIntentSpecs(fx *clientFixture) {
 			fx.clock.Advance(time.Millisecond)
 			Expect(fx.flush()).To(Equal([]string{opB, opA}))
 		})
-		It("takes at most 100 rows, oldest first", Rules("client.flush_order.now_and_batch"), func() {
-			fx.fillIntents(101)
-			got := fx.flush()
-			Expect(got).To(HaveLen(100))
-			Expect(got[0]).To(Equal("bulk-0000"))
-			Expect(got[99]).To(Equal("bulk-0099"))
+		It("takes every due row of 99 or 100, and the oldest 100 of 101", Rules("client.flush_order.now_and_batch"), Bound("client.flush_order.now_and_batch#batch", spec.Below, spec.At, spec.Above), func() {
+			filled := 0
+			for _, n := range []int{99, 100, 101} {
+				fx.fillIntents(filled, n)
+				filled = n
+				firstRows(fx.flush(), min(n, cli.FlushBatchSize), "client.flush_order.now_and_batch#batch", fmt.Sprintf("%d due at the store's now", n))
+			}
 		})
 	})
 }

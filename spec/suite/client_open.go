@@ -154,7 +154,7 @@ func clientOpenSpecs(fx *clientFixture) {
 			fx.s = fx.open(fx.path)
 			fx.enqueue(opA, fx.env(taskA))
 		})
-		It("finds everything it acknowledged after it is closed and opened again", Rules("client.durable"), func() {
+		It("finds everything it acknowledged after it is closed and opened again", Rules("client.durable"), Bound("client.append_event.seq_increasing#last", spec.Above), func() {
 			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			fx.enqueue(opA, fx.env(taskA))
 			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(2500*time.Millisecond), "x"))).To(BeTrue())

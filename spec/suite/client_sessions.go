@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 )
 
@@ -55,7 +56,7 @@ func clientSessionSpecs(fx *clientFixture) {
 			Expect(fx.acted(fx.s.BumpSessionVersion(fx.ctx, taskB, 1, 3))).To(BeTrue())
 			Expect(fx.session(taskA).Seq).To(Equal(uint64(3)), because("client.get_session.through_binding", `task a still answers with session ""`))
 		})
-		It("writes only a strictly newer (generation, seq): an equal or older pair changes nothing and answers false", Rules("client.upsert_session.gate"), func() {
+		It("writes only a strictly newer (generation, seq): an equal or older pair changes nothing and answers false", Rules("client.upsert_session.gate"), Bound("client.upsert_session.gate#pair", spec.Below, spec.At, spec.Above), func() {
 			Expect(fx.upsert(taskA, fx.tuple(sessS, 1, 5, cli.AgentReady, cli.ResourceOpen))).To(BeTrue())
 			before := fx.state()
 			fx.declines(before)(fx.s.UpsertSession(fx.ctx, taskA, fx.tuple(sessS, 1, 5, cli.AgentWorking, cli.ResourceOpen)))

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,10 +28,10 @@ func clientTaskSpecs(fx *clientFixture) {
 			Expect(t.OpenedAt).To(keptAs(fx.at(time.Second)), because("client.open_task.new", "opened now"))
 			Expect(t.SettledAt).To(BeNil())
 		})
-		It("re-opening refreshes the chain, keeps state and opening time, never lowers the attempt, and answers true", Rules(cli.RuleOpenTaskRefresh), func() {
+		It("re-opening refreshes the chain, keeps state and opening time, never lowers the attempt, and answers true", Rules(cli.RuleOpenTaskRefresh), Bound("client.open_task.refresh#attempt", spec.Below, spec.At, spec.Above), func() {
 			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: 3}, cli.KindRoot))).To(BeTrue())
 			fx.clock.Advance(time.Second)
-			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, ParentTask: "p2", Hop: 4, Attempt: 1}, cli.KindRelay))).To(BeTrue(),
+			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, ParentTask: "p2", Hop: 4, Attempt: 2}, cli.KindRelay))).To(BeTrue(),
 				because(cli.RuleOpenTaskRefresh, "a refresh writes the record"))
 			t := fx.task(taskA)
 			Expect(t.Kind).To(Equal(cli.KindRelay))
@@ -39,8 +40,10 @@ func clientTaskSpecs(fx *clientFixture) {
 			Expect(t.Attempt).To(Equal(int64(3)), because(cli.RuleOpenTaskRefresh, "the attempt never runs backwards"))
 			Expect(t.OpenedAt).To(keptAs(fx.at(0)), because(cli.RuleOpenTaskRefresh, "the opening time stays"))
 			Expect(t.State).To(Equal(cli.TaskPending))
-			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: 5}, cli.KindRoot))).To(BeTrue())
-			Expect(fx.task(taskA).Attempt).To(Equal(int64(5)))
+			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: 3}, cli.KindRoot))).To(BeTrue())
+			Expect(fx.task(taskA).Attempt).To(Equal(int64(3)), because(cli.RuleOpenTaskRefresh, "the stored attempt presented again stays"))
+			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: 4}, cli.KindRoot))).To(BeTrue())
+			Expect(fx.task(taskA).Attempt).To(Equal(int64(4)), because(cli.RuleOpenTaskRefresh, "an attempt one above is taken"))
 		})
 		It("re-opening a settled task keeps its verdict and settle time, and answers true", Rules(cli.RuleOpenTaskRefresh), func() {
 			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA}, cli.KindRoot))).To(BeTrue())
@@ -137,7 +140,7 @@ func clientTaskSpecs(fx *clientFixture) {
 	})
 
 	Describe("open_tasks", func() {
-		It("lists the tasks not settled, oldest opening first, then in the order opened, at most limit", Rules("client.open_tasks.order", cli.RuleTimePrecision), func() {
+		It("lists the tasks not settled, oldest opening first, then in the order opened, at most limit", Rules("client.open_tasks.order", cli.RuleOpenTasksLimit, cli.RuleTimePrecision), func() {
 			fx.clock.Advance(time.Second)
 			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: "zulu"}, cli.KindRoot))).To(BeTrue())
 			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: "alpha"}, cli.KindRoot))).To(BeTrue())
@@ -149,15 +152,32 @@ func clientTaskSpecs(fx *clientFixture) {
 			Expect(fx.openTasks(0)).To(Equal([]string{"earlier", "zulu", "alpha"}))
 			Expect(fx.openTasks(2)).To(Equal([]string{"earlier", "zulu"}))
 		})
-		It("reads 100 tasks for a limit of 0", Rules("client.open_tasks.order"), func() {
-			for i := range 101 {
-				Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: fmt.Sprintf("t-%03d", i)}, cli.KindRoot))).To(BeTrue())
-			}
-			got := fx.openTasks(0)
-			Expect(got).To(HaveLen(100))
-			Expect(got[99]).To(Equal("t-099"))
-			Expect(fx.openTasks(101)).To(HaveLen(101))
-		})
+		It("reads 100 tasks for a limit of 0 (of 99, 100 and 101 open), and at most 500 for any limit (499, 500 and 501 asked of 501 open)", Rules(cli.RuleOpenTasksLimit),
+			Bound("client.open_tasks.limit#default", spec.Below, spec.At, spec.Above), Bound("client.open_tasks.limit#cap", spec.Below, spec.At, spec.Above), func() {
+				const deflt, limitCap = "client.open_tasks.limit#default", "client.open_tasks.limit#cap"
+				opened := 0
+				fill := func(to int) {
+					GinkgoHelper()
+					for ; opened < to; opened++ {
+						Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: bulkID(opened)}, cli.KindRoot))).To(BeTrue())
+					}
+				}
+				read := func(limit uint32, want int, bound, what string) {
+					GinkgoHelper()
+					firstRows(fx.openTasks(limit), want, bound, fmt.Sprintf("%s, limit %d", what, limit))
+				}
+				fill(99)
+				read(0, 99, deflt, "99 open, one below the default")
+				fill(100)
+				read(0, 100, deflt, "100 open, at the default")
+				fill(101)
+				read(0, 100, deflt, "101 open, one above the default")
+				fill(501)
+				read(499, 499, limitCap, "501 open, one below the cap")
+				read(500, 500, limitCap, "501 open, at the cap")
+				read(501, 500, limitCap, "501 open, one above the cap")
+				read(math.MaxUint32, 500, limitCap, "501 open, the largest limit (which a backend narrowing it to 32 signed bits reads as -1, no limit to SQLite)")
+			})
 	})
 
 	Describe("task_is_known", func() {

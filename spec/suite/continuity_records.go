@@ -15,13 +15,13 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
 			Expect(fx.resolved(contID)).To(Equal(&cont.Record{Identity: contID, AgentRuntimeID: "rt-1", SessionID: contSession, CheckpointVersion: 3}))
 		})
-		It("accepts the stored fence again and a newer one", Rules("continuity.upsert_continuity_record.fence_not_lower"), func() {
+		It("accepts the stored fence again and a newer one", Rules("continuity.upsert_continuity_record.fence_not_lower"), Bound("continuity.upsert_continuity_record.fence_not_lower#fence", spec.At, spec.Above), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
 			fx.upsert(fx.rec(contID, contSecond, 0, 0), 4)
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
 			Expect(fx.resolved(contID).SessionID).To(Equal(contSession))
 		})
-		It("rejects a fence lower than the stored one with stale_fencing_token", Rules("continuity.upsert_continuity_record.fence_not_lower"), func() {
+		It("rejects a fence lower than the stored one with stale_fencing_token", Rules("continuity.upsert_continuity_record.fence_not_lower"), Bound("continuity.upsert_continuity_record.fence_not_lower#fence", spec.Below), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
 			before := fx.state()
 			fx.refused(before, fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSecond, 0, 0), 4), cont.ErrStaleFencingToken)
@@ -32,7 +32,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(9)))
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 8), cont.ErrStaleFencingToken)
 		})
-		It("rejects a lower generation with stale_continuity_generation, even with a newer fence", Rules("continuity.upsert_continuity_record.generation_not_lower"), func() {
+		It("rejects a lower generation with stale_continuity_generation, even with a newer fence", Rules("continuity.upsert_continuity_record.generation_not_lower"), Bound("continuity.upsert_continuity_record.generation_not_lower#generation", spec.Below), func() {
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 2)
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 3), cont.ErrStaleContinuityGeneration)
 		})
@@ -40,12 +40,14 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 5)
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 0), 4), cont.ErrStaleFencingToken)
 		})
-		It("accepts a higher generation", Rules("continuity.upsert_continuity_record.generation_not_lower"), func() {
+		It("accepts the stored generation again and a higher one", Rules("continuity.upsert_continuity_record.generation_not_lower"), Bound("continuity.upsert_continuity_record.generation_not_lower#generation", spec.At, spec.Above), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
-			fx.upsert(fx.rec(contID, contSecond, 2, 0), 2)
-			Expect(fx.resolved(contID).Generation).To(Equal(cont.Generation(2)))
+			fx.upsert(fx.rec(contID, contSecond, 0, 0), 2)
+			Expect(fx.resolved(contID).SessionID).To(Equal(contSecond), "the stored generation is accepted")
+			fx.upsert(fx.rec(contID, contSession, 1, 0), 3)
+			Expect(fx.resolved(contID).Generation).To(Equal(cont.Generation(1)), "a generation one above is accepted")
 		})
-		It("keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), func() {
+		It("keeps the stored checkpoint version within one generation when a lower one is presented (session rebind)", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), Bound("continuity.upsert_continuity_record.checkpoint_version_kept#version", spec.Below), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 10), 1)
 			fx.save(fx.write(contID, contSession, 0, 11, 2, "eleven"))
 			fx.upsert(fx.rec(contID, contSecond, 0, 10), 3)
@@ -53,10 +55,12 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(r.SessionID).To(Equal(contSecond))
 			Expect(r.CheckpointVersion).To(Equal(cont.CheckpointVersion(11)))
 		})
-		It("takes a higher checkpoint version within one generation", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), func() {
+		It("keeps the stored checkpoint version presented again, and takes one above it, within one generation", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), Bound("continuity.upsert_continuity_record.checkpoint_version_kept#version", spec.At, spec.Above), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 2), 1)
-			fx.upsert(fx.rec(contID, contSession, 0, 7), 1)
-			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(7)))
+			fx.upsert(fx.rec(contID, contSecond, 0, 2), 1)
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(2)), "the stored version presented again")
+			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(3)), "a version one above")
 		})
 		It("takes the presented checkpoint version in a new generation, even a lower one", Rules("continuity.upsert_continuity_record.checkpoint_version_kept"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 9), 1)
@@ -93,7 +97,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.upsert(attempt, 2)
 			fx.save(fx.write(contID, contSecond, 1, 1, 2, "attempt"))
 		})
-		It("restores the previous record and removes only the attempt generation's snapshots", Rules("continuity.rollback_continuity_record.restores"), func() {
+		It("restores the previous record and removes only the attempt generation's snapshots", Rules("continuity.rollback_continuity_record.restores"), Bound("continuity.rollback_continuity_record.fence_exact#fence", spec.At), func() {
 			Expect(fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2)).To(Succeed())
 			Expect(fx.resolved(contID)).To(Equal(&previous))
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("previous")))
@@ -105,11 +109,11 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(fx.loaded(contSecond)).To(BeNil())
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("previous")), "an older generation's snapshot is not the attempt's")
 		})
-		It("never clobbers a newer attempt: stale_fencing_token", Rules("continuity.rollback_continuity_record.fence_exact"), func() {
+		It("never clobbers a newer attempt: stale_fencing_token", Rules("continuity.rollback_continuity_record.fence_exact"), Bound("continuity.rollback_continuity_record.fence_exact#fence", spec.Below), func() {
 			fx.upsert(cont.Record{Identity: contID, AgentRuntimeID: "rt-newer", SessionID: "session-c", Generation: 2}, 3)
 			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 2), cont.ErrStaleFencingToken)
 		})
-		It("compares the fence exactly: a higher fence fails stale_fencing_token too", Rules("continuity.rollback_continuity_record.fence_exact"), func() {
+		It("compares the fence exactly: a higher fence fails stale_fencing_token too", Rules("continuity.rollback_continuity_record.fence_exact"), Bound("continuity.rollback_continuity_record.fence_exact#fence", spec.Above), func() {
 			fx.refused(fx.state(), fx.s.RollbackContinuityRecord(fx.ctx, attempt, &previous, 3), cont.ErrStaleFencingToken)
 		})
 		It("rejects an attempt whose runtime, session or generation is not current with stale_continuity_generation", Rules("continuity.rollback_continuity_record.attempt_current"), func() {
@@ -148,7 +152,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			fx.save(fx.write(contID, contSecond, 1, 1, 5, "gen 1"))
 			fx.upsert(fx.rec(contOther, "session-c", 0, 0), 9)
 		})
-		It("deletes the record and every snapshot of the identity, at the stored fence or a newer one", Rules("continuity.delete_continuity_record.deletes_all"), func() {
+		It("deletes the record and every snapshot of the identity, at the stored fence or a newer one", Rules("continuity.delete_continuity_record.deletes_all"), Bound("continuity.delete_continuity_record.fence_not_lower#fence", spec.At, spec.Above), func() {
 			Expect(fx.s.DeleteContinuityRecord(fx.ctx, contID, 5)).To(Succeed())
 			Expect(fx.resolved(contID)).To(BeNil())
 			Expect(fx.loaded(contSession)).To(BeNil())
@@ -157,7 +161,7 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			Expect(fx.s.DeleteContinuityRecord(fx.ctx, contOther, 10)).To(Succeed())
 			Expect(fx.resolved(contOther)).To(BeNil())
 		})
-		It("rejects a fence lower than the stored one with stale_fencing_token and keeps everything", Rules("continuity.delete_continuity_record.fence_not_lower"), func() {
+		It("rejects a fence lower than the stored one with stale_fencing_token and keeps everything", Rules("continuity.delete_continuity_record.fence_not_lower"), Bound("continuity.delete_continuity_record.fence_not_lower#fence", spec.Below), func() {
 			fx.refused(fx.state(), fx.s.DeleteContinuityRecord(fx.ctx, contID, 4), cont.ErrStaleFencingToken)
 		})
 	})

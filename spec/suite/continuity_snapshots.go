@@ -12,7 +12,7 @@ import (
 // deleted by revision.
 func continuitySnapshotSpecs(fx *continuityFixture) {
 	Describe("save_session_snapshot", func() {
-		It("saves the snapshot and moves the record's checkpoint version and fence with it", Rules("continuity.save_session_snapshot.saves_and_advances"), func() {
+		It("saves the snapshot and moves the record's checkpoint version and fence with it", Rules("continuity.save_session_snapshot.saves_and_advances"), Bound("continuity.save_session_snapshot.fence_not_lower#fence", spec.Above), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 3, "one"))
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("one")))
@@ -20,7 +20,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			Expect(fx.maxFence()).To(Equal(cont.FencingToken(3)))
 			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 1), 2), cont.ErrStaleFencingToken)
 		})
-		It("accepts the record's own fence", Rules("continuity.save_session_snapshot.fence_not_lower"), func() {
+		It("accepts the record's own fence", Rules("continuity.save_session_snapshot.fence_not_lower"), Bound("continuity.save_session_snapshot.fence_not_lower#fence", spec.At), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
 			fx.save(fx.write(contID, contSession, 0, 1, 4, "one"))
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("one")))
@@ -34,11 +34,11 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 1, "x")), cont.ErrNotFound)
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 2, 1, 1, "x")), cont.ErrNotFound)
 		})
-		It("rejects a fence lower than the record's with stale_fencing_token", Rules("continuity.save_session_snapshot.fence_not_lower"), func() {
+		It("rejects a fence lower than the record's with stale_fencing_token", Rules("continuity.save_session_snapshot.fence_not_lower"), Bound("continuity.save_session_snapshot.fence_not_lower#fence", spec.Below), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 4, "x")), cont.ErrStaleFencingToken)
 		})
-		It("rejects a checkpoint version not above the record's with stale_checkpoint_version", Rules("continuity.save_session_snapshot.version_must_advance"), func() {
+		It("rejects a checkpoint version not above the record's with stale_checkpoint_version", Rules("continuity.save_session_snapshot.version_must_advance"), Bound("continuity.save_session_snapshot.version_must_advance#version", spec.Below, spec.At, spec.Above), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 3, 1, "equal")), cont.ErrStaleCheckpointVersion)
 			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 2, 1, "lower")), cont.ErrStaleCheckpointVersion)
@@ -109,7 +109,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			cand = fx.write(contID, contSession, 0, 1, 1, "bytes")
 			fx.save(cand)
 		})
-		It("is true for the whole provenance tuple, the bytes and the record's current fence", Rules("continuity.session_snapshot_matches_current.whole_tuple"), func() {
+		It("is true for the whole provenance tuple, the bytes and the record's current fence", Rules("continuity.session_snapshot_matches_current.whole_tuple"), Bound("continuity.session_snapshot_matches_current.row_fence_is_provenance#row_fence", spec.At), func() {
 			Expect(matches(cand)).To(BeTrue())
 		})
 		It("is false when any part of the tuple or the bytes differ", Rules("continuity.session_snapshot_matches_current.whole_tuple"), func() {
@@ -126,13 +126,13 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 				Expect(matches(changed)).To(BeFalse(), "candidate %+v", changed)
 			}
 		})
-		It("is false for a stale fence once the record's fence moved, and true for the new one", Rules("continuity.session_snapshot_matches_current.row_fence_is_provenance"), func() {
+		It("is false for a stale fence once the record's fence moved, and true for the new one", Rules("continuity.session_snapshot_matches_current.row_fence_is_provenance"), Bound("continuity.session_snapshot_matches_current.row_fence_is_provenance#row_fence", spec.Below), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 1), 2)
 			Expect(matches(cand)).To(BeFalse())
 			cand.FencingToken = 2
 			Expect(matches(cand)).To(BeTrue(), "the snapshot's own fence is provenance and may precede the current one")
 		})
-		It("is false when the snapshot's fence is above the record's", Rules("continuity.session_snapshot_matches_current.row_fence_is_provenance"), func() {
+		It("is false when the snapshot's fence is above the record's", Rules("continuity.session_snapshot_matches_current.row_fence_is_provenance"), Bound("continuity.session_snapshot_matches_current.row_fence_is_provenance#row_fence", spec.Above), func() {
 			fx.save(fx.write(contOther, contSecond, 0, 1, 7, "ahead"))
 			fx.upsert(fx.rec(contOther, contSecond, 0, 1), 3)
 			Expect(matches(fx.write(contOther, contSecond, 0, 1, 3, "ahead"))).To(BeFalse())

@@ -27,7 +27,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 				CheckpointRef: res.CheckpointRef, Checkpoint: cm.Checkpoint, TokenLedger: cm.UsageDeltas,
 			}, "runtime.load_session.head")
 		})
-		It("moves the revision up by one per commit and makes the last checkpoint and config the head's", Rules("runtime.commit_runtime_state.revision", "runtime.commit_runtime_state.checkpoint", "runtime.commit_runtime_state.head_fields"), func() {
+		It("moves the revision up by one per commit and makes the last checkpoint and config the head's", Rules("runtime.commit_runtime_state.revision", "runtime.commit_runtime_state.checkpoint", "runtime.commit_runtime_state.head_fields"), Bound("runtime.commit_runtime_state.revision#step", spec.Above), func() {
 			l := fx.lease(worker)
 			for i, cp := range []string{"one", "two", "three"} {
 				Expect(fx.commit(fx.commitOf(l, cp)).HeadRevision).To(Equal(uint64(i + 1)))
@@ -41,7 +41,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			Expect(read.CheckpointRef).To(Equal(res.CheckpointRef), allowed("runtime.commit_runtime_state.checkpoint", "the ref the last commit answered, %s", res.CheckpointRef))
 			fx.expectSame(read.Config, spec.RawJSON(`{"model":"m-2"}`), "runtime.commit_runtime_state.head_fields")
 		})
-		It("accepts expected_head_revision equal to the stored revision, 0 before the first commit", Rules("runtime.commit_runtime_state.expected_revision"), func() {
+		It("accepts expected_head_revision equal to the stored revision, 0 before the first commit", Rules("runtime.commit_runtime_state.expected_revision"), Bound("runtime.commit_runtime_state.expected_revision#stored", spec.At), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.ExpectedHeadRevision = fx.u64(0)
@@ -49,7 +49,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			cm.ExpectedHeadRevision = fx.u64(1)
 			Expect(fx.commit(cm).HeadRevision).To(Equal(uint64(2)))
 		})
-		It("rejects any other expected_head_revision with head_revision_conflict and leaves no trace", Rules("runtime.commit_runtime_state.expected_revision", "runtime.failure_leaves_no_trace"), func() {
+		It("rejects any other expected_head_revision with head_revision_conflict and leaves no trace", Rules("runtime.commit_runtime_state.expected_revision", "runtime.failure_leaves_no_trace"), Bound("runtime.commit_runtime_state.expected_revision#stored", spec.Below, spec.Above), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.ExpectedHeadRevision = fx.u64(1)
@@ -79,7 +79,7 @@ func runtimeCommitSpecs(fx *runtimeFixture) {
 			Expect(fx.s.ReleaseSessionExecutionLease(fx.ctx, l.Fence())).To(Succeed())
 			fx.refusedCommit(fx.commitOf(l, "second"), rt.ErrSessionExecutionLeaseExpired)
 		})
-		It("commits 1ms before the lease expires, and fails session_execution_lease_expired at expiry and after", Rules("runtime.commit_runtime_state.lease_live", "runtime.expiry"), func() {
+		It("commits 1ms before the lease expires, and fails session_execution_lease_expired at expiry and after", Rules("runtime.commit_runtime_state.lease_live", "runtime.expiry"), Bound("runtime.expiry#expiry", spec.Below, spec.At, spec.Above), func() {
 			l := fx.lease(worker)
 			fx.advance(leaseTTL - 1)
 			fx.commit(fx.commitOf(l, "in time"))

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/spec"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -26,14 +27,14 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			fx.advance(leaseTTL - 1)
 			Expect(fx.tryClaim(rival)).To(BeNil(), "the extended lease is live past the first expiry")
 		})
-		It("answers no lease to another owner while the lease is live, up to 1ms before its expiry, and changes nothing", Rules("runtime.try_claim_session_execution_lease.other_owner", "runtime.expiry"), func() {
+		It("answers no lease to another owner while the lease is live, up to 1ms before its expiry, and changes nothing", Rules("runtime.try_claim_session_execution_lease.other_owner", "runtime.expiry"), Bound("runtime.expiry#expiry", spec.Below), func() {
 			l := fx.lease(worker)
 			Expect(fx.tryClaim(rival)).To(BeNil())
 			fx.advance(leaseTTL - 1)
 			Expect(fx.tryClaim(rival)).To(BeNil())
 			fx.commit(fx.commitOf(l, "cp"))
 		})
-		It("treats a lease whose expiry equals now as not live: another owner wins it with the next fencing token", Rules("runtime.expiry", "runtime.try_claim_session_execution_lease.grant"), func() {
+		It("treats a lease whose expiry equals now as not live: another owner wins it with the next fencing token", Rules("runtime.expiry", "runtime.try_claim_session_execution_lease.grant"), Bound("runtime.expiry#expiry", spec.At), Bound("runtime.try_claim_session_execution_lease.grant#step", spec.Above), func() {
 			l := fx.lease(worker)
 			fx.advance(leaseTTL)
 			won := fx.tryClaim(rival)
@@ -42,7 +43,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			Expect(won.LeaseToken).NotTo(Equal(l.LeaseToken))
 			fx.refusedCommit(fx.commitOf(l, "cp"), rt.ErrSessionExecutionLeaseExpired)
 		})
-		It("grants the same owner a new lease after expiry: a new token, the next fencing token, claimed at now", Rules("runtime.try_claim_session_execution_lease.grant"), func() {
+		It("grants the same owner a new lease after expiry: a new token, the next fencing token, claimed at now", Rules("runtime.try_claim_session_execution_lease.grant"), Bound("runtime.try_claim_session_execution_lease.grant#step", spec.Above), func() {
 			l := fx.lease(worker)
 			fx.advance(leaseTTL + 1)
 			again := fx.lease(worker)
@@ -52,7 +53,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			_, err := fx.s.RenewSessionExecutionLease(fx.ctx, l.Fence(), leaseTTL)
 			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), "the old fence lost its authority")
 		})
-		It("keeps counting fencing tokens across releases", Rules("runtime.try_claim_session_execution_lease.fence_survives_release"), func() {
+		It("keeps counting fencing tokens across releases", Rules("runtime.try_claim_session_execution_lease.fence_survives_release"), Bound("runtime.try_claim_session_execution_lease.grant#step", spec.Above), func() {
 			l := fx.lease(worker)
 			Expect(fx.s.ReleaseSessionExecutionLease(fx.ctx, l.Fence())).To(Succeed())
 			l2 := fx.lease(rival)
@@ -85,7 +86,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			fx.advance(leaseTTL - 1)
 			Expect(fx.tryClaim(rival)).To(BeNil(), "the renewed lease is live past the first expiry")
 		})
-		It("renews 1ms before expiry, and fails session_execution_lease_expired exactly at expiry and after", Rules("runtime.renew_session_execution_lease.live_match", "runtime.expiry"), func() {
+		It("renews 1ms before expiry, and fails session_execution_lease_expired exactly at expiry and after", Rules("runtime.renew_session_execution_lease.live_match", "runtime.expiry"), Bound("runtime.expiry#expiry", spec.Below, spec.At, spec.Above), func() {
 			l := fx.lease(worker)
 			fx.advance(leaseTTL - 1)
 			_, err := fx.s.RenewSessionExecutionLease(fx.ctx, l.Fence(), leaseTTL)

@@ -88,12 +88,28 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("claim_ready_queued_work", func() {
-		It("claims nothing when max_batches is 0, even without a live lease", Rules("runtime.claim_ready_queued_work.max_zero"), func() {
+		It("claims nothing when max_batches is 0, even without a live lease, and the first batch when it is 1", Rules("runtime.claim_ready_queued_work.max_zero"), Bound("runtime.claim_ready_queued_work.max_zero#zero", spec.At, spec.Above), func() {
+			first := fx.mergeable()
 			fx.mergeable()
 			c, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, rt.SessionExecutionLeaseFence{SessionID: rtSession}, worker, rt.BoundaryTurn, claimTTL, 0)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(c).To(BeNil())
-			Expect(fx.pending()).To(HaveLen(1))
+			Expect(fx.pending()).To(HaveLen(2))
+			Expect(fx.claimed(fx.claimWork(fx.lease(worker), worker, 1))).To(Equal([]string{first.BatchID}), "max_batches 1, one above 0")
+		})
+		It("claims at most max_batches: all of one fewer or of max_batches claimable batches, the first max_batches of one more", Rules("runtime.claim_ready_queued_work.prefix"), Bound("runtime.claim_ready_queued_work.prefix#max_batches", spec.Below, spec.At, spec.Above), func() {
+			l := fx.lease(worker)
+			b := []rt.QueuedWorkBatch{fx.mergeable(), fx.mergeable(), fx.mergeable()}
+			ids := fx.batchIDs(b)
+			for _, tc := range []struct {
+				max  int
+				side string
+				want []string
+			}{{4, "one fewer claimable than max_batches", ids}, {3, "max_batches claimable", ids}, {2, "one more claimable than max_batches", ids[:2]}} {
+				c := fx.claimWork(l, worker, tc.max)
+				Expect(fx.claimed(c)).To(Equal(tc.want), allowed("runtime.claim_ready_queued_work.prefix#max_batches", "%s, max_batches %d: %d batches", tc.side, tc.max, len(tc.want)))
+				Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *c)).To(Succeed())
+			}
 		})
 		It("requires the session's live lease: any other fails session_execution_lease_expired and claims nothing", Rules("runtime.claim_ready_queued_work.lease_live"), func() {
 			l := fx.lease(worker)
@@ -110,7 +126,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		It("claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one",
 			Rules("runtime.claim_ready_queued_work.candidates", "runtime.claim_ready_queued_work.prefix", "runtime.claim_ready_queued_work.batch_fence",
 				"runtime.claim_ready_queued_work.claim_lease", "runtime.claim_ready_queued_work.claim_fence",
-				"runtime.claim_ready_queued_work.answered_batches"), func() {
+				"runtime.claim_ready_queued_work.answered_batches"), Bound("runtime.claim_ready_queued_work.batch_fence#step", spec.Above), func() {
 				l := fx.lease(worker)
 				b1, b2, b3 := fx.mergeable(), fx.mergeable(), fx.mergeable()
 				f0 := b1.ClaimFencingToken
@@ -128,21 +144,23 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				Expect([]uint64{queue[0].ClaimFencingToken, queue[1].ClaimFencingToken, queue[2].ClaimFencingToken}).To(Equal([]uint64{f0 + 1, f0 + 1, f0}))
 				Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b3.BatchID}))
 			})
-		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is", Rules("runtime.claim_ready_queued_work.candidates"), func() {
+		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is, and after it", Rules("runtime.claim_ready_queued_work.candidates"), Bound("runtime.claim_ready_queued_work.candidates#available_at", spec.Below, spec.At, spec.Above), func() {
 			l := fx.lease(worker)
 			d := fx.draft(rt.SlotMergeable, "k")
 			d.AvailableAtMs = fx.now() + 500
-			delayed := fx.enqueue(d)
+			delayed, later := fx.enqueue(d), fx.enqueue(d)
 			ready := fx.mergeable()
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{ready.BatchID}), "delayed work does not block ready work")
 			fx.advance(499)
 			Expect(fx.claimWork(l, worker, 10)).To(BeNil())
 			fx.advance(1)
-			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{delayed.BatchID}))
+			Expect(fx.claimed(fx.claimWork(l, worker, 1))).To(Equal([]string{delayed.BatchID}), "at available_at")
+			fx.advance(1)
+			Expect(fx.claimed(fx.claimWork(l, worker, 1))).To(Equal([]string{later.BatchID}), "1ms after available_at")
 		})
 		It("does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",
 			Rules("runtime.claim_ready_queued_work.candidates", "runtime.expiry", "runtime.claim_ready_queued_work.batch_fence", "runtime.claim_ready_queued_work.claim_fence",
-				"runtime.claim_ready_queued_work.answered_batches"), func() {
+				"runtime.claim_ready_queued_work.answered_batches"), Bound("runtime.expiry#expiry", spec.Below, spec.At), Bound("runtime.claim_ready_queued_work.batch_fence#step", spec.Above), func() {
 				l := fx.lease(worker)
 				b := fx.mergeable()
 				f0 := b.ClaimFencingToken
@@ -355,7 +373,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.cancel(rtSession, b.BatchID)).To(Equal(&b))
 			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{other}))
 		})
-		It("keeps a batch a live claim holds and answers none, until the claim's expiry", Rules("runtime.cancel_queued_work_batch.free_only", "runtime.expiry"), func() {
+		It("keeps a batch a live claim holds and answers none, until the claim's expiry", Rules("runtime.cancel_queued_work_batch.free_only", "runtime.expiry"), Bound("runtime.expiry#expiry", spec.Below, spec.At), func() {
 			l := fx.lease(worker)
 			b := fx.mergeable()
 			fx.claimWork(l, worker, 1)
