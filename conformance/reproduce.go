@@ -16,6 +16,8 @@ type lines interface {
 	sim(store string, seed int64) string
 	// replay runs a saved schedule again ("" when no command can).
 	replay(schedule string) string
+	// widen names what runs more seeds ("--seeds").
+	widen() string
 }
 
 // commandLines are storecheck's command lines for a run of cfg against
@@ -93,6 +95,8 @@ func (l commandLines) sim(store string, seed int64) string {
 		store, seed, backendSuffix(l.backend))
 }
 
+func (commandLines) widen() string { return "--seeds" }
+
 func (l commandLines) replay(schedule string) string {
 	return "storecheck replay" + changing(l.cfg, "reply-timeout") + " " + shellQuote(schedule) + backendSuffix(l.backend)
 }
@@ -158,6 +162,7 @@ func (l configLines) linearize(store string, seed int64) string {
 }
 func (l configLines) sim(store string, seed int64) string { return l.line(LayerSim, store, seed) }
 func (configLines) replay(string) string                  { return "" }
+func (configLines) widen() string                         { return "Config.Seeds" }
 
 // goTestLines are the go test lines of a check run by Test: the package,
 // -run narrowed to the check's subtest (test/layer/store), the seed, and
@@ -185,3 +190,5 @@ func (l goTestLines) sim(store string, seed int64) string { return l.line(LayerS
 // replay: a schedule of a store in a test's process is replayed by its
 // seed, the go test line; the command cannot reach that store.
 func (goTestLines) replay(string) string { return "" }
+
+func (goTestLines) widen() string { return "-" + flagSeeds }

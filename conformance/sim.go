@@ -68,7 +68,7 @@ func (r *runner) simulate() error {
 		if err != nil {
 			return &BackendError{err}
 		}
-		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, yielded, crashed, len(seeds))...)
+		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, yielded, crashed, len(seeds), r.lines.widen())...)
 		if oneProcess != "" {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
@@ -151,8 +151,9 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 // why: a capability the backend lacks (no crash points: processes are
 // killed, never crashed inside an operation; no yield point reached:
 // operations interleave whole), and each rare event no run reached, with
-// the capability it needs or the rarity that kept it away.
-func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded, crashed bool, seeds int) []string {
+// the capability it needs or the rarity that kept it away (widen names
+// what runs more seeds).
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded, crashed bool, seeds int, widen string) []string {
 	var notes []string
 	if seeds == 0 {
 		return nil
@@ -166,7 +167,7 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded
 		notes = append(notes, store+": "+u)
 	}
 	for _, e := range c.Missing(rare) {
-		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: --seeds)", seeds)
+		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: %s)", seeds, widen)
 		// Both are an armed crash point firing: inside the operation, or
 		// after its commit.
 		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {

@@ -184,7 +184,7 @@ func TestSimReproducesEveryRacyBugFromOneSeed(t *testing.T) {
 func TestAnEventOutOfReachOfADeclaredChoiceSaysWhy(t *testing.T) {
 	st, _ := stores.Lookup("continuity")
 	note := func(caps spec.Capabilities) string {
-		for _, n := range unexplored(st, caps, sim.Coverage{}, true, true, 8) {
+		for _, n := range unexplored(st, caps, sim.Coverage{}, true, true, 8, "--seeds") {
 			if strings.Contains(n, model.EventSnapshotDeletedAtRevision) {
 				return n
 			}
@@ -237,5 +237,20 @@ func TestRandomLayersCatchTheBugsOfTheNewlyReachedCells(t *testing.T) {
 				t.Errorf("storecheck linearize --seed 1: %s %s, want failed", c.Outcome, c.Message)
 			}
 		})
+	}
+}
+
+// A rare event no seed reached says how to run more seeds the way the run
+// was started: a flag of the command, or one of go test.
+func TestARareEventNamesHowToWidenTheSweep(t *testing.T) {
+	st, _ := stores.Lookup("runtime")
+	for _, c := range []struct {
+		l    lines
+		want string
+	}{{Config{}.commandLines(nil), "(a longer sweep may: --seeds)"}, {goTestLines{test: "T", pkg: "./x"}, "(a longer sweep may: -storecheck.seeds)"}} {
+		notes := unexplored(st, spec.Capabilities{}, sim.Coverage{}, true, true, 8, c.l.widen())
+		if len(notes) == 0 || !strings.Contains(notes[0], c.want) {
+			t.Errorf("%T: %q; want %q", c.l, notes, c.want)
+		}
 	}
 }
