@@ -70,7 +70,7 @@ func init() {
 			options: []string{"check-timeout"}},
 		{name: "sim", backend: true, run: simulation,
 			summary: "the deterministic simulator: seeded schedules of clients, clock jumps and\ncrashes, checked step by step; failures shrunk and saved",
-			options: []string{"store", "seed", "seeds", "shard", "steps", "clients", "processes", "workers", "shrink", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
+			options: []string{"store", "seed", "seeds", "shard", "steps", "clients", "processes", "power-cuts", "workers", "shrink", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
 		{name: "replay", backend: true, positional: "SCHEDULE.json", nargs: 1, run: replay,
 			summary: "run a saved (shrunk) schedule again",
 			options: []string{"reply-timeout"}},

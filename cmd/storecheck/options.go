@@ -67,6 +67,7 @@ var options = []option{
 	{name: "duration", kind: kindDuration, arg: "D", def: "0s", help: "stop a history early when it has run this long (0s: no limit)"},
 	{name: "steps", kind: kindInt, arg: "N", def: strconv.Itoa(simDefaults.Steps), help: "steps of a simulated schedule"},
 	{name: "processes", kind: kindInt, arg: "N", def: strconv.Itoa(simDefaults.Processes), help: "backend processes the simulated clients are spread over"},
+	{name: "power-cuts", kind: kindBool, def: "true", help: "cut the power in simulated runs, losing what the backend never synced, on a forgetful FUSE file system (default true; --power-cuts=false runs without, as a machine without FUSE does)"},
 	{name: "shrink", kind: kindInt, arg: "RUNS", def: "2000", help: "runs spent shrinking a failing schedule (0: do not shrink)"},
 	{name: "workers", kind: kindInt, arg: "N", def: "0", help: "seeds (or selftest backends) checked at once (0: one per CPU)"},
 	{name: "bugs", arg: "LIST", help: "selftest only these deliberate bugs, comma-separated (default: every bug of the stores asked for); the reference is checked too"},

@@ -17,7 +17,11 @@ func changing(f *flags, names ...string) string {
 	var b strings.Builder
 	for _, name := range names {
 		o, _ := optionNamed(name)
-		if v := f.str(name); v != o.def {
+		switch v := f.str(name); {
+		case v == o.def:
+		case o.kind == kindBool:
+			fmt.Fprintf(&b, " --%s=%s", name, v)
+		default:
 			fmt.Fprintf(&b, " --%s %s", name, shellQuote(v))
 		}
 	}

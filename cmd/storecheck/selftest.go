@@ -260,7 +260,7 @@ func (st selftestRun) check(b bugs.Bug, names []string, every bool) map[string]v
 				var firstFail time.Duration
 				failed := false
 				sim.Sweep(context.Background(), subject(s), sim.InProcess(ref, name), st.seeds,
-					sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
+					sim.Params{PowerCuts: true}, 1, sim.ScratchDir(), func(r sim.Result) {
 						if r.Failure != nil && !failed {
 							failed, firstFail = true, time.Since(start)
 						}

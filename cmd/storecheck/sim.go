@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,11 +37,11 @@ func simulation(inv invocation) int {
 	if !f.atLeastOne(stderr, "steps", "clients", "processes") {
 		return exitUsage
 	}
-	params := sim.Params{Steps: f.num("steps"), Clients: f.num("clients"), Processes: f.num("processes")}
+	params := sim.Params{Steps: f.num("steps"), Clients: f.num("clients"), Processes: f.num("processes"), PowerCuts: f.on("power-cuts")}
 	failFast, shrinkBudget, reportDir, timeout := f.on("fail-fast"), f.num("shrink"), f.str("report-dir"), f.dur("reply-timeout")
 
 	// The command that reproduces one seed, as the report prints it.
-	base := "storecheck sim" + changing(f, "steps", "clients", "processes", "reply-timeout")
+	base := "storecheck sim" + changing(f, "steps", "clients", "processes", "power-cuts", "reply-timeout")
 	suffix := backendSuffix(command)
 
 	result := reports.Run{Tool: "storecheck", Backend: ref.Info().Name, Seed: sr.First, Command: "storecheck sim " + strings.Join(f.line, " ") + suffix}
@@ -85,11 +86,13 @@ func simulation(inv invocation) int {
 		subj := subjectFor(st, caps)
 		coverage := sim.Coverage{}
 		var yielded, crashed bool
+		noPower := ""
 		err := sim.Sweep(context.Background(), subj, backend, seedList, params, f.num("workers"), sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
 			yielded, crashed = yielded || res.Yielded, crashed || res.CrashPoints
+			noPower = res.NoPowerCuts
 			c := reports.Check{Store: name, Layer: "sim", Name: fmt.Sprintf("seed %d", res.Schedule.Seed), Outcome: reports.Passed,
 				Reproduce: fmt.Sprintf("%s --store %s --seed %d%s", base, name, res.Schedule.Seed, suffix)}
 			if res.Failure != nil {
@@ -112,7 +115,7 @@ func simulation(inv invocation) int {
 			fmt.Fprintf(stderr, "storecheck sim: the %s sweep did not reach: %s\n", name, strings.Join(missing, "; "))
 		}
 		writeCoverage(stdout, name, coverage, rareEvents(st))
-		result.Notes = append(result.Notes, unexplored(st, caps, coverage, yielded, crashed, len(seedList))...)
+		result.Notes = append(result.Notes, unexplored(st, caps, coverage, sim.Result{Yielded: yielded, CrashPoints: crashed, NoPowerCuts: noPower}, len(seedList))...)
 		result.Coverage = append(result.Coverage, st.Coverage("sim", "seeds "+sr.String()+shardText(sh), coverage))
 	}
 	progress.Stop()
@@ -163,9 +166,10 @@ func shrinkAndSave(subj sim.Subject, b sim.Backend, res sim.Result, budget int, 
 // unexplored says what a store's sweep of seeds runs did not explore, and
 // why: a capability the backend lacks (no crash points: processes are
 // killed, never crashed inside an operation; no yield point reached:
-// operations interleave whole), and each rare event no run reached, with
+// operations interleave whole), power loss where it could not be cut (what
+// sweep, summing the runs, says), and each rare event no run reached, with
 // the capability it needs or the rarity that kept it away.
-func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded, crashed bool, seeds int) []string {
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep sim.Result, seeds int) []string {
 	var notes []string
 	if seeds == 0 {
 		return nil
@@ -175,15 +179,18 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded
 	if st.Unexplorable != nil {
 		chosen = st.Unexplorable(caps)
 	}
-	for _, u := range (sim.Result{Yielded: yielded, CrashPoints: crashed}).Unexplored() {
+	for _, u := range sweep.Unexplored() {
 		notes = append(notes, store+": "+u)
 	}
 	for _, e := range c.Missing(rare) {
 		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: --seeds)", seeds)
 		// Both are an armed crash point firing: inside the operation, or
 		// after its commit.
-		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {
+		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !sweep.CrashPoints {
 			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points)"
+		}
+		if e == sim.EventPowerCut && sweep.NoPowerCuts != "" {
+			continue // the note above says why
 		}
 		if r, ok := chosen[e]; ok {
 			why = r
@@ -226,6 +233,10 @@ func replay(inv invocation) int {
 		backend = sim.Exec(execOptions(command, f.dur("reply-timeout")), s.Store)
 	}
 	res, err := sim.Run(context.Background(), subjectFor(st, s.Capabilities), backend, s, sim.ScratchDir())
+	if errors.Is(err, sim.ErrNoPowerLoss) {
+		fmt.Fprintf(stderr, "storecheck replay: %v; the replay is not run\n", err)
+		return exitInconclusive
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		return exitBackend

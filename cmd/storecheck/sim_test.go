@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -152,7 +153,14 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 			if len(rareEvents(k)) == 0 {
 				t.Fatal("the store names no rare events")
 			}
-			if missing := cov.Missing(rareEvents(k)); len(missing) > 0 {
+			want := rareEvents(k)
+			if why := noPowerCuts(k); why != "" {
+				// Where no FUSE mount can be made the sweep cuts no
+				// power, and says why: the one event it may miss.
+				t.Logf("power loss not explored: %s", why)
+				want = slices.DeleteFunc(want, func(e string) bool { return e == sim.EventPowerCut })
+			}
+			if missing := cov.Missing(want); len(missing) > 0 {
 				t.Fatalf("the default sweep never reached: %s", strings.Join(missing, "; "))
 			}
 		})
@@ -161,33 +169,51 @@ func TestDefaultSweepReachesEveryRareEvent(t *testing.T) {
 
 // sweeps are the default sweep of each store against the reference, run
 // once for the tests that read what it reached.
-var sweeps sync.Map // store name -> func() (sim.Coverage, []string)
+var sweeps sync.Map // store name -> func() swept
 
 // defaultSweep is what the simulator's default sweep ("storecheck sim":
-// seeds 1..100, sim.Params' defaults) of store k reached against the
-// reference; the test fails if the reference was flagged.
+// seeds 1..100, sim.Params' defaults, power cuts on) of store k reached
+// against the reference; the test fails if the reference was flagged.
 func defaultSweep(t *testing.T, k stores.Store) sim.Coverage {
 	t.Helper()
-	once, _ := sweeps.LoadOrStore(k.Name(), sync.OnceValues(func() (sim.Coverage, []string) {
-		cov, flagged := sim.Coverage{}, []string{}
-		backend := sim.InProcess(stores.Reference(), k.Name())
-		err := sim.Sweep(context.Background(), subject(k), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{}, 1, sim.ScratchDir(),
-			func(r sim.Result) {
-				if r.Failure != nil {
-					flagged = append(flagged, fmt.Sprintf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure))
-				}
-				cov.Add(r)
-			}, nil)
-		if err != nil {
-			flagged = append(flagged, err.Error())
-		}
-		return cov, flagged
-	}))
-	cov, flagged := once.(func() (sim.Coverage, []string))()
+	cov, flagged, _ := sweepOf(k)
 	if len(flagged) > 0 {
 		t.Fatal(strings.Join(flagged, "\n"))
 	}
 	return cov
+}
+
+// noPowerCuts is why the default sweep of store k cut no power ("" when it
+// did).
+func noPowerCuts(k stores.Store) string {
+	_, _, why := sweepOf(k)
+	return why
+}
+
+func sweepOf(k stores.Store) (sim.Coverage, []string, string) {
+	type swept struct {
+		cov     sim.Coverage
+		flagged []string
+		noPower string
+	}
+	once, _ := sweeps.LoadOrStore(k.Name(), sync.OnceValue(func() swept {
+		w := swept{cov: sim.Coverage{}}
+		backend := sim.InProcess(stores.Reference(), k.Name())
+		err := sim.Sweep(context.Background(), subject(k), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{PowerCuts: true}, 1, sim.ScratchDir(),
+			func(r sim.Result) {
+				if r.Failure != nil {
+					w.flagged = append(w.flagged, fmt.Sprintf("seed %d: the reference was flagged: %v", r.Schedule.Seed, r.Failure))
+				}
+				w.noPower = r.NoPowerCuts
+				w.cov.Add(r)
+			}, nil)
+		if err != nil {
+			w.flagged = append(w.flagged, err.Error())
+		}
+		return w
+	}))
+	w := once.(func() swept)()
+	return w.cov, w.flagged, w.noPower
 }
 
 // The racy bugs of the corpus (a check read outside the write transaction,

@@ -78,7 +78,7 @@ func (t ownProcess) Close() error { return errors.Join(t.Target.Close(), t.e.Clo
 // rareEvents are what the default sweep of store s must reach: its model's
 // events and the simulator's own.
 func rareEvents(s stores.Store) []string {
-	return append(slices.Clone(s.Events), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill)
+	return append(slices.Clone(s.Events), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill, sim.EventPowerCut)
 }
 
 // subject is store s as the simulator needs it (the crash points are the

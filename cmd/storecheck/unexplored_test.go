@@ -16,7 +16,7 @@ import (
 func TestAnEventOutOfReachOfADeclaredChoiceSaysWhy(t *testing.T) {
 	st, _ := stores.Lookup("continuity")
 	note := func(caps spec.Capabilities) string {
-		for _, n := range unexplored(st, caps, sim.Coverage{}, true, true, 8) {
+		for _, n := range unexplored(st, caps, sim.Coverage{}, sim.Result{Yielded: true, CrashPoints: true}, 8) {
 			if strings.Contains(n, model.EventSnapshotDeletedAtRevision) {
 				return n
 			}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/sim"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// durabilityBugs are the reference with SQLite's synchronous lowered, each
+// store's: only a power cut shows them.
+var durabilityBugs = []bugs.Bug{
+	bugs.RuntimeSynchronousOff, bugs.RuntimeWALSynchronousNormal,
+	bugs.ClientSynchronousOff, bugs.ClientWALSynchronousNormal,
+	bugs.ContinuitySynchronousOff, bugs.ContinuityWALSynchronousNormal,
+}
+
+func init() {
+	power := map[string]string{
+		"runtime":    "runtime power loss keeps every commit, lease, batch and meta it acknowledged through a power cut that loses everything it never synced",
+		"client":     "client power loss finds everything it acknowledged after a power cut that loses everything it never synced",
+		"continuity": "continuity power loss keeps every record, snapshot and fence it acknowledged through a power cut that loses everything it never synced",
+	}
+	for _, b := range durabilityBugs {
+		expectedFailures[b] = []string{power[b.Store()]}
+	}
+}
+
+// The default sweep catches each durability bug through a power cut (the
+// failure names the rule that holds acknowledged writes across one), and
+// with power cuts off the same seed passes: it is the power cut that finds
+// them. STORECHECK_FULL_TESTS=1 runs the whole default sweep with power
+// cuts off and sees it pass.
+func TestPowerCutsCatchTheDurabilityBugs(t *testing.T) {
+	for _, b := range durabilityBugs {
+		t.Run(b.Name(), func(t *testing.T) {
+			t.Parallel()
+			k, _ := stores.Lookup(b.Store())
+			backend := sim.InProcess(stores.Backend(stores.Options{Bug: b}), k.Name())
+			var caught *sim.Failure
+			var seed int64
+			noPower := ""
+			err := sim.Sweep(context.Background(), subject(k), backend, sim.DefaultSeeds.Seeds(sim.Shard{}), sim.Params{PowerCuts: true}, 1, sim.ScratchDir(),
+				func(r sim.Result) {
+					noPower = r.NoPowerCuts
+					if r.Failure != nil && caught == nil {
+						caught, seed = r.Failure, r.Schedule.Seed
+					}
+				}, func() bool { return caught != nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if noPower != "" {
+				t.Fatalf("power loss not explored: %s", noPower)
+			}
+			if caught == nil {
+				t.Fatalf("the default sweep (%s) with power cuts never caught %s", sim.DefaultSeeds, b.Name())
+			}
+			if caught.AfterPowerCut != spec.PowerLossRule(k.Name()) {
+				t.Errorf("seed %d failed with no power cut before it: %v", seed, caught)
+			}
+			t.Logf("caught at seed %d: %v", seed, caught)
+			seeds := []int64{seed}
+			if fullTests() {
+				seeds = sim.DefaultSeeds.Seeds(sim.Shard{})
+			}
+			err = sim.Sweep(context.Background(), subject(k), backend, seeds, sim.Params{}, 1, sim.ScratchDir(), func(r sim.Result) {
+				if r.Failure != nil {
+					t.Errorf("with power cuts off, seed %d failed: %v", r.Schedule.Seed, r.Failure)
+				}
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
