@@ -124,7 +124,6 @@ func mount(l *lossy, dir string) (*fuse.Server, error) {
 		// drops it: the kernel need not drop it whenever it sees a new
 		// mtime (which it would after every write).
 		ExplicitDataCacheControl: true,
-		Debug:                    os.Getenv("LOSSYFS_DEBUG") != "",
 	}}
 	server, err := gofs.Mount(dir, root, opts)
 	if err != nil {
