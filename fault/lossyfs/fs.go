@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -479,8 +480,17 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		return fs.ToErrno(err)
 	}
 	out.FromStat(&st)
+	// The attributes stay good as long as a getattr's would: SQLite, as
+	// root, chowns every -wal and -shm it opens to their own owner, and
+	// fstats them next.
+	out.SetTimeout(attrTimeout)
 	return 0
 }
+
+// attrTimeout is how long the kernel may keep names and attributes: every
+// change but a cut's goes through it, and a thaw drops what a cut made
+// stale.
+const attrTimeout = time.Second
 
 // handle is an open file. It implements the file operations a FUSE
 // handle may have, minus passthrough (which would hand the kernel the

@@ -109,10 +109,8 @@ func mount(l *lossy, dir string) (*fuse.Server, error) {
 	data := &gofs.LoopbackRoot{Path: l.backing, Dev: uint64(st.Dev)}
 	root := &node{LoopbackNode: &gofs.LoopbackNode{RootData: data}, l: l}
 	data.RootNode = root
-	// The kernel may cache names and attributes: every change but a cut's
-	// goes through it, and a thaw drops what a cut made stale.
-	second := time.Second
-	opts := &gofs.Options{EntryTimeout: &second, AttrTimeout: &second, NegativeTimeout: &second, MountOptions: fuse.MountOptions{
+	timeout := attrTimeout
+	opts := &gofs.Options{EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &timeout, MountOptions: fuse.MountOptions{
 		FsName: "storecheck-lossyfs", Name: "lossyfs",
 		// As root, mount(2) itself; else fusermount3.
 		DirectMount: true,
