@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
@@ -76,5 +79,26 @@ func TestPowerCutsCatchTheDurabilityBugs(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// Over the wire (one "storecheck serve" per simulated process, all killed
+// at the cut) the simulator catches the reference in WAL with
+// synchronous=NORMAL through a power cut too, and the shrunk schedule it
+// saves replays the failure over the wire and passes against the correct
+// reference.
+func TestPowerCutsCatchUnsyncedCommitsOverTheWire(t *testing.T) {
+	dir := t.TempDir()
+	const bug = "bug:continuity_wal_synchronous_normal"
+	out, errs, code := storecheck(t, bug, "sim", "--store", "continuity", "--seed", "5", "--shrink", "100", "--report-dir", dir, "--quiet", "--", os.Args[0], "serve")
+	if code != exitFailed || !strings.Contains(out, "after the power cut at step") {
+		t.Fatalf("exit %d, want %d, failing after a power cut\n%s\n%s", code, exitFailed, out, errs)
+	}
+	schedule := filepath.Join(dir, "sim-continuity-seed-5", "schedule.json")
+	if out, errs, code := storecheck(t, bug, "replay", schedule, "--", os.Args[0], "serve"); code != exitFailed || !strings.Contains(out, "cut the power") {
+		t.Fatalf("replay over the wire against the bug: exit %d\n%s\n%s", code, out, errs)
+	}
+	if out, errs, code := storecheck(t, "file", "replay", schedule, "--", os.Args[0], "serve"); code != exitPassed {
+		t.Fatalf("replay over the wire against the reference: exit %d\n%s\n%s", code, out, errs)
 	}
 }

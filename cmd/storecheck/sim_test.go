@@ -50,15 +50,23 @@ var traceHash = regexp.MustCompile(`(?m)^ok: \d+ steps, trace ([0-9a-f]{64})$`)
 
 // One schedule gives one trace, byte for byte, run twice through the exec
 // adapter against "storecheck serve" (a real process per simulated process,
-// killed and crashed for real), and the same trace in process.
+// killed and crashed for real, its power cut for real), and the same trace
+// in process.
 func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 	k, _ := stores.Lookup("continuity")
-	for _, seed := range []int64{3, 11} {
+	for _, tc := range []struct {
+		seed      int64
+		powerCuts bool
+	}{{3, false}, {11, false}, {5, true}} {
+		seed := tc.seed
 		path := filepath.Join(t.TempDir(), "schedule.json")
 		backend := sim.InProcess(stores.Reference(), k.Name())
-		explored, err := sim.Explore(context.Background(), subject(k), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
+		explored, err := sim.Explore(context.Background(), subject(k), backend, seed, sim.Params{Steps: 80, PowerCuts: tc.powerCuts}, sim.ScratchDir())
 		if err != nil || explored.Failure != nil {
 			t.Fatal(err, explored.Failure)
+		}
+		if cut := explored.Coverage[sim.EventPowerCut] > 0; cut != tc.powerCuts {
+			t.Fatalf("seed %d: power cut %v, want %v", seed, cut, tc.powerCuts)
 		}
 		if err := explored.Schedule.WriteFile(path); err != nil {
 			t.Fatal(err)
