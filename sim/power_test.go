@@ -53,6 +53,11 @@ func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 			if on.Hash() != off.Hash() {
 				t.Errorf("seed %d draws no power cut, yet its trace changed with power cuts on", seed)
 			}
+			// Such a seed runs on a plain folder; on the forgetful file
+			// system its schedule runs the same, step for step.
+			if onDisk, err := run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), off.Schedule, "", d); err != nil || onDisk.Hash() != off.Hash() {
+				t.Errorf("seed %d: its schedule on the forgetful file system runs another trace (%v)", seed, err)
+			}
 			continue
 		}
 		if cuts, _ := powerCuts(on.Schedule); cuts == 0 || on.Coverage[EventPowerCut] != cuts {
