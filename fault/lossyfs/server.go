@@ -1,7 +1,6 @@
 package lossyfs
 
 import (
-	"runtime"
 	"bufio"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
