@@ -139,11 +139,9 @@ func (s Swarm) Strategy() string {
 // With p.PowerCuts the seed also cuts the power, on a forgetful file system
 // mounted under dir for the run (Sweep mounts one for all its runs).
 func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params, dir string) (Result, error) {
-	if p.PowerCuts && drawPower(seed).rate == 0 {
-		return explore(ctx, subj, b, seed, p, dir, nil, "")
-	}
-	d, why, done := disk(p, subj, dir)
-	defer done()
+	l := newLazyDisk(p, subj, dir)
+	defer l.close()
+	d, why := l.forSeed(seed)
 	return explore(ctx, subj, b, seed, p, dir, d, why)
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
@@ -85,18 +86,51 @@ func (pw *power) cut(e *engine) (Step, bool) {
 	return st, true
 }
 
-// disk is the forgetful file system runs under dir cut the power on, when
-// p asks for power cuts and subj's backend is held to survive them (it
-// may declare otherwise where the seed is silent: spec.PowerLossExempt);
-// else nil, and why not. done undoes the mount.
-func disk(p Params, subj Subject, dir string) (d *lossyfs.Disk, why string, done func()) {
+// lazyDisk is the forgetful file system the runs of a sweep (or of one
+// Explore) under dir cut the power on: mounted when the first run whose
+// seed cuts the power starts, so that a sweep whose seeds cut none mounts
+// nothing, and undone by close. Why the runs cannot cut the power, when it
+// is known before mounting (power cuts off, a backend held to less where
+// the seed allows it, no FUSE here), is every run's; a mount that fails
+// is the reason of the runs that would have cut.
+type lazyDisk struct {
+	dir   string
+	early string
+	once  sync.Once
+	d     *lossyfs.Disk
+	why   string
+	done  func()
+}
+
+func newLazyDisk(p Params, subj Subject, dir string) *lazyDisk {
+	l := &lazyDisk{dir: dir}
 	if !p.PowerCuts {
-		return nil, "power cuts are off", func() {}
+		l.early = "power cuts are off"
+	} else if why := subj.Model.Contract().PowerLossExempt(subj.Capabilities); why != "" {
+		l.early = why
+	} else if err := lossyfs.Available(); err != nil {
+		l.early = err.Error()
 	}
-	if why := subj.Model.Contract().PowerLossExempt(subj.Capabilities); why != "" {
-		return nil, why, func() {}
+	return l
+}
+
+// forSeed is the disk seed's run is on (nil: a plain folder under dir),
+// and why it cannot cut the power ("" when it can, or draws no cut).
+func (l *lazyDisk) forSeed(seed int64) (*lossyfs.Disk, string) {
+	if l.early != "" {
+		return nil, l.early
 	}
-	return mountDisk(dir)
+	if drawPower(seed).rate == 0 {
+		return nil, ""
+	}
+	l.once.Do(func() { l.d, l.why, l.done = mountDisk(l.dir) })
+	return l.d, l.why
+}
+
+func (l *lazyDisk) close() {
+	if l.done != nil {
+		l.done()
+	}
 }
 
 // mountDisk mounts a forgetful file system under dir.

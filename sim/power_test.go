@@ -40,11 +40,11 @@ func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 	}
 	var calm, cutting int
 	for seed := int64(1); seed <= 12 && (calm < 2 || cutting < 2); seed++ {
-		off, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, t.TempDir(), nil, "power cuts are off")
+		off, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{Steps: 80}, t.TempDir(), nil, "power cuts are off")
 		if err != nil || off.Failure != nil {
 			t.Fatal(err, off.Failure)
 		}
-		on, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{PowerCuts: true}, "", d, "")
+		on, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{Steps: 80, PowerCuts: true}, "", d, "")
 		if err != nil || on.Failure != nil {
 			t.Fatalf("seed %d with power cuts: %v %v", seed, err, on.Failure)
 		}
@@ -65,7 +65,7 @@ func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 			continue
 		}
 		cutting++
-		again, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{PowerCuts: true}, "", d, "")
+		again, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{Steps: 80, PowerCuts: true}, "", d, "")
 		if err != nil || again.Hash() != on.Hash() {
 			t.Errorf("seed %d: a second run with power cuts differs (%v)", seed, err)
 		}

@@ -86,12 +86,12 @@ func ScratchDir() string {
 // with each result in seed order (results are held until every earlier seed
 // is done, so what done sees does not depend on scheduling). It stops
 // starting seeds when ctx ends or stop returns true. With p.PowerCuts it
-// mounts one forgetful file system under dir for all its runs, and undoes
-// it before it returns.
+// mounts one forgetful file system under dir for all its runs that cut the
+// power (when the first of them starts), and undoes it before it returns.
 func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params, workers int, dir string,
 	done func(Result), stop func() bool) error {
-	d, noPower, unmount := disk(p, subj, dir)
-	defer unmount()
+	disk := newLazyDisk(p, subj, dir)
+	defer disk.close()
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -110,6 +110,7 @@ func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				d, noPower := disk.forSeed(seeds[i])
 				res, err := explore(ctx, subj, b, seeds[i], p, dir, d, noPower)
 				results[i] <- slot{res, err}
 			}

@@ -92,7 +92,9 @@ func simulation(inv invocation) int {
 			progress.Ops(res.Ops)
 			coverage.Add(res)
 			yielded, crashed = yielded || res.Yielded, crashed || res.CrashPoints
-			noPower = res.NoPowerCuts
+			if res.NoPowerCuts != "" {
+				noPower = res.NoPowerCuts
+			}
 			c := reports.Check{Store: name, Layer: "sim", Name: fmt.Sprintf("seed %d", res.Schedule.Seed), Outcome: reports.Passed,
 				Reproduce: fmt.Sprintf("%s --store %s --seed %d%s", base, name, res.Schedule.Seed, suffix)}
 			if res.Failure != nil {

@@ -86,8 +86,8 @@ type Cut struct {
 // Mount mounts a forgetful file system in a private folder under scratch.
 // A *Unavailable error says why it cannot be mounted here.
 func Mount(scratch string) (*Disk, error) {
-	if why := unavailable(); why != "" {
-		return nil, &Unavailable{Reason: why}
+	if err := Available(); err != nil {
+		return nil, err
 	}
 	CleanStale(scratch)
 	folder, err := os.MkdirTemp(scratch, folderPrefix+strconv.Itoa(os.Getpid())+"-")
@@ -147,7 +147,16 @@ func Mount(scratch string) (*Disk, error) {
 	return d, nil
 }
 
-// unavailable says why no mount can be tried here ("" when one can).
+// Available says, without mounting, whether a mount can be tried here: a
+// *Unavailable names why not (no FUSE device, no right to use it, not root
+// and no fusermount3). A mount can still fail where it says yes.
+func Available() error {
+	if why := unavailable(); why != "" {
+		return &Unavailable{Reason: why}
+	}
+	return nil
+}
+
 func unavailable() string {
 	dev := os.Getenv(DeviceEnv)
 	if dev == "" {
