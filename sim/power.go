@@ -14,9 +14,11 @@ import (
 
 // Power cuts. A run that may cut the power keeps its database on a
 // forgetful file system (fault/lossyfs) the simulator mounts under the
-// scratch folder, one mount for a sweep, each run in a folder of its own on
-// it; a cut loses what the backend never synced in that run's folder, kills
-// every process at once and starts them again. Where the mount cannot be
+// scratch folder, one mount for a sweep (when its first seed that cuts the
+// power starts), each run in a folder of its own on it; a cut loses what
+// the backend never synced in that run's folder, kills every process at
+// once and starts them again. A seed that draws no cut runs on a plain
+// folder: its run is the same. Where the mount cannot be
 // made (no FUSE device, no right to mount), runs go on without power cuts
 // and their results say why (Result.NoPowerCuts), so a report says power
 // loss was not explored; never a failure.
@@ -40,15 +42,16 @@ const (
 // powerSeed tells the power cuts' stream from the seed's others.
 const powerSeed = 0x9077e2
 
-// power is what power cuts a run may draw: its disk (nil: none), and the
-// share of decisions that cut.
+// power is the power cuts a run draws: their stream, and the share of the
+// run's decisions that cut.
 type power struct {
 	r    *rand.Rand
 	rate float64
 }
 
-// drawPower draws the seed's power-cut rate from the power stream: most
-// seeds cut no power, some a few times a run.
+// drawPower draws the seed's power-cut rate from the power stream: half
+// the seeds cut no power, the others a few times a run (about 2 or 6 of
+// the default run's 600 decisions).
 func drawPower(seed int64) *power {
 	r := rand.New(rand.NewPCG(uint64(seed), powerSeed))
 	return &power{r: r, rate: []float64{0, 0, 0.003, 0.01}[r.IntN(4)]}
