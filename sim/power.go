@@ -155,15 +155,19 @@ func cutsPower(s Schedule) int {
 
 // ErrNoPowerLoss is what Run and Shrink answer (wrapped, with the step and
 // the reason) for a schedule that cuts the power where no forgetful file
-// system can be mounted.
+// system can be mounted, or for a backend held to survive no power cut.
 var ErrNoPowerLoss = errors.New("power loss cannot be simulated here")
 
 // diskFor is the disk a replay of s needs: none when s cuts no power; an
-// error saying why when it does and the mount cannot be made here.
-func diskFor(s Schedule, dir string) (*lossyfs.Disk, func(), error) {
+// error saying why when it does and subj's backend is held to survive no
+// power cut (spec.PowerLossExempt), or the mount cannot be made here.
+func diskFor(subj Subject, s Schedule, dir string) (*lossyfs.Disk, func(), error) {
 	at := cutsPower(s)
 	if at < 0 {
 		return nil, func() {}, nil
+	}
+	if why := subj.Model.Contract().PowerLossExempt(subj.Capabilities); why != "" {
+		return nil, func() {}, fmt.Errorf("step %d cuts the power, and %w for this backend: %s", at, ErrNoPowerLoss, why)
 	}
 	d, why, done := mountDisk(dir)
 	if d == nil {

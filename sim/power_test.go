@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // powerCuts counts a schedule's power cuts, and its torn ones.
@@ -216,5 +218,36 @@ func TestPowerCutsRoundTrip(t *testing.T) {
 		if _, err := fault.Unmarshal([]byte(bad)); err == nil {
 			t.Errorf("%s was accepted", bad)
 		}
+	}
+}
+
+// A runtime or client backend that declares it keeps its writes across
+// process crashes only (where the seed does not say more) is held to no
+// power cut: a sweep cuts none and says why, and a replay of a schedule
+// that cuts the power refuses to, with the reason. A continuity backend
+// that declares it is held to power loss all the same: its seed shows
+// SQLite's synchronous=FULL in place.
+func TestADeclaredProcessCrashDurabilityIsHeldToNoPowerCut(t *testing.T) {
+	ctx := context.Background()
+	caps := spec.Capabilities{Durability: spec.DurabilityProcessCrash}
+	subj := runtimeSubject
+	subj.Capabilities = caps
+	backend := InProcess(stores.Reference(), "runtime")
+	res, err := Explore(ctx, subj, backend, 5, Params{Steps: 60, PowerCuts: true}, t.TempDir())
+	if err != nil || res.Failure != nil {
+		t.Fatal(err, res.Failure)
+	}
+	if cuts, _ := powerCuts(res.Schedule); cuts > 0 || !strings.Contains(res.NoPowerCuts, `the backend declares durability "process_crash"`) {
+		t.Errorf("%d power cuts; says %q", cuts, res.NoPowerCuts)
+	}
+	s := res.Schedule
+	s.Steps = append(slices.Clone(s.Steps), Step{Kind: StepFault, Fault: fault.PowerCut{}})
+	if _, err := Run(ctx, subj, backend, s, t.TempDir()); !errors.Is(err, ErrNoPowerLoss) || !strings.Contains(err.Error(), "process_crash") {
+		t.Errorf("a replay that cuts the power of a process_crash backend: %v", err)
+	}
+	cont := continuitySubject
+	cont.Capabilities = caps
+	if why := cont.Model.Contract().PowerLossExempt(caps); why != "" {
+		t.Errorf("continuity is exempt: %s", why)
 	}
 }

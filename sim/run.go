@@ -164,7 +164,7 @@ func (f *Failure) Signature() string {
 // system mounted under dir for the run; where none can be mounted, Run
 // says so in its error.
 func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (Result, error) {
-	d, done, err := diskFor(s, dir)
+	d, done, err := diskFor(subj, s, dir)
 	defer done()
 	if err != nil {
 		return Result{}, err

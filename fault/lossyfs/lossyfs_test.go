@@ -1,6 +1,7 @@
 package lossyfs
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -211,6 +213,64 @@ func TestHandlesOpenedBeforeACutAreDead(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(run, "new"), []byte("x"), 0o644); err != nil {
 		t.Errorf("after the thaw a new file cannot be written: %v", err)
+	}
+}
+
+// A write in flight when the power goes is wholly before the cut or wholly
+// after it: with writers racing the cut, the file after it is exactly what
+// was synced, never a write half applied, and every write after the cut
+// failed.
+func TestAWriteInFlightIsBeforeOrAfterTheCut(t *testing.T) {
+	d, run := mountForTest(t)
+	p := filepath.Join(run, "f")
+	f, _ := os.Create(p)
+	durable := bytes.Repeat([]byte("d"), 64<<10)
+	f.Write(durable)
+	f.Sync()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			block := bytes.Repeat([]byte{byte('a' + w)}, 8<<10)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f.WriteAt(block, int64(i%8)*8<<10)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := d.Cut(run, Torn{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.WriteAt([]byte("late"), 0)
+	close(stop)
+	wg.Wait()
+	f.Close()
+	if err := d.Thaw(run); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("a write after the cut: %v, want EIO", err)
+	}
+	if got := read(t, p); got != string(durable) {
+		t.Errorf("after the cut the file is not what was synced (%d bytes, %q...)", len(got), got[:min(len(got), 16)])
+	}
+}
+
+// A mount that fails names why: no right, a busy folder, no FUSE in the
+// kernel, no device.
+func TestAFailedMountNamesWhy(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{syscall.EPERM: "no right to mount: ", syscall.EBUSY: "the mount point is busy: ",
+		syscall.ENODEV: "the kernel has no FUSE file system", syscall.ENOENT: "no FUSE device: ", syscall.EINVAL: "mount failed: "} {
+		if got := mountFailure(reply{Error: "mount: " + errno.Error(), Errno: int(errno)}); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, errno.Error()) {
+			t.Errorf("%v: %q, want %q and the error", errno, got, want)
+		}
 	}
 }
 
