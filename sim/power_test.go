@@ -16,6 +16,22 @@ import (
 	"github.com/storecheck/storecheck/spec"
 )
 
+// mountForTest mounts a forgetful file system for the test, which is
+// skipped, with the reason, where none can be mounted here (the tests of
+// that path run everywhere).
+func mountForTest(t *testing.T) *lossyfs.Disk {
+	t.Helper()
+	if err := lossyfs.Available(); err != nil {
+		t.Skipf("power loss not explored: %v", err)
+	}
+	d, why, done := mountDisk(t.TempDir())
+	if d == nil {
+		t.Fatalf("power loss not explored: %s", why)
+	}
+	t.Cleanup(done)
+	return d
+}
+
 // powerCuts counts a schedule's power cuts, and its torn ones.
 func powerCuts(s Schedule) (cuts, torn int) {
 	for _, st := range s.Steps {
@@ -35,11 +51,7 @@ func powerCuts(s Schedule) (cuts, torn int) {
 // and its schedule replays to the same trace.
 func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 	ctx := context.Background()
-	d, why, done := mountDisk(t.TempDir())
-	defer done()
-	if d == nil {
-		t.Fatalf("power loss not explored: %s", why)
-	}
+	d := mountForTest(t)
 	var calm, cutting int
 	for seed := int64(1); seed <= 12 && (calm < 2 || cutting < 2); seed++ {
 		off, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{Steps: 80}, t.TempDir(), nil, "power cuts are off")
@@ -89,11 +101,7 @@ func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 func TestAPowerCutCatchesUnsyncedCommitsAndShrinks(t *testing.T) {
 	ctx := context.Background()
 	broken := referenceBackend(bugs.ContinuityWALSynchronousNormal)
-	d, why, done := mountDisk(t.TempDir())
-	defer done()
-	if d == nil {
-		t.Fatalf("power loss not explored: %s", why)
-	}
+	d := mountForTest(t)
 	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
 		res, err := explore(ctx, continuitySubject, broken, seed, Params{PowerCuts: true}, "", d, "")
 		if err != nil {
@@ -140,11 +148,7 @@ func TestAPowerCutCatchesUnsyncedCommitsAndShrinks(t *testing.T) {
 // the trace; against synchronous=OFF some seed tears the WAL.
 func TestATornPowerCutSaysWhatSurvived(t *testing.T) {
 	ctx := context.Background()
-	d, why, done := mountDisk(t.TempDir())
-	defer done()
-	if d == nil {
-		t.Fatalf("power loss not explored: %s", why)
-	}
+	d := mountForTest(t)
 	for seed := int64(1); seed <= 40; seed++ {
 		res, err := explore(ctx, continuitySubject, referenceBackend(bugs.ContinuitySynchronousOff), seed, Params{PowerCuts: true}, "", d, "")
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
@@ -76,9 +77,14 @@ func selftest(inv invocation) int {
 	subjects := []bugs.Bug{{}}
 	sampled := map[bugs.Bug]bool{}
 	perStore := map[string]int{}
-	var candidates []bugs.Bug
+	var candidates, unpowered []bugs.Bug
+	noFUSE := lossyfs.Available()
 	for _, b := range stores.Bugs() {
 		if slices.Contains(selected, b.Store()) && (only == nil || only[b]) {
+			if b.NeedsPowerCut() && noFUSE != nil {
+				unpowered = append(unpowered, b)
+				continue
+			}
 			candidates = append(candidates, b)
 		}
 	}
@@ -117,6 +123,15 @@ func selftest(inv invocation) int {
 	progress.Stop()
 
 	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(f.line, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start)}
+	if len(unpowered) > 0 {
+		var names []string
+		for _, b := range unpowered {
+			names = append(names, b.Name())
+		}
+		note := fmt.Sprintf("power loss not explored: %v; the bugs only a power cut shows are not checked: %s", noFUSE, strings.Join(names, ", "))
+		result.Notes = append(result.Notes, note)
+		fmt.Fprintln(stdout, note)
+	}
 	code := writeTable(stdout, subjects, table, &result)
 	writeReports(f, result, stderr)
 	return code

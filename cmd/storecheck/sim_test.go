@@ -58,6 +58,10 @@ func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 		seed      int64
 		powerCuts bool
 	}{{3, false}, {11, false}, {5, true}} {
+		if tc.powerCuts && lossyfs.Available() != nil {
+			t.Logf("seed %d: power loss not explored: %v", tc.seed, lossyfs.Available())
+			continue
+		}
 		seed := tc.seed
 		path := filepath.Join(t.TempDir(), "schedule.json")
 		backend := sim.InProcess(stores.Reference(), k.Name())

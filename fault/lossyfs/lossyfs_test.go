@@ -19,10 +19,20 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// mountForTest mounts a disk for the test (it fails the test when FUSE is
-// missing here: the kit's CI has it) and makes a run folder on it.
+// needFUSE skips the test, with the reason, where no mount can be tried
+// here (the kit's CI has FUSE; the tests of a machine without it run
+// everywhere).
+func needFUSE(t *testing.T) {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("no FUSE here: %v", err)
+	}
+}
+
+// mountForTest mounts a disk for the test and makes a run folder on it.
 func mountForTest(t *testing.T) (*Disk, string) {
 	t.Helper()
+	needFUSE(t)
 	d, err := Mount(t.TempDir())
 	if err != nil {
 		t.Fatalf("mount: %v", err)
@@ -469,6 +479,7 @@ func waitUnmounted(t *testing.T, dir string) {
 // The mount is undone when the program ends however it ends: a test that
 // fails mid-run, a Ctrl-C, a SIGKILL.
 func TestNoMountOutlivesItsProgram(t *testing.T) {
+	needFUSE(t)
 	for _, tc := range []struct {
 		name, how string
 		sig       os.Signal
@@ -498,6 +509,7 @@ func TestNoMountOutlivesItsProgram(t *testing.T) {
 // A mount whose server and program were both killed (so nothing could
 // unmount it) is cleaned by the next Mount under the same folder.
 func TestAStaleMountIsCleanedAtTheNextMount(t *testing.T) {
+	needFUSE(t)
 	scratch := t.TempDir()
 	cmd, _, dir, server := helper(t, "wait", scratch)
 	syscall.Kill(server, syscall.SIGKILL)

@@ -45,9 +45,17 @@ func init() {
 	Runtime, Client, Continuity = Of(r.StoreName), Of(cli.StoreName), Of(cont.StoreName)
 }
 
+// needsPowerCut are the bugs only a power cut shows.
+var needsPowerCut = map[string]bool{}
+
+// NeedsPowerCut reports whether only a power cut shows b: where none can be
+// cut (no FUSE here), no layer can catch it.
+func (b Bug) NeedsPowerCut() bool { return needsPowerCut[b.name] }
+
 // synchronousBug registers store's reference opened with SQLite's
 // synchronous set to setting.
 func synchronousBug(name, store, setting string) Bug {
+	needsPowerCut[name] = true
 	return register(name, store, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 		switch store {
 		case r.StoreName:
