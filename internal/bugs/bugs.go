@@ -27,7 +27,7 @@
 //     lowered (synchronous.go), a commit acknowledged before it is on
 //     disk, which only a power cut shows (Bug.NeedsPowerCut).
 //
-// Build-tagged variants were the third choice and are not used: selftest
+// Build-tagged variants were another choice and are not used: selftest
 // runs the correct reference and every bug in one binary, through every
 // layer, and a build tag would need a binary per bug.
 package bugs
