@@ -350,6 +350,27 @@ func TestSQLiteOnTheMountKeepsExactlyWhatItSynced(t *testing.T) {
 	}
 }
 
+// Why a cut comes before the kill: a WAL database closed before the power
+// goes is checkpointed and synced by its last close, so even
+// synchronous=NORMAL keeps its commits; only the cut first loses them.
+func TestClosingBeforeTheCutWouldSyncWhatTheCutMustLose(t *testing.T) {
+	d, run := mountForTest(t)
+	path := filepath.Join(run, "s.db")
+	db := sqliteDB(t, path, "NORMAL")
+	for i := range 20 {
+		if _, err := db.Exec("INSERT INTO kv VALUES (?, 'v')", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	cut(t, d, run, Torn{})
+	db = sqliteDB(t, path, "NORMAL")
+	defer db.Close()
+	if n := rows(t, db); n != 20 {
+		t.Errorf("closed before the cut, %d of 20 rows survived: the last close should have checkpointed them", n)
+	}
+}
+
 // Two processes share a database on the mount with SQLite's locking: a
 // Python process (another language, another SQLite) cannot write while
 // this one holds the write lock, and each sees the other's commits.
