@@ -129,6 +129,11 @@ func (e *Exec) start(ctx context.Context) error {
 		err = p.violation(fmt.Sprintf("hello: the backend speaks protocol version %d, the kit %d", info.Version, ProtocolVersion))
 	}
 	if err == nil {
+		if cerr := info.Capabilities.CheckValues(); cerr != nil {
+			err = p.violation("hello: " + cerr.Error())
+		}
+	}
+	if err == nil {
 		for _, s := range info.Stores {
 			if _, ok := contractIn(e.o.Contracts, s); !ok {
 				err = p.violation(fmt.Sprintf("hello: the backend declares an unknown store %q", s))

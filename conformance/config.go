@@ -83,6 +83,11 @@ type Config struct {
 	// over (in this process: handles, each dropped as a killed process
 	// would be).
 	Processes int
+	// NoPowerCuts: the simulator never cuts the power (as on a machine
+	// without FUSE, where it cannot). By default a seed may cut it: its run
+	// keeps the database on a forgetful file system (fault/lossyfs) that
+	// loses what the backend never synced.
+	NoPowerCuts bool
 	// Workers are the seeds checked at once (0: one per CPU).
 	Workers int
 	// Shrink is how many runs a failing schedule's shrinking may take (0:

@@ -35,6 +35,7 @@ const (
 	flagClients   = "storecheck.clients"
 	flagProcesses = "storecheck.processes"
 	flagShrink    = "storecheck.shrink"
+	flagPowerCuts = "storecheck.power-cuts"
 	flagReportDir = "storecheck.report-dir"
 )
 
@@ -50,6 +51,7 @@ var testFlags = []struct{ name, help string }{
 	{flagClients, "storecheck: concurrent clients of a history and of a schedule"},
 	{flagProcesses, "storecheck: processes a schedule's clients are spread over"},
 	{flagShrink, "storecheck: runs spent shrinking a failing schedule (0: do not shrink)"},
+	{flagPowerCuts, "storecheck: false: the simulator cuts no power (default true: a seed may, on a forgetful FUSE file system, where the machine has FUSE)"},
 	{flagReportDir, "storecheck: where failing checks keep their files (default " + DefaultReportDir + ")"},
 }
 
@@ -283,6 +285,14 @@ func withFlags(cfg Config, given map[string]string) (Config, string, error) {
 			cfg.Stores = splitList(v)
 		case flagReportDir:
 			cfg.ReportDir = v
+		case flagPowerCuts:
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return bad(f.name, v, fmt.Errorf("want true or false"))
+			}
+			if cfg.NoPowerCuts = !on; !on {
+				fmt.Fprintf(&changing, " -%s=false", f.name)
+			}
 		default:
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {

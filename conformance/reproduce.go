@@ -30,8 +30,12 @@ type commandLines struct {
 // commandLines are the storecheck command lines of a run of c.
 func (c Config) commandLines(backend []string) lines { return commandLines{c.WithDefaults(), backend} }
 
-// flagText is " --NAME VALUE" for a flag and its value.
+// flagText is " --NAME VALUE" for a flag and its value (" --NAME=false"
+// for a boolean, as a flag of the flag package must be given).
 func flagText(name string, v any) string {
+	if b, ok := v.(bool); ok {
+		return fmt.Sprintf(" --%s=%t", name, b)
+	}
 	return fmt.Sprintf(" --%s %s", name, shellQuote(fmt.Sprint(v)))
 }
 
@@ -73,6 +77,8 @@ func option(cfg Config, name string) any {
 		return cfg.Steps
 	case "processes":
 		return cfg.Processes
+	case "power-cuts":
+		return !cfg.NoPowerCuts
 	case "check-timeout":
 		return cfg.CheckTimeout
 	case "reply-timeout":
@@ -91,7 +97,7 @@ func (l commandLines) linearize(store string, seed int64) string {
 }
 
 func (l commandLines) sim(store string, seed int64) string {
-	return fmt.Sprintf("storecheck sim%s --store %s --seed %d%s", changing(l.cfg, "steps", "clients", "processes", "reply-timeout"),
+	return fmt.Sprintf("storecheck sim%s --store %s --seed %d%s", changing(l.cfg, "steps", "clients", "processes", "power-cuts", "reply-timeout"),
 		store, seed, backendSuffix(l.backend))
 }
 
@@ -148,6 +154,7 @@ func (l configLines) line(layer Layer, store string, seed int64) string {
 		{"Handles", l.cfg.Handles, d.Handles, layer == LayerLinearizability},
 		{"Steps", l.cfg.Steps, d.Steps, layer == LayerSim},
 		{"Processes", l.cfg.Processes, d.Processes, layer == LayerSim},
+		{"NoPowerCuts", l.cfg.NoPowerCuts, d.NoPowerCuts, layer == LayerSim},
 	} {
 		if f.relevant && f.v != f.def {
 			fmt.Fprintf(&b, ", %s: %v", f.name, f.v)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func (r *runner) simulate() error {
 	sr := cfg.SeedsOf(LayerSim)
 	seeds := sr.Seeds(cfg.Shard)
 	over := overText(sr, cfg.Shard)
-	params := sim.Params{Steps: cfg.Steps, Clients: cfg.Clients, Processes: cfg.Processes}
+	params := sim.Params{Steps: cfg.Steps, Clients: cfg.Clients, Processes: cfg.Processes, PowerCuts: !cfg.NoPowerCuts}
 	progress := cfg.progress("seeds", len(seeds)*len(cfg.Stores))
 	defer progress.Stop()
 	var failed atomic.Bool
@@ -46,12 +47,15 @@ func (r *runner) simulate() error {
 		subj, backend := st.Subject(caps), r.s.simBackend(name)
 		storeParams, oneProcess := processesFor(params, caps, name)
 		coverage := sim.Coverage{}
-		var yielded, crashed bool
+		var sweep sim.Result // what the sweep's runs explored, summed
 		err := sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
-			yielded, crashed = yielded || res.Yielded, crashed || res.CrashPoints
+			sweep.Yielded, sweep.CrashPoints = sweep.Yielded || res.Yielded, sweep.CrashPoints || res.CrashPoints
+			if res.NoPowerCuts != "" {
+				sweep.NoPowerCuts = res.NoPowerCuts
+			}
 			c := reports.Check{Store: name, Layer: string(LayerSim), Name: fmt.Sprintf("seed %d", res.Schedule.Seed), Outcome: reports.Passed,
 				Reproduce: r.lines.sim(name, res.Schedule.Seed)}
 			if res.Failure != nil {
@@ -68,7 +72,7 @@ func (r *runner) simulate() error {
 		if err != nil {
 			return &BackendError{err}
 		}
-		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, yielded, crashed, len(seeds), r.lines.widen())...)
+		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, sweep, len(seeds), r.lines.widen())...)
 		if oneProcess != "" {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
@@ -150,10 +154,11 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 // unexplored says what a store's sweep of seeds runs did not explore, and
 // why: a capability the backend lacks (no crash points: processes are
 // killed, never crashed inside an operation; no yield point reached:
-// operations interleave whole), and each rare event no run reached, with
+// operations interleave whole), power loss where it could not be cut (what
+// sweep, summing the runs, says), and each rare event no run reached, with
 // the capability it needs or the rarity that kept it away (widen names
 // what runs more seeds).
-func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded, crashed bool, seeds int, widen string) []string {
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep sim.Result, seeds int, widen string) []string {
 	var notes []string
 	if seeds == 0 {
 		return nil
@@ -163,15 +168,18 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, yielded
 	if st.Unexplorable != nil {
 		chosen = st.Unexplorable(caps)
 	}
-	for _, u := range (sim.Result{Yielded: yielded, CrashPoints: crashed}).Unexplored() {
+	for _, u := range sweep.Unexplored() {
 		notes = append(notes, store+": "+u)
 	}
 	for _, e := range c.Missing(rare) {
 		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: %s)", seeds, widen)
 		// Both are an armed crash point firing: inside the operation, or
 		// after its commit.
-		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !crashed {
+		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !sweep.CrashPoints {
 			why = "it needs crash points, and the backend declares none for " + store + " (hello's crash_points; a Go harness's CrashPoints)"
+		}
+		if e == sim.EventPowerCut && sweep.NoPowerCuts != "" {
+			continue // the note above says why
 		}
 		if r, ok := chosen[e]; ok {
 			why = r
@@ -202,11 +210,19 @@ func Replay(ctx context.Context, b Backend, s sim.Schedule, cfg Config) (sim.Res
 		return sim.Result{}, configError("Backend", "no backend: want Reference, InProcess, Adapter or Program")
 	}
 	res, err := sim.Run(ctx, storeOf(reg).Subject(s.Capabilities), backend, s, sim.ScratchDir())
+	if errors.Is(err, ErrNoPowerLoss) {
+		return res, err // no verdict, and no backend failure either
+	}
 	if err != nil {
 		return res, &BackendError{err}
 	}
 	return res, nil
 }
+
+// ErrNoPowerLoss is Replay's error (wrapped, with the step and the reason)
+// for a schedule that cuts the power where none can be cut: no FUSE here,
+// or a backend held to survive no power cut. It is no verdict.
+var ErrNoPowerLoss = sim.ErrNoPowerLoss
 
 // ReadSchedule reads a saved schedule of any store the kit knows.
 func ReadSchedule(path string) (sim.Schedule, error) {

@@ -26,7 +26,7 @@ type Store struct {
 	Workload func() linearizability.Workload
 	// Events are the rare events the simulator's default sweep must reach
 	// on the store: its model's, and the simulator's own (a crash inside an
-	// operation, an answer lost after the commit, a kill).
+	// operation, an answer lost after the commit, a kill, a power cut).
 	Events []string
 
 	reg stores.Store
@@ -72,5 +72,5 @@ func (s Store) Coverage(layer, over string, counts map[string]int) reports.Cover
 // rareEvents are what the default sweep of store s must reach: its model's
 // events and the simulator's own.
 func rareEvents(s stores.Store) []string {
-	return append(slices.Clone(s.Events), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill)
+	return append(slices.Clone(s.Events), sim.EventCrashInside, sim.EventAnswerLost, sim.EventKill, sim.EventPowerCut)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Names are the faults' stable names, as a schedule writes them.
-var Names = []string{"kill", "crash_at", "restart", "clock_jump", "busy", "io_error", "lost_reply", "pause"}
+var Names = []string{"kill", "crash_at", "restart", "clock_jump", "busy", "io_error", "lost_reply", "pause", "power_cut"}
 
 // Name is f's stable name.
 func Name(f Fault) string {
@@ -30,6 +30,8 @@ func Name(f Fault) string {
 		return "lost_reply"
 	case Pause:
 		return "pause"
+	case PowerCut:
+		return "power_cut"
 	}
 	return ""
 }
@@ -43,6 +45,8 @@ type faultJSON struct {
 	Op    string `json:"op,omitempty"`
 	Times int    `json:"times,omitempty"`
 	ForMS int64  `json:"for_ms,omitempty"`
+	File  string `json:"file,omitempty"`
+	Keep  int    `json:"keep,omitempty"`
 }
 
 // Marshal writes f as JSON: its name as "type", and its fields.
@@ -61,6 +65,8 @@ func Marshal(f Fault) ([]byte, error) {
 		j.Op = v.Op
 	case Pause:
 		j.Op, j.ForMS = v.Op, v.For.Milliseconds()
+	case PowerCut:
+		j.File, j.Keep = v.File, v.Keep
 	case Kill, Restart:
 	default:
 		return nil, fmt.Errorf("fault %T has no name", f)
@@ -87,9 +93,10 @@ func Unmarshal(b []byte) (Fault, error) {
 		return nil
 	}
 	check := func(point, nth, by, op, times, forMS bool) error {
+		cut := j.Type == "power_cut"
 		for _, e := range []error{extra("point", j.Point != "" && !point), extra("nth", j.Nth != 0 && !nth),
 			extra("by_ms", j.ByMS != 0 && !by), extra("op", j.Op != "" && !op), extra("times", j.Times != 0 && !times),
-			extra("for_ms", j.ForMS != 0 && !forMS)} {
+			extra("for_ms", j.ForMS != 0 && !forMS), extra("file", j.File != "" && !cut), extra("keep", j.Keep != 0 && !cut)} {
 			if e != nil {
 				return e
 			}
@@ -121,6 +128,11 @@ func Unmarshal(b []byte) (Fault, error) {
 		f, err = LostReply{Op: j.Op}, check(false, false, false, true, false, false)
 	case "pause":
 		f, err = Pause{Op: j.Op, For: time.Duration(j.ForMS) * time.Millisecond}, check(false, false, false, true, false, true)
+	case "power_cut":
+		if j.Keep < 0 || (j.Keep > 0 && j.File == "") {
+			return nil, fmt.Errorf("fault power_cut: keep %d needs a file and is never negative", j.Keep)
+		}
+		f, err = PowerCut{File: j.File, Keep: j.Keep}, check(false, false, false, false, false, false)
 	default:
 		return nil, fmt.Errorf("unknown fault type %q (want one of %v)", j.Type, Names)
 	}

@@ -1,6 +1,7 @@
 // Package fault holds what can go wrong, as values: kill the backend
 // process, crash it at an armed point inside an operation, restart it on
-// the same files, jump the clock, make the database busy or fail with an
+// the same files, cut the power (losing what was never synced), jump the
+// clock, make the database busy or fail with an
 // I/O error at the adapter boundary, lose a reply, pause a client.
 //
 // A fault is injected into an Env, the things it acts on; a sequence of
@@ -91,6 +92,19 @@ type Pause struct {
 	For time.Duration
 }
 
+// PowerCut cuts the power of the machine the backend runs on: every process
+// on the database dies at once, everything the backend never synced (with
+// fsync or fdatasync) is lost, and the processes start again on what was
+// durable. The operations in flight are indefinite. With File set the cut
+// is torn: the first Keep of that file's unsynced writes and truncations
+// survive, as on a disk that wrote some of them before it lost power. It
+// needs the database on a file system that forgets (package fault/lossyfs),
+// which the simulator mounts; File names a file of the run's folder.
+type PowerCut struct {
+	File string
+	Keep int
+}
+
 var errNoProcess = errors.New("the backend runs in this process: there is no process to crash")
 
 func (Kill) Inject(ctx context.Context, env *Env) error {
@@ -125,6 +139,10 @@ func (f ClockJump) Inject(ctx context.Context, env *Env) error {
 	return nil
 }
 
+func (f PowerCut) Inject(ctx context.Context, env *Env) error {
+	return errors.New("power cut: a power cut needs the database on a forgetful file system (fault/lossyfs), which the simulator mounts; an Env has none")
+}
+
 func (f Busy) Inject(ctx context.Context, env *Env) error {
 	return boundary(env, f, planned{op: f.Op, times: max(f.Times, 1), io: "database is locked (SQLITE_BUSY): injected by fault.Busy"})
 }
@@ -153,6 +171,12 @@ func (Kill) String() string        { return "kill the backend (SIGKILL)" }
 func (f CrashAt) String() string   { return fmt.Sprintf("crash at %s (time %d)", f.Point, max(f.Nth, 1)) }
 func (Restart) String() string     { return "restart the backend" }
 func (f ClockJump) String() string { return fmt.Sprintf("jump the clock by %s", f.By) }
+func (f PowerCut) String() string {
+	if f.File == "" {
+		return "cut the power (every unsynced write is lost)"
+	}
+	return fmt.Sprintf("cut the power, torn: the first %d unsynced writes of %s survive", f.Keep, f.File)
+}
 func (f Busy) String() string {
 	return fmt.Sprintf("busy database for %d %s", max(f.Times, 1), opOrAny(f.Op))
 }

@@ -108,7 +108,7 @@ func TestClockJump(t *testing.T) {
 // nothing.
 func TestFaultsRefuseAnEnvWithoutTheirPart(t *testing.T) {
 	for _, f := range []fault.Fault{fault.Kill{}, fault.CrashAt{Point: "x"}, fault.Restart{}, fault.ClockJump{By: time.Second},
-		fault.Busy{}, fault.IOError{}, fault.LostReply{}, fault.Pause{For: time.Second}} {
+		fault.Busy{}, fault.IOError{}, fault.LostReply{}, fault.Pause{For: time.Second}, fault.PowerCut{}} {
 		if err := f.Inject(context.Background(), &fault.Env{}); err == nil {
 			t.Errorf("%s injected into an empty env", f)
 		}

@@ -92,3 +92,49 @@ func BenchmarkTimeToFirstFailure(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPowerLossDisk is what the forgetful file system costs a sweep,
+// per store: the same twelve seeds (1..12, of which six cut the power, as
+// half the default sweep's do) in process against the reference,
+// on a plain folder in memory (disk=plain), on the forgetful file system
+// with power cuts off (disk=lossyfs: the same schedules, so the file
+// system's own cost), and with power cuts on as storecheck sim runs them
+// (disk=lossyfs-cuts: the schedules then cut the power and restart every
+// process). It reports the time per seed; compare with benchstat -col /disk.
+func BenchmarkPowerLossDisk(b *testing.B) {
+	d, why, done := mountDisk(ScratchDir())
+	defer done()
+	if d == nil {
+		b.Skipf("power loss not explored: %s", why)
+	}
+	for _, k := range stores.All {
+		subj := Subject{Model: k.Model, NewWorkload: k.Workload, Rival: k.Rival}
+		backend := InProcess(stores.Reference(), k.Name())
+		for _, mode := range []struct {
+			name string
+			disk bool
+			p    Params
+		}{{"plain", false, Params{}}, {"lossyfs", true, Params{}}, {"lossyfs-cuts", true, Params{PowerCuts: true}}} {
+			b.Run("store="+k.Name()+"/disk="+mode.name, func(b *testing.B) {
+				ctx := context.Background()
+				dir, _ := os.MkdirTemp("/dev/shm", "simbench-")
+				defer os.RemoveAll(dir)
+				on := d
+				if !mode.disk {
+					on = nil
+				}
+				seeds := 0
+				for b.Loop() {
+					for seed := int64(1); seed <= 12; seed++ {
+						res, err := explore(ctx, subj, backend, seed, mode.p, dir, on, "")
+						if err != nil || res.Failure != nil {
+							b.Fatal(err, res.Failure)
+						}
+						seeds++
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(seeds), "ms/seed")
+			})
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
@@ -31,6 +32,10 @@ type engine struct {
 	backend Backend
 	sched   Schedule
 	path    string
+	// work is the run's folder; disk, when not nil, the forgetful file
+	// system it is on, which power cuts act on.
+	work    string
+	disk    *lossyfs.Disk
 	clock   *clockwork.FakeClock
 	procs   []*proc
 	oracle  *oracle
@@ -40,6 +45,8 @@ type engine struct {
 	calls int
 	// whole: operations are never paused at yield points.
 	whole bool
+	// cutAt is the step of the run's last power cut (-1: none yet).
+	cutAt int
 }
 
 // proc is one backend process of the run.
@@ -86,16 +93,22 @@ type event struct {
 	err   error
 }
 
-func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (*engine, func(), error) {
+// newEngine sets a run up in a folder of its own under dir, or on disk
+// when it is not nil (and dir is then unused).
+func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir string, disk *lossyfs.Disk) (*engine, func(), error) {
+	if disk != nil {
+		dir = disk.Dir
+	}
 	work, err := os.MkdirTemp(dir, "sim-")
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"),
+	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"), work: work, disk: disk,
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
 		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
 			Capabilities: s.Capabilities},
 			Coverage: map[string]int{}}}
+	e.cutAt = -1
 	e.procs = make([]*proc, s.Processes)
 	cleanup := func() {
 		for _, p := range e.procs {
@@ -273,8 +286,13 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.res.Inconclusive = true
 	}
 	if !ok {
-		e.fail(&Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
-			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)})
+		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
+			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
+		if _, ok := contract.Rule(spec.PowerLossRule(contract.Name)); ok && e.cutAt >= 0 {
+			failure.AfterPowerCut, failure.PowerCutStep = spec.PowerLossRule(contract.Name), e.cutAt
+			failure.Rules = append(failure.Rules, failure.AfterPowerCut)
+		}
+		e.fail(failure)
 		return false
 	}
 	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
@@ -318,6 +336,8 @@ func (e *engine) strike(i int, st Step) bool {
 			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("restart: %w", err)})
 			return false
 		}
+	case fault.PowerCut:
+		return e.strikePower(i, st, f)
 	case fault.Busy, fault.IOError, fault.LostReply:
 		if err := st.Fault.Inject(e.ctx, &fault.Env{Boundary: p.inj}); err != nil {
 			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})

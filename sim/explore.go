@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
@@ -60,6 +61,11 @@ type Params struct {
 	// operations then interleave only between one another (the simulator
 	// as a backend without yield points gets it).
 	Whole bool
+	// PowerCuts lets the seed cut the power (fault.PowerCut): the runs keep
+	// their databases on a forgetful file system mounted under their
+	// folder, when the machine allows (FUSE); else they run without, and
+	// say why (Result.NoPowerCuts).
+	PowerCuts bool
 }
 
 func (p Params) withDefaults() Params {
@@ -129,17 +135,35 @@ func (s Swarm) Strategy() string {
 // decision is a step of the result's schedule, so Run replays it exactly.
 // When the clients have issued p.Steps operations, the operations in flight
 // run to their ends and the workload reads back what it wrote.
+//
+// With p.PowerCuts the seed also cuts the power, on a forgetful file system
+// mounted under dir for the run (Sweep mounts one for all its runs).
 func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params, dir string) (Result, error) {
+	l := newLazyDisk(p, subj, dir)
+	defer l.close()
+	d, why := l.forSeed(seed)
+	return explore(ctx, subj, b, seed, p, dir, d, why)
+}
+
+// explore is Explore on disk (nil: under dir, cutting no power, for the
+// reason noPower). A seed whose power stream cuts no power runs under dir
+// even when it is given a disk: its run is the same step for step, and a
+// plain folder is faster than any FUSE mount.
+func explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params, dir string, d *lossyfs.Disk, noPower string) (Result, error) {
+	if p.PowerCuts && drawPower(seed).rate == 0 {
+		d = nil
+	}
 	p = p.withDefaults()
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	swarm := DrawSwarm(r)
 	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy(),
 		Capabilities: subj.Capabilities}
-	e, cleanup, err := newEngine(ctx, subj, b, s, dir)
+	e, cleanup, err := newEngine(ctx, subj, b, s, dir, d)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cleanup()
+	e.res.NoPowerCuts = noPower
 	e.whole = p.Whole
 	points := b.CrashPoints()
 	e.res.CrashPoints = len(points) > 0
@@ -148,6 +172,9 @@ func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 	}
 	x := &explorer{r: r, swarm: swarm, workload: subj.NewWorkload(), rival: subj.Rival, p: p, points: points,
 		clients: make([]*rand.Rand, p.Clients), counts: make([]int, p.Clients)}
+	if p.PowerCuts {
+		x.power = drawPower(seed)
+	}
 	for i := range x.clients {
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 	}
@@ -198,10 +225,14 @@ type explorer struct {
 	counts    []int
 	deadlines []int64
 	sched     *scheduler
+	power     *power
 }
 
 // next is the run's next steps, and whether they issue an operation.
 func (x *explorer) next(e *engine) ([]Step, bool) {
+	if st, ok := x.power.cut(e); ok {
+		return []Step{st}, false
+	}
 	sw := x.swarm
 	now := e.clock.Now().UnixMilli() - Epoch.UnixMilli()
 	faults := []struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/linearizability/model"
 )
 
@@ -73,6 +74,11 @@ type Result struct {
 	Yielded, CrashPoints bool
 	// Coverage counts the events the run reached.
 	Coverage map[string]int
+	// NoPowerCuts is why the run could not cut the power ("" when it
+	// could): power cuts off, no FUSE here to mount the forgetful file
+	// system with, or a backend that declares it keeps its writes across
+	// process crashes only where the seed allows it.
+	NoPowerCuts string
 	// Ops is how many operations ran; SimTime how far the clock went.
 	Ops     int
 	SimTime time.Duration
@@ -101,6 +107,9 @@ func (r Result) Unexplored() []string {
 	if !r.CrashPoints {
 		out = append(out, "crashes inside operations were not explored: the backend declares no crash points (processes are killed between and inside operations only)")
 	}
+	if r.NoPowerCuts != "" {
+		out = append(out, "power loss not explored: "+r.NoPowerCuts)
+	}
 	return out
 }
 
@@ -121,13 +130,23 @@ type Failure struct {
 	// Backend is set when the backend itself failed (could not start,
 	// broke the protocol) rather than answering against the contract.
 	Backend error
+	// AfterPowerCut, when the run cut the power before the failure, is
+	// the rule that holds every acknowledged write across a cut (it is in
+	// Rules too), and PowerCutStep the last cut's step: a wrong answer
+	// after one may be a write it lost.
+	AfterPowerCut string
+	PowerCutStep  int
 }
 
 func (f *Failure) Error() string {
 	if f.Backend != nil {
 		return fmt.Sprintf("step %d: %s: backend failure: %v", f.Step, f.What, f.Backend)
 	}
-	return fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, f.Got, strings.Join(f.Allowed, " or "))
+	msg := fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, f.Got, strings.Join(f.Allowed, " or "))
+	if f.AfterPowerCut != "" {
+		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)
+	}
+	return msg
 }
 
 // Signature is what "fails the same way" means when shrinking: the same
@@ -141,9 +160,21 @@ func (f *Failure) Signature() string {
 
 // Run replays a schedule against the backend in a fresh folder under dir
 // and checks every answer against the model as it goes; it stops at the
-// first divergence.
+// first divergence. A schedule that cuts the power runs on a forgetful file
+// system mounted under dir for the run; where none can be mounted, Run
+// says so in its error.
 func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (Result, error) {
-	e, cleanup, err := newEngine(ctx, subj, b, s, dir)
+	d, done, err := diskFor(subj, s, dir)
+	defer done()
+	if err != nil {
+		return Result{}, err
+	}
+	return run(ctx, subj, b, s, dir, d)
+}
+
+// run is Run on disk (nil: under dir, with no power to cut).
+func run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string, d *lossyfs.Disk) (Result, error) {
+	e, cleanup, err := newEngine(ctx, subj, b, s, dir, d)
 	if err != nil {
 		return Result{}, err
 	}

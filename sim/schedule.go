@@ -30,7 +30,8 @@ const (
 	StepResume = "resume"
 	// StepFault: a fault (package fault) strikes: a clock jump, a kill, a
 	// crash point armed, a busy database, an I/O error, a lost reply, a
-	// pause, a restart. Faults that act on a process act on Process.
+	// pause, a restart, a power cut (which acts on every process). Faults
+	// that act on a process act on Process.
 	StepFault = "fault"
 )
 

@@ -13,6 +13,11 @@ import (
 // yield points, faults), fewer clients and processes, smaller clock jumps. It tries at most budget runs and
 // returns the smallest failing schedule it found with its result.
 func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir string, budget int) (Result, error) {
+	d, unmount, err := diskFor(subj, failing.Schedule, dir)
+	defer unmount()
+	if err != nil {
+		return failing, err
+	}
 	sig := failing.Failure.Signature()
 	best := failing
 	runs := 0
@@ -22,7 +27,7 @@ func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir st
 			return false, nil
 		}
 		runs++
-		res, err := Run(ctx, subj, b, s, dir)
+		res, err := run(ctx, subj, b, s, dir, d)
 		if err != nil {
 			return false, err
 		}
@@ -110,9 +115,17 @@ func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir st
 	return best, nil
 }
 
-// halved is a clock jump or a pause half as long, while it is not zero.
+// halved is a clock jump or a pause half as long, while it is not zero;
+// or a torn power cut that keeps half as much, then none torn.
 func halved(f fault.Fault) (fault.Fault, bool) {
 	switch v := f.(type) {
+	case fault.PowerCut:
+		if v.Keep > 1 {
+			return fault.PowerCut{File: v.File, Keep: v.Keep / 2}, true
+		}
+		if v.File != "" {
+			return fault.PowerCut{}, true
+		}
 	case fault.ClockJump:
 		if v.By > 0 {
 			return fault.ClockJump{By: (v.By / 2).Truncate(time.Millisecond)}, true

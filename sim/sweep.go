@@ -85,9 +85,13 @@ func ScratchDir() string {
 // Sweep runs the schedule of every seed, workers at a time, and calls done
 // with each result in seed order (results are held until every earlier seed
 // is done, so what done sees does not depend on scheduling). It stops
-// starting seeds when ctx ends or stop returns true.
+// starting seeds when ctx ends or stop returns true. With p.PowerCuts it
+// mounts one forgetful file system under dir for all its runs that cut the
+// power (when the first of them starts), and undoes it before it returns.
 func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params, workers int, dir string,
 	done func(Result), stop func() bool) error {
+	disk := newLazyDisk(p, subj, dir)
+	defer disk.close()
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -106,7 +110,8 @@ func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				res, err := Explore(ctx, subj, b, seeds[i], p, dir)
+				d, noPower := disk.forSeed(seeds[i])
+				res, err := explore(ctx, subj, b, seeds[i], p, dir, d, noPower)
 				results[i] <- slot{res, err}
 			}
 		}()

@@ -32,6 +32,7 @@ const (
 	CapClientSchemaTable  = "client_schema_table"
 	CapClientSchemaWriter = "client_schema_writer"
 	CapSnapshotRevision   = "snapshot_revision"
+	CapDurability         = "durability"
 	CapYields             = "yields"
 	CapCrashPoints        = "crash_points"
 	CapStores             = "stores"
@@ -68,6 +69,10 @@ var CapabilityTable = []CapabilityInfo{
 		Means:   "how the continuity store computes the revision `delete_session_snapshot_if_current_revision` compares: `\"sha256\"` (the default, when absent): the lowercase hex SHA-256 of the stored bytes; `\"opaque\"`: the backend's own, which the kit cannot compute",
 		With:    "`\"sha256\"`: the delete-at-revision spec; the linearizability model and the simulator compute revisions",
 		Without: "`\"opaque\"`: the delete-at-revision spec is skipped, the other-revision spec presents only revisions no backend computes, and the models accept false, `io`, or true with the snapshot deleted for any revision"},
+	{Name: CapDurability, Value: "string: `\"power_loss\"` or `\"process_crash\"`",
+		Means:   "what the store's acknowledged writes survive: `\"power_loss\"` (the default, when absent): a power cut, which keeps only what was synced (fsync, fdatasync), as SQLite's default `synchronous=FULL` gives; `\"process_crash\"`: the backend process's crash only (SQLite's WAL with `synchronous=NORMAL`, say). It counts for the runtime and client stores, whose seeds do not show whether a commit is synced before it is acknowledged; the continuity seed shows its store keeping SQLite's default, so a continuity store is held to power loss whatever is declared",
+		With:    "`\"power_loss\"`: the simulator cuts the power of the files the runs keep their databases in (a forgetful FUSE file system: a power cut loses every write not synced), and the power-loss specs run",
+		Without: "`\"process_crash\"`: for runtime and client the simulator cuts no power and the power-loss specs are skipped; the report says power loss was not explored, and why"},
 	{Name: CapYields, Value: "bool",
 		Means:   "an `op` request with `\"yields\": true` pauses at each of the operation's yield points until the kit resumes it (see Yield points)",
 		With:    "the simulator interleaves operations at their yield points and kills processes there",

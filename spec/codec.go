@@ -26,6 +26,10 @@ type Contract struct {
 	// operation name, each with the rule that makes it: with the answers
 	// of each result type, the cells of the coverage matrix (see Cells).
 	Refusals map[string][]Refusal
+	// DurabilityDeclared: the seed does not show whether the store syncs a
+	// commit before it acknowledges it, so a backend may declare what its
+	// writes survive (Capabilities.Durability), and is held to that.
+	DurabilityDeclared bool
 }
 
 // Op finds an operation of the contract by name.

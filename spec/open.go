@@ -64,4 +64,9 @@ type Capabilities struct {
 	// lowercase hex SHA-256 of the stored bytes (continuity.SnapshotRevision),
 	// "opaque" for a revision the kit cannot compute.
 	SnapshotRevision string `json:"snapshot_revision,omitempty"`
+	// Durability is what the backend's acknowledged writes survive, for
+	// the stores whose seed does not say (Contract.DurabilityDeclared):
+	// "" or DurabilityPowerLoss (a power cut: the default) or
+	// DurabilityProcessCrash (a process crash only; no power is cut).
+	Durability string `json:"durability,omitempty"`
 }

@@ -72,7 +72,7 @@ func init() {
 			options: []string{"check-timeout"}},
 		{name: "sim", backend: true, run: simulation,
 			summary: "the deterministic simulator: seeded schedules of clients, clock jumps and\ncrashes, checked step by step; failures shrunk and saved",
-			options: []string{"store", "seed", "seeds", "shard", "steps", "clients", "processes", "workers", "shrink", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
+			options: []string{"store", "seed", "seeds", "shard", "steps", "clients", "processes", "power-cuts", "workers", "shrink", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
 		{name: "replay", backend: true, positional: "SCHEDULE.json", nargs: 1, run: replay,
 			summary: "run a saved (shrunk) schedule again",
 			options: []string{"reply-timeout"}},
@@ -200,6 +200,8 @@ func (inv invocation) config() conformance.Config {
 			cfg.Steps = f.num(name)
 		case "processes":
 			cfg.Processes = f.num(name)
+		case "power-cuts":
+			cfg.NoPowerCuts = !f.on(name)
 		case "workers":
 			cfg.Workers = f.num(name)
 		case "shrink":

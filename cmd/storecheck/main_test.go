@@ -181,6 +181,9 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 	for _, b := range sampledBugs(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			t.Parallel()
+			if b.NeedsPowerCut() {
+				needFUSE(t)
+			}
 			want := expectedFailures[b]
 			store, racy := concurrencyOnly[b]
 			only := b.Store()
@@ -211,6 +214,9 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 	for _, b := range sampledBugs(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			t.Parallel()
+			if b.NeedsPowerCut() {
+				needFUSE(t)
+			}
 			if len(expectedFailures[b]) == 0 {
 				t.Skip("no spec catches this bug: the linearizability check does")
 			}

@@ -59,6 +59,7 @@ var options = []option{
 	{name: "duration", kind: kindDuration, arg: "D", def: "0s", help: "stop a history early when it has run this long (0s: no limit)"},
 	{name: "steps", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Steps), help: "steps of a simulated schedule"},
 	{name: "processes", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Processes), help: "backend processes the simulated clients are spread over"},
+	{name: "power-cuts", kind: kindBool, def: strconv.FormatBool(!defaults.NoPowerCuts), help: "cut the power in simulated runs, losing what the backend never synced, on a forgetful FUSE file system (--power-cuts=false runs without, as a machine without FUSE does)"},
 	{name: "shrink", kind: kindInt, arg: "RUNS", def: strconv.Itoa(defaults.Shrink), help: "runs spent shrinking a failing schedule (0: do not shrink)"},
 	{name: "workers", kind: kindInt, arg: "N", def: "0", help: "seeds (or selftest backends) checked at once (0: one per CPU)"},
 	{name: "bugs", arg: "LIST", help: "selftest only these deliberate bugs, comma-separated (default: every bug of the stores asked for); the reference is checked too"},
@@ -258,7 +259,7 @@ func (c *command) writeHelp(w io.Writer) {
 			flagText += " " + o.arg
 		}
 		help := o.help
-		if o.def != "" && o.kind != kindBool {
+		if o.def != "" && (o.kind != kindBool || o.def == "true") {
 			help += fmt.Sprintf(" (default %s)", o.def)
 		}
 		fmt.Fprintf(w, "  %-22s %s\n", flagText, wrap(help, 25, 80))
@@ -379,9 +380,12 @@ func synopses() string {
 		line := fmt.Sprintf("storecheck %-9s", c.name)
 		for _, name := range c.options {
 			o, _ := optionNamed(name)
-			if o.arg == "" {
+			switch {
+			case o.arg == "" && o.def == "true":
+				line += fmt.Sprintf(" [--%s=false]", o.name)
+			case o.arg == "":
 				line += fmt.Sprintf(" [--%s]", o.name)
-			} else {
+			default:
 				line += fmt.Sprintf(" [--%s %s]", o.name, o.arg)
 			}
 		}

@@ -53,7 +53,7 @@ func selftestCommand(inv invocation) int {
 	var progress *reports.Progress
 	o.Started = func(n int) { progress = reports.StartProgress(stderr, progressMode(f.on("quiet")), "backends", n) }
 	o.Done = func() { progress.Done(1) }
-	rows, err := selftest.Run(o)
+	table, err := selftest.Run(o)
 	if progress != nil {
 		progress.Stop()
 	}
@@ -61,8 +61,12 @@ func selftestCommand(inv invocation) int {
 		fmt.Fprintf(stderr, "storecheck selftest: %v\n", err)
 		return exitUsage
 	}
-	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(f.line, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start)}
-	code := writeTable(stdout, rows, &result)
+	result := reports.Run{Tool: "storecheck", Command: "storecheck selftest " + strings.Join(f.line, " "), Backend: "reference and its deliberate bugs", Duration: time.Since(start),
+		Notes: table.Notes}
+	for _, n := range table.Notes {
+		fmt.Fprintln(stdout, n)
+	}
+	code := writeTable(stdout, table.Rows, &result)
 	writeReports(f, result, stderr)
 	return code
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -46,6 +47,10 @@ func replay(inv invocation) int {
 		return exitUsage
 	}
 	res, err := conformance.Replay(context.Background(), inv.target(), s, inv.config())
+	if errors.Is(err, conformance.ErrNoPowerLoss) {
+		fmt.Fprintf(stderr, "storecheck replay: %v; the replay is not run\n", err)
+		return exitInconclusive
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "storecheck replay: %v\n", err)
 		if conformance.IsBackendFailure(err) {

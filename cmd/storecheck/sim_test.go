@@ -12,6 +12,8 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
@@ -54,16 +56,28 @@ var traceHash = regexp.MustCompile(`(?m)^ok: \d+ steps, trace ([0-9a-f]{64})$`)
 
 // One schedule gives one trace, byte for byte, run twice through the exec
 // adapter against "storecheck serve" (a real process per simulated process,
-// killed and crashed for real), and the same trace in process.
+// killed and crashed for real, its power cut for real), and the same trace
+// in process.
 func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
 	k, _ := stores.Lookup("continuity")
-	for _, seed := range []int64{3, 11} {
+	for _, tc := range []struct {
+		seed      int64
+		powerCuts bool
+	}{{3, false}, {11, false}, {5, true}} {
+		if tc.powerCuts && lossyfs.Available() != nil {
+			t.Logf("seed %d: power loss not explored: %v", tc.seed, lossyfs.Available())
+			continue
+		}
+		seed := tc.seed
 		path := filepath.Join(t.TempDir(), "schedule.json")
 		backend := sim.InProcess(stores.Reference(), k.Name())
 		st, _ := conformance.StoreNamed(k.Name())
-		explored, err := sim.Explore(context.Background(), st.Subject(spec.Capabilities{}), backend, seed, sim.Params{Steps: 80}, sim.ScratchDir())
+		explored, err := sim.Explore(context.Background(), st.Subject(spec.Capabilities{}), backend, seed, sim.Params{Steps: 80, PowerCuts: tc.powerCuts}, sim.ScratchDir())
 		if err != nil || explored.Failure != nil {
 			t.Fatal(err, explored.Failure)
+		}
+		if cut := explored.Coverage[sim.EventPowerCut] > 0; cut != tc.powerCuts {
+			t.Fatalf("seed %d: power cut %v, want %v", seed, cut, tc.powerCuts)
 		}
 		if err := explored.Schedule.WriteFile(path); err != nil {
 			t.Fatal(err)
@@ -129,7 +143,20 @@ func TestSimWithoutCrashPointsExploresKillsAndSaysWhatItMissed(t *testing.T) {
 	}
 	const why = `continuity: "` + sim.EventCrashInside + `" was not reached: it needs crash points, and the backend declares none for continuity`
 	const capability = "continuity: crashes inside operations were not explored: the backend declares no crash points"
-	forms := map[string]string{"console": out.String()}
+	lost := strings.Replace(why, sim.EventCrashInside, sim.EventAnswerLost, 1)
+	for form, text := range reportForms(t, dir, out.String()) {
+		if !strings.Contains(text, why) || !strings.Contains(text, lost) || !strings.Contains(text, capability) {
+			t.Errorf("%s does not say what was not explored and why:\n%s", form, text)
+		}
+	}
+}
+
+// reportForms are a run's notes as each form of its report has them: the
+// console's, and the files' in dir (the JSON's notes, the HTML and JUnit
+// unescaped).
+func reportForms(t *testing.T, dir, console string) map[string]string {
+	t.Helper()
+	forms := map[string]string{"console": console}
 	for _, f := range []string{reports.TextFile, reports.JSONFile, reports.HTMLFile, reports.JUnitFile} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -144,10 +171,43 @@ func TestSimWithoutCrashPointsExploresKillsAndSaysWhatItMissed(t *testing.T) {
 	forms[reports.JSONFile] = strings.Join(run.Notes, "\n")
 	forms[reports.HTMLFile] = html.UnescapeString(forms[reports.HTMLFile])
 	forms[reports.JUnitFile] = html.UnescapeString(forms[reports.JUnitFile])
-	lost := strings.Replace(why, sim.EventCrashInside, sim.EventAnswerLost, 1)
-	for form, text := range forms {
-		if !strings.Contains(text, why) || !strings.Contains(text, lost) || !strings.Contains(text, capability) {
-			t.Errorf("%s does not say what was not explored and why:\n%s", form, text)
+	return forms
+}
+
+// Where no FUSE mount can be made (here: the device named is missing), or
+// with --power-cuts=false, the sweep runs without power cuts, passes, and
+// every form of its report says power loss was not explored and why; a
+// replay of a schedule that cuts the power says it cannot run here and is
+// inconclusive, never a failure.
+func TestSimWithoutPowerCutsSaysPowerLossWasNotExplored(t *testing.T) {
+	t.Setenv(lossyfs.DeviceEnv, "/nonexistent/fuse")
+	for _, tc := range []struct {
+		flags []string
+		why   string
+	}{
+		{nil, "continuity: power loss not explored: no FUSE device: /nonexistent/fuse is missing"},
+		{[]string{"--power-cuts=false"}, "continuity: power loss not explored: power cuts are off"},
+	} {
+		dir := t.TempDir()
+		var out, errs strings.Builder
+		args := append([]string{"sim", "--store", "continuity", "--seeds", "1..4", "--report-dir", dir, "--quiet"}, tc.flags...)
+		if code := cli(args, &out, &errs, conformance.Reference()); code != exitPassed {
+			t.Fatalf("%v: exit %d, want %d\n%s\n%s", tc.flags, code, exitPassed, out.String(), errs.String())
 		}
+		for form, text := range reportForms(t, dir, out.String()) {
+			if !strings.Contains(text, tc.why) {
+				t.Errorf("%v: %s does not say %q:\n%s", tc.flags, form, tc.why, text)
+			}
+		}
+	}
+	s := sim.Schedule{Store: "continuity", Seed: 1, Clients: 1, Processes: 1, Steps: []sim.Step{{Kind: sim.StepFault, Fault: fault.PowerCut{}}}}
+	file := filepath.Join(t.TempDir(), "schedule.json")
+	if err := s.WriteFile(file); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs strings.Builder
+	code := cli([]string{"replay", file}, &out, &errs, conformance.Reference())
+	if want := "storecheck replay: step 0 cuts the power, and power loss cannot be simulated here: no FUSE device: /nonexistent/fuse is missing"; code != exitInconclusive || !strings.HasPrefix(errs.String(), want) {
+		t.Errorf("replay of a power cut without FUSE: exit %d, stderr %q; want %d, %q", code, errs.String(), exitInconclusive, want)
 	}
 }

@@ -174,7 +174,13 @@ class Database:
                 raise StoreError("io", f"journal_mode=WAL on {self.path!r}: {e}")
             if mode is None or str(mode[0]).lower() != "wal":
                 raise StoreError("io", f"journal_mode=WAL on {self.path!r}: got {mode!r}")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
+            # FULL syncs the WAL at every commit, before the answer, so an
+            # acknowledged write survives a power cut: SQLite's default,
+            # which the seeds' stores leave in place, said here because a
+            # SQLite may be built with another. NORMAL (this backend's first
+            # choice) syncs only at checkpoints, and the kit's power cuts
+            # lost acknowledged commits with it (FINDINGS.md, F-D1).
+            self.conn.execute("PRAGMA synchronous=FULL")
 
     def set_timeout(self, timeout_ms, margin_ms=0):
         try:

@@ -22,9 +22,12 @@
 //     transaction of its own, Stored, and the write, deciding on that
 //     earlier read, in another, through a view of the same store whose
 //     decision is the one taken: WithRules), a write-behind buffer, a commit
-//     whose failed check still writes, an operation done as another.
+//     whose failed check still writes, an operation done as another;
+//   - a database setting: the reference opened with SQLite's synchronous
+//     lowered (synchronous.go), a commit acknowledged before it is on
+//     disk, which only a power cut shows (Bug.NeedsPowerCut).
 //
-// Build-tagged variants were the third choice and are not used: selftest
+// Build-tagged variants were another choice and are not used: selftest
 // runs the correct reference and every bug in one binary, through every
 // layer, and a build tag would need a binary per bug.
 package bugs

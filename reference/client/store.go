@@ -142,6 +142,9 @@ type Options struct {
 	Clock clockwork.Clock
 	// Rules are the decisions the store takes (Rules{}: the contract's).
 	Rules Rules
+	// Synchronous is SQLite's synchronous setting (sqlitedb.Options); ""
+	// leaves SQLite's default, as the seeds do. Only deliberate bugs set it.
+	Synchronous string
 }
 
 // Store is the reference client store.
@@ -167,7 +170,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, IOKind: c.ErrIO})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, IOKind: c.ErrIO})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Rules are the decisions the store takes (Rules{}: the contract's).
 	Rules Rules
+	// Synchronous is SQLite's synchronous setting (sqlitedb.Options); ""
+	// leaves SQLite's default, as the seeds do. Only deliberate bugs set it.
+	Synchronous string
 }
 
 // Store is the reference continuity store.
@@ -71,7 +74,7 @@ var _ c.Store = (*Store)(nil)
 
 // Open opens (or creates) a store.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Schema: schema, IOKind: c.ErrIO})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, Schema: schema, IOKind: c.ErrIO})
 	if err != nil {
 		return nil, err
 	}

@@ -491,7 +491,8 @@ func (c Proxy) ListFaults(ctx context.Context, taskID string) ([]Fault, error) {
 func (c Proxy) Close() error { return spec.CloseTarget(c.Target) }
 
 // Contract describes the client store to the generic parts of the kit.
-var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds, Rules: Rules, Vocabularies: Vocabularies, Refusals: Refusals}
+var Contract = spec.Contract{Name: StoreName, Ops: Ops, Kinds: Kinds, Rules: Rules, Vocabularies: Vocabularies, Refusals: Refusals,
+	DurabilityDeclared: true}
 
 // Crash ends the target as a killed process would (see adapters.Crasher),
 // when it can; otherwise it closes it.

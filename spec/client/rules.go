@@ -77,6 +77,11 @@ var Rules = []spec.Rule{
 		Source: quoted("INTENT_FLUSH_BATCH_SIZE", "The queue is durable, so a client that stayed offline through a long outage /// can hold tens of thousands of pending rows."),
 	},
 	{
+		ID: "client.survives_power_loss", Says: "Every write the store acknowledged survives a power cut: after the machine loses everything the backend never synced (fsync, fdatasync), the store opened again on its file finds every intent, event, session, task and fault it acknowledged. An operation in flight at the cut may or may not have taken effect, and none is half applied. (The simulator's power cuts check it; metadata such as a file's creation or removal is taken as durable at once.)",
+		Source:   quoted("INTENT_FLUSH_BATCH_SIZE", "The queue is durable, so a client that stayed offline through a long outage /// can hold tens of thousands of pending rows."),
+		Latitude: "The seed's open_connection, where the connection is set up, is not shown, so it does not say whether a commit is synced before it is acknowledged: the kit reads the durable queue as SQLite's default, synchronous=FULL, under which it is. A backend may declare hello's durability \"process_crash\" (its writes survive a process crash, not a power cut): it is then held to that, the simulator cuts no power for this store, the power-loss spec is skipped, and the report says power loss was not explored.",
+	},
+	{
 		ID: "client.open_locked", Says: "Opening a file another connection holds write-locked waits for the lock (it does not fail at once), gives up by the open's timeout (the open request's timeout_ms), answering within a slack of 2 s more, and succeeds once the lock is released.",
 		Source:   quoted("ClientStore::delete_intent", "it runs on the /// store's one connection, under the store's lock and its busy timeout"),
 		Latitude: "How long a backend waits inside the deadline is its own; the kit checks only that it waits and that it stops by the deadline.",

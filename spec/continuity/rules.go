@@ -282,6 +282,12 @@ var Rules = []spec.Rule{
 		Latitude: "The seed serializes its writers with an in-process mutex and promises nothing across processes, so the kit checks two handles on one file only for a backend that declares the capability shared_files.",
 	},
 	{
+		ID:   "continuity.survives_power_loss",
+		Says: "Every write the store acknowledged survives a power cut: after the machine loses everything the backend never synced (fsync, fdatasync), the store opened again on its file finds every record and snapshot it acknowledged, and its fencing high-water mark is not below any fence it accepted. An operation in flight at the cut may or may not have taken effect, and none is half applied. The seed opens its database in WAL mode and sets no synchronous pragma, so SQLite's default, synchronous=FULL, stays in place: a commit is synced before it is answered, and a backend is held to that whatever durability it declares. (The simulator's power cuts check it; metadata such as a file's creation or removal is taken as durable at once.)",
+		Source: spec.Quoted(seed, "LocalContinuityStore::open", `writer
+            .execute_batch("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;")`),
+	},
+	{
 		ID:   "continuity.open_waits_for_lock",
 		Says: "Opening a database another connection holds write-locked waits for the lock, and gives up by the open's timeout (the open request's timeout_ms), answering within a slack of 2 s more.",
 		Source: spec.Quoted(seed, "open_with_fencing_floor", `SQLite open/schema/WAL setup can wait on the filesystem or a database

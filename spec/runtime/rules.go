@@ -51,6 +51,11 @@ var Rules = []spec.Rule{
 		Source:   silent("commit_runtime_state, enqueue_queued_work, claim_ready_queued_work", "GraphCommitDelta, the delivery and slot policies and QueuedWorkClaimBoundary are Rust enums: an unknown value cannot reach the store, so the seed never says when a backend notices one"),
 		Latitude: "A backend may notice the unknown value at any point of the operation's order of checks: invalid_argument is accepted instead of, or before, any later check; the answer of every check before that point is accepted too (a lease refused, a max_batches of 0 answered none, a source key already queued answered its batch, a turn replay answered its first result, nothing claimable answered none)."},
 
+	{ID: "runtime.survives_power_loss", Says: "Every write the store acknowledged survives a power cut: after the machine loses everything the backend never synced (fsync, fdatasync), the store opened again on its file finds every commit, lease, batch and meta it acknowledged. An operation in flight at the cut may or may not have taken effect, and none is half applied. (The simulator's power cuts check it; metadata such as a file's creation or removal is taken as durable at once.)",
+		Source: quoted("durability_tier", `fn durability_tier(&self) -> DurabilityTier {
+        DurabilityTier::Durable`),
+		Latitude: "The seed's connection setup (conn.rs) is not shown, so it does not say whether a commit is synced before it is acknowledged: the kit reads Durable as SQLite's default, synchronous=FULL, under which it is. A backend may declare hello's durability \"process_crash\" (its writes survive a process crash, not a power cut): it is then held to that, the simulator cuts no power for this store, the power-loss spec is skipped, and the report says power loss was not explored."},
+
 	// durability_tier
 	{ID: "runtime.durability_tier.durable", Op: "durability_tier", Says: "A store on a file is durable: closed and opened again on its path, it finds every acknowledged commit, lease, batch and meta. (The reference answers ephemeral for a store it opens in memory; the kit does not judge that answer.)",
 		Source: quoted("durability_tier", `fn durability_tier(&self) -> DurabilityTier {

@@ -176,4 +176,25 @@ func clientOpenSpecs(fx *clientFixture) {
 			})
 		})
 	})
+
+	Describe("power loss", func() {
+		It("finds everything it acknowledged after a power cut that loses everything it never synced", Rules("client.survives_power_loss"), func() {
+			path, cut := powerCutFile(fx.h, cli.Contract)
+			Expect(fx.s.Close()).To(Succeed())
+			fx.s = fx.open(path)
+			fx.enqueue(opA, fx.env(taskA))
+			Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(2500*time.Millisecond), "x"))).To(BeTrue())
+			Expect(fx.upsert(taskA, fx.tuple(sessS, 1, 5, cli.AgentReady, cli.ResourceClosed))).To(BeTrue())
+			Expect(fx.acted(fx.s.SettleTask(fx.ctx, taskB, cli.TaskCompleted))).To(BeTrue())
+			_, err := fx.s.AppendEvent(fx.ctx, "one", spec.RawJSON(`{}`))
+			Expect(err).NotTo(HaveOccurred())
+			before := fx.state()
+			cut(fx.s.Close)
+			fx.s = fx.open(path)
+			Expect(fx.state()).To(Equal(before), because("client.survives_power_loss"))
+			seq, err := fx.s.AppendEvent(fx.ctx, "two", spec.RawJSON(`{}`))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(seq).To(BeNumerically(">", before.EventHead))
+		})
+	})
 }

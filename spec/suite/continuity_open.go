@@ -29,4 +29,19 @@ func continuityOpenSpecs(fx *continuityFixture) {
 			})
 		})
 	})
+
+	Describe("power loss", func() {
+		It("keeps every record, snapshot and fence it acknowledged through a power cut that loses everything it never synced", Rules("continuity.survives_power_loss"), func() {
+			path, cut := powerCutFile(fx.h, cont.Contract)
+			Expect(fx.s.Close()).To(Succeed())
+			fx.s = fx.open(path)
+			fx.upsert(fx.rec(contID, contSession, 0, 0), 15)
+			fx.save(fx.write(contOther, contSecond, 0, 1, 3, "x"))
+			before := fx.state()
+			cut(fx.s.Close)
+			fx.s = fx.open(path)
+			Expect(fx.state()).To(Equal(before), cont.Contract.Explain("continuity.survives_power_loss"))
+			Expect(fx.maxFence()).To(Equal(cont.FencingToken(15)), "the high-water mark survives the power cut")
+		})
+	})
 }

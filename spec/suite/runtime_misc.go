@@ -69,6 +69,26 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 		})
 	})
 
+	Describe("power loss", func() {
+		It("keeps every commit, lease, batch and meta it acknowledged through a power cut that loses everything it never synced", Rules("runtime.survives_power_loss"), func() {
+			path, cut := powerCutFile(fx.h, rt.Contract)
+			Expect(fx.s.Close()).To(Succeed())
+			fx.s = fx.open(path)
+			l := fx.lease(worker)
+			cm := fx.commitOf(l, "cp")
+			cm.Graph = fx.appendNodes("n", fx.node("n", ""))
+			fx.commit(cm)
+			fx.mergeable()
+			Expect(fx.s.SaveSessionMeta(fx.ctx, spec.RawJSON(`{"m":1}`))).To(Succeed())
+			before := fx.state()
+			cut(fx.s.Close)
+			fx.s = fx.open(path)
+			Expect(fx.state()).To(Equal(before), rt.Contract.Explain("runtime.survives_power_loss"))
+			Expect(fx.tryClaim(rival)).To(BeNil(), "the lease survives the power cut")
+			fx.commit(fx.commitOf(l, "after the power cut"))
+		})
+	})
+
 	// The ids the store mints where the seed does not show how (batch ids,
 	// claim ids and tokens, checkpoint refs) are the store's: the specs
 	// learn them from answers and present them back; items follow the

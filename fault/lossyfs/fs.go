@@ -1,0 +1,594 @@
+package lossyfs
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// The file system itself. It is a loopback over the backing folder, so the
+// backing folder always holds what the processes see (the current image).
+// What makes it forgetful is a log per file of the writes and truncations
+// made since its last fsync or fdatasync: each change keeps the bytes it
+// wrote (to apply it again) and the bytes and size it replaced (to undo
+// it). A sync empties the log: the durable image is then the current one.
+// A cut undoes every logged change, newest first, which leaves each file as
+// it was at its last sync; a torn cut then applies again the first Keep
+// changes of one file, as a disk that wrote some of them before it lost
+// power.
+//
+// Metadata (create, unlink, rename, mkdir, chmod) is not logged: it is
+// durable as soon as it returns, as on a file system that journals its
+// metadata synchronously. LazyFS makes the same choice.
+//
+// A cut acts on one folder directly under the mount point (a run's; the
+// simulator runs seeds side by side in folders of their own). Between the
+// cut and the thaw the folder is frozen: every change to it fails with
+// EIO, as nothing a process does after the power went can reach the disk.
+// Handles opened before the cut stay dead after the thaw: a change through
+// one fails with EIO, never applied. Reads through them still work (they
+// read the durable image): an in-process SQLite handle that is closed after
+// the cut reads its mmap'd -shm file, and a read that failed there would be
+// a SIGBUS, not an error.
+
+// lossy is the state of the file system.
+type lossy struct {
+	backing string
+	root    *fs.Inode
+
+	// cut is the barrier: every change and read holds it shared, a cut
+	// holds it alone, so an operation in flight is wholly before the cut or
+	// wholly after it.
+	cut    sync.RWMutex
+	gens   map[string]uint64 // per folder, bumped by each cut
+	frozen map[string]bool
+
+	filesMu sync.Mutex
+	files   map[uint64]*file // by backing inode, while open or unsynced
+}
+
+// file is a backing file that is open or has unsynced changes.
+type file struct {
+	mu   sync.Mutex
+	ino  uint64
+	sub  string // the folder under the mount point it lives in
+	fd   int    // the file system's own descriptor on it, to undo and redo
+	open int    // handles open on it
+	log  []change
+}
+
+// change is one write or truncation since the file's last sync.
+type change struct {
+	trunc bool
+	off   int64  // a write's offset; a truncation's new size
+	data  []byte // a write's bytes
+	size  int64  // the file's size before
+	old   []byte // the bytes the change replaced, at oldAt
+	oldAt int64
+}
+
+func newLossy(backing string) *lossy {
+	return &lossy{backing: backing, gens: map[string]uint64{}, frozen: map[string]bool{}, files: map[uint64]*file{}}
+}
+
+// subOf is the folder under the mount point that rel (a path relative to
+// it) is in.
+func subOf(rel string) string {
+	sub, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	return sub
+}
+
+// track is the state of the backing file fd is open on, made if needed;
+// it counts one more handle when handle is true.
+func (l *lossy) track(fd int, sub string, handle bool) (*file, syscall.Errno) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	l.filesMu.Lock()
+	defer l.filesMu.Unlock()
+	f := l.files[st.Ino]
+	if f == nil {
+		own, err := syscall.Open("/proc/self/fd/"+strconv.Itoa(fd), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fs.ToErrno(err)
+		}
+		f = &file{ino: st.Ino, sub: sub, fd: own}
+		l.files[st.Ino] = f
+	}
+	if handle {
+		f.open++
+	}
+	return f, 0
+}
+
+// release lets go of one handle of f (or of none), and forgets f when
+// nothing is open on it and it has nothing unsynced, or it was unlinked.
+func (l *lossy) release(f *file, handle bool) {
+	l.filesMu.Lock()
+	defer l.filesMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if handle {
+		f.open--
+	}
+	if f.open > 0 {
+		return
+	}
+	var st syscall.Stat_t
+	if len(f.log) > 0 && syscall.Fstat(f.fd, &st) == nil && st.Nlink > 0 {
+		return
+	}
+	if l.files[f.ino] == f {
+		delete(l.files, f.ino)
+	}
+	syscall.Close(f.fd)
+	f.fd = -1
+	f.log = nil
+}
+
+// write writes data at off through fd and logs it. f.mu is held.
+func (f *file) write(fd int, data []byte, off int64) (int, syscall.Errno) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return 0, fs.ToErrno(err)
+	}
+	c := change{off: off, size: st.Size, oldAt: off}
+	if off < st.Size {
+		c.old = make([]byte, min(int64(len(data)), st.Size-off))
+		if _, err := syscall.Pread(f.fd, c.old, off); err != nil {
+			return 0, fs.ToErrno(err)
+		}
+	}
+	n, err := syscall.Pwrite(fd, data, off)
+	if n > 0 {
+		c.data = append([]byte(nil), data[:n]...)
+		f.log = append(f.log, c)
+	}
+	return max(n, 0), fs.ToErrno(err)
+}
+
+// truncate sets the file's size and logs it. f.mu is held.
+func (f *file) truncate(size int64) syscall.Errno {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	if size == st.Size {
+		return 0 // changes nothing, so nothing to lose
+	}
+	c := change{trunc: true, off: size, size: st.Size, oldAt: size}
+	if size < st.Size {
+		c.old = make([]byte, st.Size-size)
+		if _, err := syscall.Pread(f.fd, c.old, size); err != nil {
+			return fs.ToErrno(err)
+		}
+	}
+	if err := syscall.Ftruncate(f.fd, size); err != nil {
+		return fs.ToErrno(err)
+	}
+	f.log = append(f.log, c)
+	return 0
+}
+
+// forget undoes every unsynced change, newest first, then applies the
+// first keep of them again. f.mu is held.
+func (f *file) forget(keep int) error {
+	for i := len(f.log) - 1; i >= 0; i-- {
+		c := f.log[i]
+		if err := syscall.Ftruncate(f.fd, c.size); err != nil {
+			return err
+		}
+		if len(c.old) > 0 {
+			if _, err := syscall.Pwrite(f.fd, c.old, c.oldAt); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range f.log[:min(max(keep, 0), len(f.log))] {
+		var err error
+		if c.trunc {
+			err = syscall.Ftruncate(f.fd, c.off)
+		} else {
+			_, err = syscall.Pwrite(f.fd, c.data, c.off)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	f.log = nil
+	return nil
+}
+
+// live reports whether a handle of folder sub opened at gen may still
+// change it. l.cut is held.
+func (l *lossy) live(sub string, gen uint64) bool {
+	return !l.frozen[sub] && l.gens[sub] == gen
+}
+
+// node is a file or folder of the file system: the loopback's, with every
+// change checked against the cut and file data going through handles.
+type node struct {
+	*fs.LoopbackNode
+	l *lossy
+}
+
+var (
+	_ fs.NodeWrapChilder = (*node)(nil)
+	_ fs.NodeOpener      = (*node)(nil)
+	_ fs.NodeCreater     = (*node)(nil)
+	_ fs.NodeSetattrer   = (*node)(nil)
+	_ fs.NodeTmpfiler    = (*node)(nil)
+)
+
+func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &node{LoopbackNode: ops.(*fs.LoopbackNode), l: n.l}
+}
+
+func (n *node) rel() string              { return n.Path(n.Root()) }
+func (n *node) backing() string          { return filepath.Join(n.l.backing, n.rel()) }
+func (n *node) child(name string) string { return filepath.Join(n.rel(), name) }
+
+// frozen reports whether a change to rel must fail: its folder's power is
+// cut. l.cut is held.
+func (n *node) frozen(rel string) bool { return n.l.frozen[subOf(rel)] }
+
+// guard runs a metadata change of rel unless its folder is frozen.
+func (n *node) guard(rel string, fn func() syscall.Errno) syscall.Errno {
+	n.l.cut.RLock()
+	defer n.l.cut.RUnlock()
+	if n.frozen(rel) {
+		return syscall.EIO
+	}
+	return fn()
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+	errno = n.guard(n.child(name), func() syscall.Errno {
+		ch, errno = n.LoopbackNode.Mkdir(ctx, name, mode, out)
+		return errno
+	})
+	return ch, errno
+}
+
+func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+	errno = n.guard(n.child(name), func() syscall.Errno {
+		ch, errno = n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+		return errno
+	})
+	return ch, errno
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+	errno = n.guard(n.child(name), func() syscall.Errno {
+		ch, errno = n.LoopbackNode.Symlink(ctx, target, name, out)
+		return errno
+	})
+	return ch, errno
+}
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+	errno = n.guard(n.child(name), func() syscall.Errno {
+		ch, errno = n.LoopbackNode.Link(ctx, target, name, out)
+		return errno
+	})
+	return ch, errno
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	rel := n.child(name)
+	errno := n.guard(rel, func() syscall.Errno { return n.LoopbackNode.Rmdir(ctx, name) })
+	if errno == 0 && !strings.Contains(filepath.ToSlash(rel), "/") {
+		// A folder directly under the mount point is gone: so is its
+		// power state.
+		n.l.cut.Lock()
+		delete(n.l.gens, rel)
+		delete(n.l.frozen, rel)
+		n.l.cut.Unlock()
+	}
+	return errno
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return n.guard(n.child(name), func() syscall.Errno {
+		var st syscall.Stat_t
+		known := syscall.Lstat(filepath.Join(n.backing(), name), &st) == nil
+		if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+			return errno
+		}
+		// What was never synced of a file no one can open again is
+		// nothing a cut could bring back.
+		if known {
+			n.l.filesMu.Lock()
+			f := n.l.files[st.Ino]
+			n.l.filesMu.Unlock()
+			if f != nil {
+				n.l.release(f, false)
+			}
+		}
+		return 0
+	})
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	to, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	n.l.cut.RLock()
+	defer n.l.cut.RUnlock()
+	if n.frozen(n.child(name)) || n.frozen(to.child(newName)) {
+		return syscall.EIO
+	}
+	return n.LoopbackNode.Rename(ctx, name, to.LoopbackNode, newName, flags)
+}
+
+// Tmpfile is refused: an unnamed file the loopback would open bypasses the
+// log.
+func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EOPNOTSUPP
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.l.cut.RLock()
+	defer n.l.cut.RUnlock()
+	rel := n.rel()
+	if n.frozen(rel) {
+		return nil, 0, syscall.EIO
+	}
+	fd, err := syscall.Open(n.backing(), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC|fuse.FMODE_EXEC))|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, fs.ToErrno(err)
+	}
+	h, errno := n.l.handle(fd, subOf(rel), flags)
+	return h, keepCache, errno
+}
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	n.l.cut.RLock()
+	defer n.l.cut.RUnlock()
+	rel := n.child(name)
+	if n.frozen(rel) {
+		return nil, nil, 0, syscall.EIO
+	}
+	fd, err := syscall.Open(filepath.Join(n.backing(), name), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC))|syscall.O_CREAT|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return nil, nil, 0, fs.ToErrno(err)
+	}
+	// The loopback's own lookup makes the inode, so that it is the one a
+	// later lookup finds.
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != 0 {
+		syscall.Close(fd)
+		return nil, nil, 0, errno
+	}
+	h, errno := n.l.handle(fd, subOf(rel), flags)
+	return ch, h, keepCache, errno
+}
+
+// keepCache lets the kernel keep a file's pages across opens: every write
+// goes through its cache on the way here, so the cache holds what the
+// backing file does, but after a cut, which a thaw has it drop.
+const keepCache = fuse.FOPEN_KEEP_CACHE
+
+// handle is a handle on fd of a file of folder sub, opened with flags (a
+// truncation they ask for is logged). l.cut is held.
+func (l *lossy) handle(fd int, sub string, flags uint32) (*handle, syscall.Errno) {
+	f, errno := l.track(fd, sub, true)
+	if errno != 0 {
+		syscall.Close(fd)
+		return nil, errno
+	}
+	h := &handle{l: l, fd: fd, f: f, gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
+	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		f.mu.Lock()
+		errno = f.truncate(0)
+		f.mu.Unlock()
+		if errno != 0 {
+			h.close()
+			return nil, errno
+		}
+	}
+	return h, 0
+}
+
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.l.cut.RLock()
+	defer n.l.cut.RUnlock()
+	rel := n.rel()
+	if n.frozen(rel) {
+		return syscall.EIO
+	}
+	h, _ := fh.(*handle)
+	if h != nil && !n.l.live(h.f.sub, h.gen) {
+		return syscall.EIO
+	}
+	p := n.backing()
+	if m, ok := in.GetMode(); ok {
+		if err := syscall.Chmod(p, m); err != nil {
+			return fs.ToErrno(err)
+		}
+	}
+	uid, uok := in.GetUID()
+	gid, gok := in.GetGID()
+	if uok || gok {
+		u, g := -1, -1
+		if uok {
+			u = int(uid)
+		}
+		if gok {
+			g = int(gid)
+		}
+		if err := unix.Fchownat(unix.AT_FDCWD, p, u, g, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fs.ToErrno(err)
+		}
+	}
+	if size, ok := in.GetSize(); ok {
+		f := (*file)(nil)
+		if h != nil {
+			f = h.f
+		} else {
+			fd, err := syscall.Open(p, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				return fs.ToErrno(err)
+			}
+			var errno syscall.Errno
+			f, errno = n.l.track(fd, subOf(rel), false)
+			syscall.Close(fd)
+			if errno != 0 {
+				return errno
+			}
+			defer n.l.release(f, false)
+		}
+		f.mu.Lock()
+		errno := f.truncate(int64(size))
+		f.mu.Unlock()
+		if errno != 0 {
+			return errno
+		}
+	}
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	if mok || aok {
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if aok {
+			ts[0] = unix.NsecToTimespec(atime.UnixNano())
+		}
+		if mok {
+			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
+		}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fs.ToErrno(err)
+		}
+	}
+	var st syscall.Stat_t
+	var err error
+	if h != nil {
+		err = syscall.Fstat(h.fd, &st)
+	} else {
+		err = syscall.Lstat(p, &st)
+	}
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	// The attributes stay good as long as a getattr's would: SQLite, as
+	// root, chowns every -wal and -shm it opens to their own owner, and
+	// fstats them next.
+	out.SetTimeout(attrTimeout)
+	return 0
+}
+
+// attrTimeout is how long the kernel may keep names and attributes: every
+// change but a cut's goes through it, and a thaw drops what a cut made
+// stale.
+const attrTimeout = time.Second
+
+// handle is an open file. It implements the file operations a FUSE
+// handle may have, minus passthrough (which would hand the kernel the
+// backing file and bypass the log) and minus copy_file_range (the kernel
+// then copies with reads and writes).
+type handle struct {
+	l    *lossy
+	fd   int
+	f    *file
+	gen  uint64 // its folder's generation when it was opened
+	sync bool   // opened O_SYNC or O_DSYNC: every write is synced
+}
+
+var (
+	_ fs.FileReader    = (*handle)(nil)
+	_ fs.FileWriter    = (*handle)(nil)
+	_ fs.FileFsyncer   = (*handle)(nil)
+	_ fs.FileFlusher   = (*handle)(nil)
+	_ fs.FileReleaser  = (*handle)(nil)
+	_ fs.FileGetattrer = (*handle)(nil)
+	_ fs.FileStatxer   = (*handle)(nil)
+	_ fs.FileAllocater = (*handle)(nil)
+)
+
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.l.cut.RLock()
+	defer h.l.cut.RUnlock()
+	n, err := syscall.Pread(h.fd, dest, off)
+	if err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.l.cut.RLock()
+	defer h.l.cut.RUnlock()
+	if !h.l.live(h.f.sub, h.gen) {
+		return 0, syscall.EIO
+	}
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	n, errno := h.f.write(h.fd, data, off)
+	if h.sync {
+		h.f.log = nil
+	}
+	return uint32(n), errno
+}
+
+// Fsync makes every change of the file durable (fdatasync as fsync: the
+// size is data here).
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	h.l.cut.RLock()
+	defer h.l.cut.RUnlock()
+	if !h.l.live(h.f.sub, h.gen) {
+		return syscall.EIO
+	}
+	h.f.mu.Lock()
+	h.f.log = nil
+	h.f.mu.Unlock()
+	return 0
+}
+
+// Allocate is refused, so the C library writes the zeros itself, which
+// are logged as writes.
+func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
+	return syscall.EOPNOTSUPP
+}
+
+// Flush, at every close, has nothing to do: the kernel writes a file's
+// dirty mmap'd pages back before it asks, and ENOSYS tells it never to
+// ask again, which saves a round trip per close.
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return syscall.ENOSYS }
+
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.close()
+	return 0
+}
+
+func (h *handle) close() {
+	syscall.Close(h.fd)
+	h.l.release(h.f, true)
+}
+
+func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(h.fd, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	return 0
+}
+
+func (h *handle) Statx(ctx context.Context, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
+	var st unix.Statx_t
+	if err := unix.Statx(h.fd, "", int(flags)|unix.AT_EMPTY_PATH, int(mask), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStatx(&st)
+	return 0
+}

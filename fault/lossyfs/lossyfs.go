@@ -1,0 +1,434 @@
+// Package lossyfs is a file system that forgets what was never synced: a
+// FUSE mount over a backing folder that passes every operation through, but
+// keeps each file's writes and truncations since its last fsync or
+// fdatasync apart, so that a power cut can lose them. It is how the kit
+// tells a backend that makes its writes durable from one that only hands
+// them to the operating system: a process kill keeps what the kernel
+// cached, a power cut keeps only what was synced. LazyFS (Ramos et al.,
+// "When Amnesia Strikes", VLDB 2024), which Jepsen uses, is the model; this
+// is a smaller one, with the same two ways of losing: everything unsynced,
+// or a prefix of one file's unsynced writes (a torn write sequence).
+//
+// Any process in any language can run on the mount unmodified (SQLite in
+// WAL mode, with its mmap'd -shm and POSIX locks, which the kernel keeps).
+// Metadata (create, unlink, rename, mkdir) is durable at once. A power cut
+// acts on one folder directly under the mount point, so that runs side by
+// side in folders of their own lose power one at a time: Cut, then end
+// every process on that folder, then Thaw, then start them again.
+//
+// The file system is served by a process of its own (this program, run
+// again: see serveEnv), which unmounts when this program ends, however it
+// ends; a mount that a killed server left behind is cleaned at the next
+// Mount.
+package lossyfs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DeviceEnv names the FUSE device Mount checks for ("/dev/fuse" when
+// unset): set to a path that does not exist, it makes Mount fail as on a
+// machine without FUSE, which is how the kit's tests reach that path.
+const DeviceEnv = "STORECHECK_FUSE_DEVICE"
+
+// folderPrefix starts the name of every mount's private folder, followed by
+// the mounting process's pid.
+const folderPrefix = "storecheck-lossyfs-"
+
+// Unavailable is why a mount cannot be made here: no FUSE device, no right
+// to mount, a busy folder. A caller runs without power cuts and says why.
+type Unavailable struct{ Reason string }
+
+func (u *Unavailable) Error() string { return u.Reason }
+
+// Disk is a mounted forgetful file system.
+type Disk struct {
+	// Dir is the mount point: put files in folders under it.
+	Dir string
+
+	folder string // the private folder: backing/ and mnt/
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  *bufio.Scanner
+	stderr *tail
+	mu     sync.Mutex
+	closed bool
+}
+
+// Torn is what survives a cut of one file: the first Keep of its unsynced
+// writes and truncations. The zero Torn keeps nothing of any file.
+type Torn struct {
+	File string // relative to the folder cut
+	Keep int
+}
+
+// Cut is what a power cut lost.
+type Cut struct {
+	// Unsynced is how many unsynced writes and truncations each file had,
+	// by its path relative to the folder.
+	Unsynced map[string]int
+	// Kept is how many of the torn file's survived.
+	Kept int
+}
+
+// Mount mounts a forgetful file system in a private folder under scratch.
+// A *Unavailable error says why it cannot be mounted here.
+func Mount(scratch string) (*Disk, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	CleanStale(scratch)
+	folder, err := os.MkdirTemp(scratch, folderPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, fmt.Errorf("lossyfs: %w", err)
+	}
+	d := &Disk{folder: folder, Dir: filepath.Join(folder, "mnt"), stderr: &tail{}}
+	fail := func(err error) (*Disk, error) {
+		d.stop()
+		os.RemoveAll(folder)
+		return nil, err
+	}
+	backing := filepath.Join(folder, "backing")
+	for _, p := range []string{backing, d.Dir} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return fail(fmt.Errorf("lossyfs: %w", err))
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(&Unavailable{Reason: "cannot find this program to serve the file system from: " + err.Error()})
+	}
+	cfg, _ := json.Marshal(serveConfig{Backing: backing, Mount: d.Dir})
+	d.cmd = exec.Command(self)
+	d.cmd.Env = append(os.Environ(), serveEnv+"="+string(cfg))
+	d.cmd.Stderr = d.stderr
+	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
+		return fail(err)
+	}
+	out, err := d.cmd.StdoutPipe()
+	if err != nil {
+		return fail(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		return fail(&Unavailable{Reason: "cannot start the file system's server: " + err.Error()})
+	}
+	d.lines = bufio.NewScanner(out)
+	d.lines.Buffer(make([]byte, 64<<10), 16<<20)
+	first := make(chan reply, 1)
+	go func() {
+		var r reply
+		if !d.lines.Scan() {
+			r.Error = "the file system's server ended before it mounted: " + d.stderr.String()
+		} else if err := json.Unmarshal(d.lines.Bytes(), &r); err != nil {
+			r.Error = fmt.Sprintf("the file system's server answered %q", d.lines.Text())
+		}
+		first <- r
+	}()
+	select {
+	case r := <-first:
+		if !r.Ready {
+			return fail(&Unavailable{Reason: mountFailure(r)})
+		}
+	case <-time.After(serverStartTimeout):
+		return fail(&Unavailable{Reason: fmt.Sprintf("the file system's server did not mount within %v", serverStartTimeout)})
+	}
+	return d, nil
+}
+
+// Available says, without mounting, whether a mount can be tried here: a
+// *Unavailable names why not (no FUSE device, no right to use it, not root
+// and no fusermount3). A mount can still fail where it says yes.
+func Available() error {
+	if why := unavailable(); why != "" {
+		return &Unavailable{Reason: why}
+	}
+	return nil
+}
+
+func unavailable() string {
+	dev := os.Getenv(DeviceEnv)
+	if dev == "" {
+		dev = "/dev/fuse"
+	}
+	if _, err := os.Stat(dev); err != nil {
+		return fmt.Sprintf("no FUSE device: %s is missing (load the fuse module; in a container, pass the device in)", dev)
+	}
+	if os.Geteuid() == 0 {
+		f, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Sprintf("no right to use the FUSE device: %v", err)
+		}
+		f.Close()
+		return ""
+	}
+	for _, prog := range []string{"fusermount3", "fusermount"} {
+		if _, err := exec.LookPath(prog); err == nil {
+			return ""
+		}
+	}
+	return "no right to mount: not root, and no fusermount3 to mount as a user (Debian package fuse3)"
+}
+
+// mountFailure names why the server could not mount.
+func mountFailure(r reply) string {
+	switch syscall.Errno(r.Errno) {
+	case syscall.EPERM, syscall.EACCES:
+		return "no right to mount: " + r.Error
+	case syscall.EBUSY:
+		return "the mount point is busy: " + r.Error
+	case syscall.ENODEV:
+		return "the kernel has no FUSE file system (load the fuse module): " + r.Error
+	case syscall.ENOENT:
+		return "no FUSE device: " + r.Error
+	}
+	return "mount failed: " + r.Error
+}
+
+// call sends req and reads the answer.
+func (d *Disk) call(req request) (reply, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return reply{}, errors.New("lossyfs: the disk is unmounted")
+	}
+	b, _ := json.Marshal(req)
+	if _, err := d.stdin.Write(append(b, '\n')); err != nil {
+		return reply{}, fmt.Errorf("lossyfs: the file system's server is gone: %w (%s)", err, d.stderr.String())
+	}
+	if !d.lines.Scan() {
+		return reply{}, fmt.Errorf("lossyfs: the file system's server is gone (%s)", d.stderr.String())
+	}
+	var r reply
+	if err := json.Unmarshal(d.lines.Bytes(), &r); err != nil {
+		return reply{}, fmt.Errorf("lossyfs: the file system's server answered %q", d.lines.Text())
+	}
+	if r.Error != "" {
+		return r, errors.New(r.Error)
+	}
+	return r, nil
+}
+
+// folderOf is dir as the server names it: a folder directly under the
+// mount point.
+func (d *Disk) folderOf(dir string) (string, error) {
+	rel, err := filepath.Rel(d.Dir, dir)
+	if err != nil || rel == "." || strings.ContainsRune(rel, filepath.Separator) || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("lossyfs: %s is no folder directly under the mount point %s", dir, d.Dir)
+	}
+	return rel, nil
+}
+
+// Cut cuts the power of folder dir (directly under Dir): every unsynced
+// write and truncation of its files is lost, but for torn's prefix; every
+// handle open there is dead (a change through it fails with EIO, a read
+// still reads); and every change to the folder fails until Thaw. End every
+// process on the folder before the thaw.
+func (d *Disk) Cut(dir string, torn Torn) (Cut, error) {
+	sub, err := d.folderOf(dir)
+	if err != nil {
+		return Cut{}, err
+	}
+	r, err := d.call(request{Op: "cut", Dir: sub, Torn: torn.File, Keep: torn.Keep})
+	return Cut{Unsynced: r.Unsynced, Kept: r.Kept}, err
+}
+
+// Thaw gives folder dir its power back: processes started now find the
+// files as the cut left them.
+func (d *Disk) Thaw(dir string) error {
+	sub, err := d.folderOf(dir)
+	if err != nil {
+		return err
+	}
+	_, err = d.call(request{Op: "thaw", Dir: sub})
+	return err
+}
+
+// Unsynced counts the unsynced writes and truncations of each file of
+// folder dir, by its path relative to dir.
+func (d *Disk) Unsynced(dir string) (map[string]int, error) {
+	sub, err := d.folderOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.call(request{Op: "unsynced", Dir: sub})
+	if r.Unsynced == nil {
+		r.Unsynced = map[string]int{}
+	}
+	return r.Unsynced, err
+}
+
+// Unmount undoes the mount (lazily if a process still holds a file there)
+// and removes the private folder. It is safe to call more than once.
+func (d *Disk) Unmount() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	err := d.stop()
+	if mounted(d.Dir) {
+		detach(d.Dir)
+	}
+	if rmErr := os.RemoveAll(d.folder); rmErr != nil && err == nil {
+		err = fmt.Errorf("lossyfs: %w", rmErr)
+	}
+	return err
+}
+
+// stop ends the server: it unmounts when its stdin closes.
+func (d *Disk) stop() error {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return nil
+	}
+	if d.stdin != nil {
+		d.stdin.Close()
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("lossyfs: the file system's server: %w (%s)", err, d.stderr.String())
+		}
+		return nil
+	case <-time.After(serverStartTimeout):
+		d.cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("lossyfs: the file system's server did not unmount within %v: killed", serverStartTimeout)
+	}
+}
+
+// CleanStale unmounts and removes the private folders under scratch that
+// a mounting process which no longer runs left behind (killed before its
+// server could unmount).
+func CleanStale(scratch string) {
+	entries, err := os.ReadDir(scratch)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), folderPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		folder := filepath.Join(scratch, e.Name())
+		mnt := filepath.Join(folder, "mnt")
+		if mounted(mnt) {
+			detach(mnt)
+		}
+		if !mounted(mnt) {
+			os.RemoveAll(folder)
+		}
+	}
+}
+
+func alive(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return err == nil
+}
+
+// detach unmounts dir lazily: at once for new lookups, for good when the
+// last file open there closes.
+func detach(dir string) {
+	if syscall.Unmount(dir, syscall.MNT_DETACH) == nil {
+		return
+	}
+	for _, prog := range []string{"fusermount3", "fusermount"} {
+		if exec.Command(prog, "-u", "-z", dir).Run() == nil {
+			return
+		}
+	}
+}
+
+// Mounts are the mount points of this package's mounts the kernel holds
+// (/proc/self/mountinfo), whether or not their server still runs.
+func Mounts() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		if p := unescape(fields[4]); strings.Contains(filepath.Base(filepath.Dir(p)), folderPrefix) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func mounted(dir string) bool {
+	for _, p := range Mounts() {
+		if p == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// tail keeps the last few KiB a process wrote.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - 4096; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.buf))
+	if s == "" {
+		return "it said nothing"
+	}
+	return s
+}
