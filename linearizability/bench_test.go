@@ -131,3 +131,17 @@ func BenchmarkClientDefaultRun(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckHardHistory checks a history that once took porcupine over
+// a minute in CI (testdata/hard: the Python example backend, 8 clients,
+// 2000 operations, opaque snapshot revisions, so deletes branch three
+// ways): a check's cost on the histories backends over the wire produce.
+func BenchmarkCheckHardHistory(b *testing.B) {
+	h := hardHistory(b)
+	b.ResetTimer()
+	for b.Loop() {
+		if res, err := Check(model.For(model.Continuity{}, h.Capabilities), h, 10*time.Minute); err != nil || res.Verdict != Linearizable {
+			b.Fatalf("%v %v", res.Verdict, err)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package linearizability
 
 import (
+	"compress/gzip"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,4 +126,31 @@ func TestEveryFailingPartIsExplainedSmallestFirst(t *testing.T) {
 	if head := res.Headline(); !strings.Contains(head, "client 4's try_claim_session_execution_lease answered") || !strings.Contains(head, "and 1 more parts") {
 		t.Errorf("headline: %s", head)
 	}
+}
+
+// A hard history (testdata/hard, see BenchmarkCheckHardHistory) is
+// linearizable under the capabilities it was recorded with.
+func TestHardHistoryIsLinearizable(t *testing.T) {
+	h := hardHistory(t)
+	res, err := Check(model.For(model.Continuity{}, h.Capabilities), h, time.Minute)
+	if err != nil || res.Verdict != Linearizable {
+		t.Fatalf("verdict %s (%v), want %s", res.Verdict, err, Linearizable)
+	}
+}
+
+func hardHistory(t testing.TB) History {
+	f, err := os.Open("testdata/hard/continuity-python-opaque.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(z, []spec.Contract{model.Continuity{}.Contract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"maps"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/storecheck/storecheck/spec"
@@ -38,5 +40,56 @@ func TestContinuitySnapshotRevisionIsTheBackendsDeclaredChoice(t *testing.T) {
 				t.Errorf("a delete that answered true left the snapshot")
 			}
 		}
+	}
+}
+
+// A continuity state keeps its hash up as it is made from the one before
+// (porcupine asks for it at every step); it must stay the hash of what the
+// state holds, whatever path led there, or the checker would miss states
+// it has seen (slow) or merge states that differ (wrong).
+func TestContinuityStateHashIsTheHashOfItsEntries(t *testing.T) {
+	rehash := func(s ContinuityState) uint64 {
+		var h uint64
+		for id, r := range s.records {
+			h ^= recordHash(id, r)
+		}
+		for sess, sn := range s.snaps {
+			h ^= snapHash(sess, sn)
+		}
+		return h
+	}
+	ids := []c.Identity{"a", "b", "c"}
+	sessions := []c.SessionID{"s0", "s1", "s2"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := Continuity{}
+	s := m.Init()
+	seen := map[uint64]ContinuityState{}
+	for i := range 5000 {
+		id, sess := ids[rng.IntN(len(ids))], sessions[rng.IntN(len(sessions))]
+		gen, ver, fence := c.Generation(rng.IntN(3)), c.CheckpointVersion(rng.IntN(3)), c.FencingToken(rng.IntN(4))
+		rec := c.Record{Identity: id, AgentRuntimeID: "rt", SessionID: sess, Generation: gen, CheckpointVersion: ver}
+		var op spec.Op
+		switch rng.IntN(5) {
+		case 0, 1:
+			op = c.UpsertContinuityRecord{Record: rec, Fence: fence}
+		case 2:
+			op = c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: id, SessionID: sess, Generation: gen, CheckpointVersion: ver, FencingToken: fence, Data: []byte{byte('x' + rng.IntN(2))}}}
+		case 3:
+			op = c.RollbackContinuityRecord{Attempt: rec, Fence: fence}
+		default:
+			op = c.DeleteContinuityRecord{Identity: id, Fence: fence}
+		}
+		s, _ = Expect(m, s, op, 0)
+		cs := s.(ContinuityState)
+		if got, want := cs.Hash(), rehash(cs); got != want {
+			t.Fatalf("step %d (%s): hash %x, the entries' %x", i, op.Name(), got, want)
+		}
+		if before, ok := seen[cs.Hash()]; ok && !before.Equal(cs) && maps.Equal(before.records, cs.records) && maps.Equal(before.snaps, cs.snaps) {
+			t.Fatalf("step %d: a state with the same entries is not equal", i)
+		}
+		seen[cs.Hash()] = cs
+	}
+	if len(seen) < 50 {
+		t.Fatalf("the walk reached %d states only: it cannot show the hash kept up", len(seen))
 	}
 }
