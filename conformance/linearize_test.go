@@ -122,12 +122,14 @@ func TestLinearizeGivesEveryHandleAProcessOfItsOwn(t *testing.T) {
 
 // coverageLinearizeSeeds are the seeds of the default linearize run the
 // coverage test takes: a default run's seed is the clock's, so any seed
-// must do; the test takes five (STORECHECK_FULL_TESTS: twenty).
+// must do; the test takes two (STORECHECK_FULL_TESTS: twenty).
 func coverageLinearizeSeeds() []int64 {
 	if fullTests() {
 		return sim.SeedRange{First: 1, Last: 20}.Seeds(sim.Shard{})
 	}
-	return []int64{1, 2, 3, 4, 5}
+	// Each seed alone has reached every cell on record: the second keeps
+	// a cell reached by chance from failing the test.
+	return []int64{1, 2}
 }
 
 // Each store's default runs reach every cell of its coverage matrix that

@@ -78,7 +78,7 @@ func init() {
 			options: []string{"reply-timeout"}},
 		{name: "selftest", run: selftestCommand,
 			summary: "every deliberate bug of the reference through every layer: the detection\ntable; fails if a bug escapes every layer or the reference is flagged",
-			options: []string{"store", "bugs", "shard", "seeds", "cheapest", "exec-sample", "workers", "report-dir", "quiet"}},
+			options: []string{"store", "bugs", "shard", "seeds", "ops", "cheapest", "exec-sample", "workers", "report-dir", "quiet"}},
 		{name: "serve", run: serveCommand,
 			summary: "serve the reference stores over the wire protocol on stdin and stdout"},
 		{name: "help", run: func(inv invocation) int { writeUsage(inv.stdout); return exitPassed },

@@ -72,6 +72,7 @@ func tally(store, layer string) *regexp.Regexp {
 }
 
 func TestRunPassesTheReference(t *testing.T) {
+	t.Parallel() // a subprocess a run: the longest tests overlap
 	for _, harness := range []string{"file", "memory"} {
 		t.Run(harness, func(t *testing.T) {
 			args := []string{"run", "--seed", "7", "--report-dir", t.TempDir()}

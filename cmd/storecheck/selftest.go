@@ -38,7 +38,7 @@ func selftestCommand(inv invocation) int {
 		return exitBackend
 	}
 	o := selftest.Options{Stores: stores, Shard: sh, Seeds: sim.DefaultSeeds, ExecSeeds: sim.SeedRange{First: 1, Last: 20},
-		Cheapest: f.on("cheapest"), ExecSample: f.num("exec-sample"), Workers: f.num("workers"), Self: []string{self, selftestSubject}}
+		Cheapest: f.on("cheapest"), ExecSample: f.num("exec-sample"), Ops: f.num("ops"), Workers: f.num("workers"), Self: []string{self, selftestSubject}}
 	if strings.TrimSpace(f.str("bugs")) != "" {
 		o.Bugs = list(f.str("bugs"))
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,9 @@ type Options struct {
 	// ExecSample is how many bugs of each store also run over the exec
 	// adapter (the reference always does).
 	ExecSample int
+	// Ops is the operations of a linearizability layer's history (0: the
+	// default run's).
+	Ops int
 	// Workers are the subjects checked at once (0: one per CPU).
 	Workers int
 	// Self starts this program as a subject: Self, then a bug's name
@@ -255,7 +259,7 @@ func (o Options) check(b bugs.Bug, names []string, every bool) map[string]Verdic
 			return sub("run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1")
 		},
 		"linearizability": func() Verdict {
-			return in(conformance.Config{Layers: []conformance.Layer{conformance.LayerLinearizability}, Seeds: conformance.Seed(1)})
+			return in(conformance.Config{Layers: []conformance.Layer{conformance.LayerLinearizability}, Seeds: conformance.Seed(1), Ops: o.Ops})
 		},
 		"sim": func() Verdict {
 			seeds := o.Seeds
@@ -272,7 +276,11 @@ func (o Options) check(b bugs.Bug, names []string, every bool) map[string]Verdic
 			return
 		}
 		execOut["exec spec"] = sub(append([]string{"run", "--store", storeArg, "--layers", "spec", "--fail-fast", "--seed", "1"}, serve...)...)
-		execOut["exec lin"] = sub(append([]string{"linearize", "--store", storeArg, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", scratch}, serve...)...)
+		lin := []string{"linearize", "--store", storeArg, "--seed", "1", "--fail-fast", "--quiet", "--report-dir", scratch}
+		if o.Ops > 0 {
+			lin = append(lin, "--ops", strconv.Itoa(o.Ops))
+		}
+		execOut["exec lin"] = sub(append(lin, serve...)...)
 		execOut["exec sim"] = sub(append([]string{"sim", "--store", storeArg, "--seeds", o.ExecSeeds.String(), "--fail-fast", "--quiet", "--shrink", "0", "--report-dir", scratch}, serve...)...)
 	}()
 	for _, l := range cheapestOrder {
