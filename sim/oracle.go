@@ -304,7 +304,14 @@ func insertEarly(es []early, e early) []early {
 	return slices.Insert(out, i, e)
 }
 
-// key is what tells two configurations apart beside their states.
+// key is what tells two configurations apart beside their states. An
+// early branch that judges its answer by where it was placed (Match, or
+// Distinct's ids already taken) is told apart by that place too, its Next:
+// two placements of one read, before and after a write, may assume one
+// answer and still learn different things from it (get_session's sess-0
+// before a bind closed its binding keeps every binding choice, after it
+// only the readings that ignore whether a binding is open), and keeping
+// either alone would judge later answers by half of what was allowed.
 func (c config) key() string {
 	if len(c.early) == 0 {
 		return ""
@@ -314,9 +321,28 @@ func (c config) key() string {
 		b.WriteString(strconv.Itoa(e.u.call) + "." + strconv.Itoa(e.u.part))
 		b.WriteString("=")
 		b.WriteString(e.branch.Describe())
+		if placed(e.branch) {
+			b.WriteString("@" + strconv.FormatUint(e.branch.Next.Hash(), 16))
+		}
 		b.WriteString(";")
 	}
 	return b.String()
+}
+
+// placed reports whether b judges an answer by more than its Outcome: by
+// the state it was placed in, which its Next carries.
+func placed(b model.Branch) bool { return b.Match != nil || len(b.Distinct) > 0 }
+
+// sameEarly reports whether two configurations of one key assumed the same
+// early branches: the same Next for those judged by their place (the key
+// compares their hashes only).
+func sameEarly(a, b []early) bool {
+	for i := range a {
+		if placed(a[i].branch) && !a[i].branch.Next.Equal(b[i].branch.Next) {
+			return false
+		}
+	}
+	return true
 }
 
 // configSet gathers configurations without repeats. The index makes each
@@ -337,7 +363,7 @@ type configID struct {
 func (cs *configSet) add(c config) {
 	id := configID{c.state.Hash(), c.key()}
 	for _, i := range cs.index[id] {
-		if cs.list[i].state.Equal(c.state) {
+		if cs.list[i].state.Equal(c.state) && sameEarly(cs.list[i].early, c.early) {
 			return
 		}
 	}
