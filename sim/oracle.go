@@ -31,10 +31,11 @@ type oracle struct {
 	splitter model.Splitter
 	configs  []config
 	flying   map[unit]flying
-	// limit bounds the configurations; past it the run is inconclusive
-	// rather than judged on a part of them.
-	limit        int
-	inconclusive bool
+	// limit bounds the configurations; past it the oracle keeps a part of
+	// them (cut). A part allows fewer answers than the whole, never more:
+	// an answer a part allows is right, and one it refuses is no verdict.
+	limit int
+	cut   bool
 }
 
 // unit is one step of an operation in flight: part part of call call (part
@@ -58,8 +59,14 @@ type early struct {
 	branch model.Branch
 }
 
+// configLimit is the oracle's limit. A run rarely comes near it: over
+// client seeds 1..10000 two runs (seeds 4549 and 6145, their crashes and
+// kills leaving a dozen operations indefinite) kept 24,576 and 27,648
+// configurations at most, in 4 s and 250 MB.
+var configLimit = 50_000
+
 func newOracle(m model.Model) *oracle {
-	o := &oracle{m: m, configs: []config{{state: m.Init()}}, flying: map[unit]flying{}, limit: 20_000}
+	o := &oracle{m: m, configs: []config{{state: m.Init()}}, flying: map[unit]flying{}, limit: configLimit}
 	o.splitter, _ = m.(model.Splitter)
 	return o
 }
@@ -269,7 +276,7 @@ func (o *oracle) events(op spec.Op, nowMS int64, got model.Outcome, definite boo
 
 func (o *oracle) bounded(cs []config) []config {
 	if len(cs) > o.limit {
-		o.inconclusive = true
+		o.cut = true
 		return cs[:o.limit]
 	}
 	return cs
