@@ -2,7 +2,7 @@ package model
 
 import (
 	"fmt"
-		"maps"
+	"maps"
 	"slices"
 	"strings"
 
