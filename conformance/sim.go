@@ -66,6 +66,11 @@ func (r *runner) simulate() error {
 				}
 				c.Outcome = reports.Failed
 				r.shrinkAndSave(&c, subj, backend, res)
+			} else if res.Inconclusive {
+				// The oracle kept only a part of the orders the run allowed:
+				// a pass judged on a part is no pass.
+				c.Outcome = reports.Inconclusive
+				c.Message = "the overlapping operations allowed more orders than the simulator's oracle keeps, so the run decides nothing"
 			}
 			r.add(c)
 		}, func() bool { return cfg.FailFast && failed.Load() })

@@ -79,6 +79,7 @@ type flight struct {
 	sym    spec.Op // op as the schedule has it, references unresolved
 	now    int64
 	place  string // the yield point it waits at
+	yields int    // the yield points it reached
 	armed  string
 	events chan event
 	resume chan error
@@ -233,6 +234,7 @@ func (e *engine) await(i int, p *proc) bool {
 	ev := <-f.events
 	if !ev.done {
 		f.place = ev.place
+		f.yields++
 		e.res.Yielded = true
 		e.res.Coverage["yield at "+ev.place]++
 		e.trace(i, p.n, "  … "+ev.place)
@@ -282,8 +284,13 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.answers[f.id] = got.Result
 	}
 	allowed, ok := e.oracle.ret(f.call, f.op, got)
-	if e.oracle.inconclusive {
+	if !ok && e.oracle.cut {
+		// The oracle cut its configurations past its limit, and the ones
+		// it dropped may be the very ones that allow this answer: no
+		// verdict, and the run stops here.
 		e.res.Inconclusive = true
+		e.trace(i, p.n, fmt.Sprintf("  no verdict: no configuration the oracle kept allows this answer, and it kept only %d of them", e.oracle.limit))
+		return false
 	}
 	if !ok {
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
@@ -351,7 +358,11 @@ func (e *engine) strike(i int, st Step) bool {
 }
 
 // abandon stops p's paused operation where it is, as a killed process
-// would: it is indefinite.
+// would: it is indefinite, unless it was paused at its first yield point.
+// A yield point comes before each transaction and each statement outside
+// one (spec.Yield), so an operation stopped at its first has written
+// nothing: it never took effect, and the oracle need not keep the states in
+// which it did (each indefinite operation doubles them).
 func (e *engine) abandon(p *proc) {
 	f := p.flight
 	p.flight = nil
@@ -361,6 +372,10 @@ func (e *engine) abandon(p *proc) {
 			break
 		}
 		f.resume <- errKilled
+	}
+	if f.yields == 1 {
+		e.oracle.dropped(f.call, f.op)
+		return
 	}
 	e.oracle.indefinite(f.call, f.op)
 }

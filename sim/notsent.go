@@ -2,10 +2,11 @@ package sim
 
 import "github.com/storecheck/storecheck/spec"
 
-// dropped takes operation id that is known never to have reached the
-// backend (its answer is marked spec.NotSent: a fault the kit injected at
-// its own boundary): definite, and of no effect, so the run is as if it had
-// never been issued. A configuration that placed a step of it early assumed
+// dropped takes operation id that is known never to have taken effect: it
+// never reached the backend (its answer is marked spec.NotSent: a fault the
+// kit injected at its own boundary), or its process was killed while it
+// waited at its first yield point (see abandon). It is definite, and of no
+// effect, so the run is as if it had never been issued. A configuration that placed a step of it early assumed
 // an effect it never had, and is left out (the one that placed nothing of
 // it is always there).
 func (o *oracle) dropped(id int, op spec.Op) {

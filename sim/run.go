@@ -66,7 +66,10 @@ type Result struct {
 	// Failure is the first divergence from the model, or nil.
 	Failure *Failure
 	// Inconclusive: the overlapping operations allowed more orders than
-	// the oracle keeps, so the run proves nothing (never a pass).
+	// the oracle keeps, and an answer diverged from the part it kept: the
+	// orders it dropped may allow it, so the run proves nothing (never a
+	// pass, nor a failure). A run whose every answer the part allowed
+	// passes: the whole allows at least as much.
 	Inconclusive bool
 	// Yielded: some operation reached a yield point, so interleavings
 	// inside operations were explored; CrashPoints: the backend declared
