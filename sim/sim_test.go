@@ -31,6 +31,7 @@ func referenceBackend(b bugs.Bug) Backend {
 // The same seed gives the same trace, byte for byte, and the schedule it
 // records replays to that same trace.
 func TestSameSeedSameTrace(t *testing.T) {
+	t.Parallel() // one seed at a time: it overlaps the sweeps
 	ctx := context.Background()
 	for seed := range int64(30) {
 		a, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{}, t.TempDir())

@@ -124,6 +124,7 @@ func TestPowerCutsCatchTheDurabilityBugs(t *testing.T) {
 // saves replays the failure over the wire and passes against the correct
 // reference.
 func TestPowerCutsCatchUnsyncedCommitsOverTheWire(t *testing.T) {
+	t.Parallel()
 	needFUSE(t)
 	dir := t.TempDir()
 	const bug = "bug:continuity_wal_synchronous_normal"

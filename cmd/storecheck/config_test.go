@@ -23,6 +23,7 @@ func storecheckIn(t *testing.T, dir string, args ...string) (string, string, int
 // A storecheck.json in the folder sets what the job line would: the stores,
 // the budgets, a capability withdrawn; a flag on the command line wins.
 func TestConfigFileSetsTheDefaults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{
   "stores": ["continuity"],
@@ -73,6 +74,7 @@ func TestBadConfigIsAUsageError(t *testing.T) {
 // The exit codes, each as documented: 0 passed, 1 a check failed, 2 a usage
 // error, 3 the backend failed, 4 inconclusive only.
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		harness string

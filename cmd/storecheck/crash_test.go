@@ -12,7 +12,7 @@ import (
 // adapter: storecheck run -- storecheck serve.
 func TestRunPassesServeThroughTheExecAdapter(t *testing.T) {
 	t.Parallel() // a subprocess a run: the longest tests overlap
-	out, errs, code := storecheck(t, "file", "run", "--seed", "3", "--", os.Args[0], "serve")
+	out, errs, code := storecheck(t, "file", "run", "--seed", "3", "--ops", "500", "--", os.Args[0], "serve")
 	if code != exitPassed {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 	}

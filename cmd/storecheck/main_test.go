@@ -75,7 +75,7 @@ func TestRunPassesTheReference(t *testing.T) {
 	t.Parallel() // a subprocess a run: the longest tests overlap
 	for _, harness := range []string{"file", "memory"} {
 		t.Run(harness, func(t *testing.T) {
-			args := []string{"run", "--seed", "7", "--report-dir", t.TempDir()}
+			args := []string{"run", "--seed", "7", "--ops", "500", "--report-dir", t.TempDir()}
 			if harness == "memory" {
 				// In memory, what matters is what the specs skip, and why.
 				args = append(args, "--layers", "spec")

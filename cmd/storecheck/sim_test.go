@@ -59,6 +59,7 @@ var traceHash = regexp.MustCompile(`(?m)^ok: \d+ steps, trace ([0-9a-f]{64})$`)
 // killed and crashed for real, its power cut for real), and the same trace
 // in process.
 func TestReplayIsTheSameThroughTheExecAdapter(t *testing.T) {
+	t.Parallel()
 	k, _ := stores.Lookup("continuity")
 	for _, tc := range []struct {
 		seed      int64

@@ -116,6 +116,7 @@ func runSuite(t *testing.T, readings string) {
 // (READINGS.md), passes every spec. Where it does not, FINDINGS.md says why
 // the kit, not the backend, is wrong.
 func TestPythonBackendPassesTheSuite(t *testing.T) {
+	t.Parallel() // each a process of its own: the two overlap
 	runSuite(t, "")
 }
 
@@ -124,5 +125,6 @@ func TestPythonBackendPassesTheSuite(t *testing.T) {
 // passes too. Where a seed is silent both readings pass; where it speaks
 // the backend follows it either way.
 func TestPythonBackendWithTheReferencesReadingsPassesTheSuite(t *testing.T) {
+	t.Parallel()
 	runSuite(t, "silences")
 }
