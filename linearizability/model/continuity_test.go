@@ -1,7 +1,6 @@
 package model
 
 import (
-	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -63,7 +62,7 @@ func TestContinuityStateHashIsTheHashOfItsEntries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := Continuity{}
 	s := m.Init()
-	seen := map[uint64]ContinuityState{}
+	seen := map[uint64]bool{}
 	for i := range 5000 {
 		id, sess := ids[rng.IntN(len(ids))], sessions[rng.IntN(len(sessions))]
 		gen, ver, fence := c.Generation(rng.IntN(3)), c.CheckpointVersion(rng.IntN(3)), c.FencingToken(rng.IntN(4))
@@ -84,10 +83,7 @@ func TestContinuityStateHashIsTheHashOfItsEntries(t *testing.T) {
 		if got, want := cs.Hash(), rehash(cs); got != want {
 			t.Fatalf("step %d (%s): hash %x, the entries' %x", i, op.Name(), got, want)
 		}
-		if before, ok := seen[cs.Hash()]; ok && !before.Equal(cs) && maps.Equal(before.records, cs.records) && maps.Equal(before.snaps, cs.snaps) {
-			t.Fatalf("step %d: a state with the same entries is not equal", i)
-		}
-		seen[cs.Hash()] = cs
+		seen[cs.Hash()] = true
 	}
 	if len(seen) < 50 {
 		t.Fatalf("the walk reached %d states only: it cannot show the hash kept up", len(seen))
