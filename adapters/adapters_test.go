@@ -61,6 +61,28 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(0)
+	case "slow-hello":
+		// The hello 300 ms late.
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			var req adapters.Request
+			json.Unmarshal(in.Bytes(), &req)
+			time.Sleep(300 * time.Millisecond)
+			fmt.Printf(`{"id":%d,"result":{"version":1,"name":"slow","stores":["continuity"],"capabilities":{"in_memory":true}}}`+"\n", req.ID)
+		}
+		os.Exit(0)
+	case "mute":
+		// Reads every request and answers none.
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	case "busy":
+		// Reads the hello, then spins.
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		for n := 0; ; n++ {
+		}
+	case "kit":
+		kitChild()
+		os.Exit(0)
 	case "late-open":
 		lateOpenBackend()
 		os.Exit(0)

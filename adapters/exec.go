@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -245,6 +246,11 @@ func (e *Exec) Close() error {
 	return nil
 }
 
+// Expect tells the adapter that the process may end from now on, by the
+// kit's doing (a power cut under it, a kill to come): its end is then a
+// fault, not a backend failure.
+func (e *Exec) Expect() { e.proc().expect() }
+
 // Kill ends the backend process with SIGKILL, as a fault: the operations in
 // flight end with spec.ErrCrashed, and it is not a backend failure.
 func (e *Exec) Kill() error {
@@ -361,7 +367,8 @@ func (t *execTarget) Close() error {
 type process struct {
 	o       ExecOptions
 	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	stdin   *os.File // the write end of the backend's stdin
+	outR    *os.File // the read end of its stdout
 	onFatal func(error)
 
 	wmu sync.Mutex // serializes writes to stdin
@@ -377,8 +384,9 @@ type process struct {
 	expected  bool  // the kit asked for the exit (Kill, arm_crash, Close)
 	tail      []string
 
-	done chan struct{} // closed when the process is gone and pending calls are failed
-	err  error         // why the process is gone (set before done closes)
+	reaped atomic.Bool   // its exit was collected: its pid is free
+	done   chan struct{} // closed when the process is gone and pending calls are failed
+	err    error         // why the process is gone (set before done closes)
 }
 
 type call struct {
@@ -394,10 +402,13 @@ func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	// Plain pipes, so that a timeout can ask how many bytes wait in each
+	// (procstate.go).
+	inR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdin = inR
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -408,21 +419,22 @@ func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	if err := cmd.Start(); err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
+		for _, f := range []*os.File{inR, stdin, outR, outW, errR, errW} {
+			f.Close()
+		}
 		return nil, err
 	}
+	inR.Close()
 	outW.Close()
 	errW.Close()
-	p := &process{o: o, cmd: cmd, stdin: stdin, onFatal: onFatal, pending: map[uint64]*call{},
+	p := &process{o: o, cmd: cmd, stdin: stdin, outR: outR, onFatal: onFatal, pending: map[uint64]*call{},
 		abandoned: map[uint64]string{}, done: make(chan struct{})}
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(outDone); p.readReplies(outR) }()
 	go func() { defer close(errDone); p.readStderr(errR) }()
 	go func() {
 		werr := cmd.Wait()
+		p.reaped.Store(true)
 		// A child of the backend may hold its pipes open: stop reading
 		// soon after the backend itself is gone.
 		for _, c := range []struct {
@@ -438,6 +450,9 @@ func spawn(o ExecOptions, onFatal func(error)) (*process, error) {
 		}
 		outR.Close()
 		errR.Close()
+		p.wmu.Lock()
+		p.stdin.Close()
+		p.wmu.Unlock()
 		p.finish(werr)
 	}()
 	return p, nil
@@ -627,18 +642,6 @@ func (p *process) violate(msg string) {
 	p.kill()
 }
 
-// timeout records that a request got no reply in time and kills the backend.
-func (p *process) timeout(what string, id uint64) error {
-	p.mu.Lock()
-	if p.cause == nil {
-		p.cause = spec.Errorf(spec.ErrTimeout, "%s (request %d): no reply within %s", what, id, p.o.Timeout)
-	}
-	p.mu.Unlock()
-	p.kill()
-	<-p.done
-	return p.err
-}
-
 func (p *process) expect() {
 	p.mu.Lock()
 	p.expected = true
@@ -646,10 +649,16 @@ func (p *process) expect() {
 }
 
 func (p *process) kill() {
-	if p.cmd.Process != nil {
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		p.cmd.Process.Kill()
+	if p.cmd.Process == nil {
+		return
 	}
+	if p.reaped.Load() {
+		// Its pid, and so its group's id, may be another process's by
+		// now.
+		return
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.cmd.Process.Kill() // through a pidfd: never another process
 }
 
 // finish runs once the process is gone: it settles why, fails every call
@@ -691,7 +700,7 @@ func (p *process) finish(werr error) {
 func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, error) {
 	select {
 	case <-p.done:
-		return nil, spec.Errorf(spec.KindOf(p.err), "%s: the backend process is gone (%s)", what, firstLine(p.err.Error()))
+		return nil, &spec.Error{Kind: spec.KindOf(p.err), Message: fmt.Sprintf("%s: the backend process is gone (%s)", what, firstLine(p.err.Error())), Cause: p.err}
 	default:
 	}
 	timeout := p.o.Timeout
@@ -728,36 +737,73 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 	timer := time.NewTimer(p.o.Timeout)
 	defer timer.Stop()
 	for {
+		var rep *Reply
 		select {
-		case rep := <-c.ch:
-			if rep.Yield == "" {
-				return rep, nil
-			}
-			// Paused at a yield point: the kit's scheduler decides when it
-			// goes on, and the time it waits is not the backend's.
-			timer.Stop()
-			if err := spec.Yield(ctx, rep.Yield); err != nil {
-				p.forget(req.ID, true)
-				return nil, spec.Errorf(spec.ErrCrashed, "%s (request %d): stopped at the yield point %s: %v", what, req.ID, rep.Yield, err)
-			}
-			resume, _ := json.Marshal(Request{ID: req.ID, Type: TypeResume})
-			p.wmu.Lock()
-			_, werr := p.stdin.Write(append(resume, '\n'))
-			p.wmu.Unlock()
-			if werr != nil {
-				return nil, fmt.Errorf("%s (request %d): resume: %w", what, req.ID, p.err)
-			}
-			timer.Reset(p.o.Timeout)
-			continue
+		case rep = <-c.ch:
 		case <-p.done:
 			return nil, fmt.Errorf("%s (request %d): %w", what, req.ID, p.err)
 		case <-ctx.Done():
 			p.forget(req.ID, true)
 			return nil, spec.Errorf(spec.ErrCanceled, "%s (request %d): the caller stopped waiting: %w", what, req.ID, ctx.Err())
 		case <-timer.C:
-			return nil, p.timeout(what, req.ID)
+			if rep = p.silent(c, what, req.ID); rep == nil {
+				return nil, p.err
+			}
+		}
+		if rep.Yield == "" {
+			return rep, nil
+		}
+		// Paused at a yield point: the kit's scheduler decides when it
+		// goes on, and the time it waits is not the backend's.
+		timer.Stop()
+		if err := spec.Yield(ctx, rep.Yield); err != nil {
+			p.forget(req.ID, true)
+			return nil, spec.Errorf(spec.ErrCrashed, "%s (request %d): stopped at the yield point %s: %v", what, req.ID, rep.Yield, err)
+		}
+		resume, _ := json.Marshal(Request{ID: req.ID, Type: TypeResume})
+		p.wmu.Lock()
+		_, werr := p.stdin.Write(append(resume, '\n'))
+		p.wmu.Unlock()
+		if werr != nil {
+			return nil, fmt.Errorf("%s (request %d): resume: %w", what, req.ID, p.err)
+		}
+		timer.Reset(p.o.Timeout)
+	}
+}
+
+// silent decides about a request whose reply timer ran out: the process is
+// watched for a short grace (graceFor), and a reply that comes in it is
+// taken after all (a loaded machine's lateness is no verdict). Otherwise
+// the process is killed, with a cause that says what it was doing: a
+// timeout the backend is blamed for, or a StallError when the stall was the
+// kit's or the machine's. It answers the late reply, or nil when the
+// process is gone (p.err says why).
+func (p *process) silent(c *call, what string, id uint64) *Reply {
+	var late *Reply
+	why, kit, came := p.stallVerdict(graceFor(p.o.Timeout), func(d time.Duration) bool {
+		select {
+		case late = <-c.ch:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	})
+	if came {
+		return late
+	}
+	name := fmt.Sprintf("%s (request %d)", what, id)
+	p.mu.Lock()
+	if p.cause == nil {
+		if kit {
+			p.cause = &StallError{What: name, Why: why}
+		} else {
+			p.cause = spec.Errorf(spec.ErrTimeout, "%s: no reply within %s: %s", name, p.o.Timeout, why)
 		}
 	}
+	p.mu.Unlock()
+	p.kill()
+	<-p.done
+	return nil
 }
 
 // forget drops a call; abandon keeps its id known so a late reply is no

@@ -154,6 +154,9 @@ type session struct {
 	options adapters.ExecOptions
 	command []string
 	harness bool
+
+	mu       sync.Mutex
+	siblings []*adapters.Exec // the processes of a history's other handles
 }
 
 // open opens b for a run configured by cfg: a program is started (its
@@ -190,12 +193,46 @@ func (b Backend) execOptions(cfg Config) adapters.ExecOptions {
 	return o
 }
 
-// err is the backend's own failure so far (nil in this process).
+// err is the backend's own failure so far (nil in this process): its
+// first process's, else the first of the processes a history opened.
 func (s *session) err() error {
 	if s.exec == nil {
 		return nil
 	}
-	return s.exec.Err()
+	if err := s.exec.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.siblings {
+		if err := e.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownProcess starts, for a spec that cuts the power, a process of the
+// program's own (suite.Harness.OwnProcess), its answers counted with the
+// rest and its capabilities withdrawn as the config says; nil in process.
+func (s *session) ownProcess(cfg Config, answers *adapters.Answers) func(context.Context) (suite.Harness, func(), func() error, error) {
+	if s.exec == nil {
+		return nil
+	}
+	return func(ctx context.Context) (suite.Harness, func(), func() error, error) {
+		e, err := s.exec.Sibling(ctx)
+		if err != nil {
+			return suite.Harness{}, nil, nil, err
+		}
+		s.mu.Lock()
+		s.siblings = append(s.siblings, e)
+		s.mu.Unlock()
+		var b adapters.Backend = e
+		if len(cfg.Withdraw) > 0 {
+			b = withdrawn{b, cfg.Withdraw}
+		}
+		return suite.HarnessOf(adapters.Counting(b, answers)), e.Expect, e.Kill, nil
+	}
 }
 
 func (s *session) close() error {
@@ -284,6 +321,9 @@ func (s *session) opener(store, dir string) (linearizability.Opener, int) {
 		if err != nil {
 			return nil, err
 		}
+		s.mu.Lock()
+		s.siblings = append(s.siblings, e)
+		s.mu.Unlock()
 		t, err := e.Open(ctx, store, o)
 		if err != nil {
 			e.Close()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
@@ -102,6 +103,15 @@ func (r *runner) linearizeStore(st stores.Store, seed int64, hooks linearizeHook
 	check.Name = fmt.Sprintf("%d clients, %d operations, %d handles, seed %d", rc.Clients, rc.Ops, rc.Handles, rc.Seed)
 	start := time.Now()
 	hist, err := linearizability.Run(r.ctx, st.Contract, open, st.Workload(), rc)
+	if berr := r.s.err(); berr != nil {
+		// A history a failed backend or a stalled kit left is no verdict:
+		// the run reports the backend's failure once, or the stall.
+		check.Outcome, check.Message = reports.NotRun, "not run: the backend failed while this history ran (the backend failure is reported once, apart)"
+		if adapters.IsStall(berr) {
+			check.Outcome, check.Message = reports.Inconclusive, "the kit stalled while this history ran, so it decides nothing: "+berr.Error()
+		}
+		return check
+	}
 	if err != nil {
 		check.Outcome, check.Message = reports.Failed, "run: "+err.Error()
 		return check

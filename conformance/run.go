@@ -54,7 +54,13 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 		result: reports.Run{Tool: "storecheck", Backend: s.info.Name, Seed: cfg.SeedsOf(cfg.Layers[0]).First}}
 	started := time.Now()
 	err = r.layers()
-	if berr := s.err(); berr != nil {
+	if berr := s.err(); berr != nil && adapters.IsStall(berr) {
+		// The kit or the machine stalled, not the backend: what it kept
+		// from running is no verdict either way.
+		c := backendFailure(berr, r.result.Checks)
+		c.Name, c.Outcome = "the kit stalled (no verdict on the backend)", reports.Inconclusive
+		r.add(c)
+	} else if berr != nil {
 		r.add(backendFailure(berr, r.result.Checks))
 		if err == nil {
 			err = &BackendError{berr}
@@ -111,6 +117,7 @@ func (r *runner) specs() {
 	specsRan.Store(true)
 	answers := &adapters.Answers{}
 	h := suite.HarnessOf(adapters.Counting(r.s.b, answers))
+	h.OwnProcess = r.s.ownProcess(r.cfg, answers)
 	seed := r.cfg.SeedsOf(LayerSpec).First
 	results := suite.Run(h, suite.Config{Seed: seed, Stores: r.cfg.Stores, FailFast: r.cfg.FailFast, Verbose: r.cfg.Verbose, BackendErr: r.s.err})
 	for _, res := range results {

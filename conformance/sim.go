@@ -71,6 +71,9 @@ func (r *runner) simulate() error {
 				// a pass judged on a part is no pass.
 				c.Outcome = reports.Inconclusive
 				c.Message = "the overlapping operations allowed more orders than the simulator's oracle keeps, so the run decides nothing"
+				if res.Stalled != "" {
+					c.Message = "the kit stalled, not the backend, so the run decides nothing: " + res.Stalled
+				}
 			}
 			r.add(c)
 		}, func() bool { return cfg.FailFast && failed.Load() })

@@ -119,6 +119,15 @@ func (p *execProc) Apply(ctx context.Context, op spec.Op) (any, error) {
 
 func (p *execProc) Kill() error { return p.e.Kill() }
 
+// Failed is the backend's own failure (a protocol violation, a silence
+// the kit timed out on, a death the kit did not cause), nil while none.
+func (p *execProc) Failed() error { return p.e.Err() }
+
+// Doom tells the process's adapter that whatever the process does from now
+// on (dies of SIGBUS on a mapped file, exits after an EIO) is the kit's
+// doing: the power is about to be cut under it.
+func (p *execProc) Doom() { p.e.Expect() }
+
 func (p *execProc) Close() error {
 	p.target.Close()
 	return p.e.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/linearizability"
@@ -134,7 +135,7 @@ func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir str
 			}
 		}(e.procs[n].work)
 		if err := e.start(e.procs[n]); err != nil {
-			e.res.Failure = &Failure{Step: -1, What: fmt.Sprintf("start process %d", n), Backend: err}
+			e.fail(&Failure{Step: -1, What: fmt.Sprintf("start process %d", n), Backend: err})
 			return e, cleanup, nil
 		}
 	}
@@ -246,6 +247,15 @@ func (e *engine) await(i int, p *proc) bool {
 
 // returned judges what an operation answered.
 func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
+	if err != nil {
+		if bf := failedOf(p.p); bf != nil {
+			// The process broke the protocol, went silent or died by no
+			// fault of the kit's: the backend failed, and its answers
+			// from now on say nothing of the contract.
+			e.fail(&Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Backend: bf})
+			return false
+		}
+	}
 	contract := e.subj.Model.Contract()
 	got, definite := linearizability.Outcome(contract, res, err)
 	crashed := spec.KindOf(err) == spec.ErrCrashed
@@ -395,8 +405,32 @@ func (e *engine) drain(steps func() int) bool {
 }
 
 func (e *engine) fail(f *Failure) {
-	if e.res.Failure == nil {
-		e.res.Failure = f
+	if e.res.Failure != nil || e.res.Stalled != "" {
+		return
+	}
+	if f.Backend != nil && adapters.IsStall(f.Backend) {
+		// The kit or the machine stalled, not the backend: no verdict.
+		e.res.Inconclusive = true
+		e.res.Stalled = fmt.Sprintf("%s: %v", f.What, f.Backend)
+		e.trace(f.Step, 0, "  no verdict: "+e.res.Stalled)
+		return
+	}
+	e.res.Failure = f
+}
+
+// failedOf is the backend's own failure of process p, if its adapter
+// keeps one (a program over the wire does).
+func failedOf(p Process) error {
+	if fp, ok := p.(interface{ Failed() error }); ok {
+		return fp.Failed()
+	}
+	return nil
+}
+
+// doom tells p's adapter that it may die by the kit's doing from now on.
+func doom(p Process) {
+	if dp, ok := p.(interface{ Doom() }); ok {
+		dp.Doom()
 	}
 }
 

@@ -188,6 +188,12 @@ func (e *engine) strikePower(i int, st Step, f fault.PowerCut) bool {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("the run has no forgetful file system to cut the power of")})
 		return false
 	}
+	// From the cut on, a process may die of it before the kill below (a
+	// SIGBUS on its mapped -shm, an exit after EIO): that death is the
+	// cut's, not a backend failure.
+	for _, p := range e.procs {
+		doom(p.p)
+	}
 	c, err := e.disk.Cut(e.work, lossyfs.Torn{File: f.File, Keep: f.Keep})
 	if err != nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})

@@ -71,6 +71,11 @@ type Result struct {
 	// pass, nor a failure). A run whose every answer the part allowed
 	// passes: the whole allows at least as much.
 	Inconclusive bool
+	// Stalled, when set, is why the run stopped with no verdict: the kit
+	// or the machine stalled (the backend was given no CPU, or was held in
+	// the kit's own file system), which says nothing of the backend
+	// (adapters.StallError). Inconclusive is then set too.
+	Stalled string
 	// Yielded: some operation reached a yield point, so interleavings
 	// inside operations were explored; CrashPoints: the backend declared
 	// crash points, so crashes inside operations were.

@@ -36,6 +36,9 @@ func fakeBackend(name string) {
 		nth, _ := strconv.Atoi(n)
 		os.Exit(serve(os.Stdin, &garbler{w: os.Stdout, nth: nth, name: name}, os.Stderr, conformance.Reference()))
 	}
+	if name == "maps_a_side_file" {
+		os.Exit(mappingServe())
+	}
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	reply := func(v any) {
@@ -226,6 +229,35 @@ func TestBackendFailures(t *testing.T) {
 			}
 			if strings.Contains(errs+out, "panic:") && tc.name != "exits_mid_run" {
 				t.Errorf("the kit panicked:\n%s\n%s", out, errs)
+			}
+		})
+	}
+}
+
+// The simulator too: a backend that breaks the protocol, goes silent or
+// dies by no fault of the kit's in a sweep is a backend failure (exit 3)
+// naming the cause. Before, the simulator took the dead process's answers
+// as indefinite, passed the garbler and hung on the silent one.
+func TestTheSimulatorFailsABackendThatBreaksTheProtocol(t *testing.T) {
+	op := `continuity [a-z_]+ \(request \d+\)`
+	for _, tc := range []struct{ name, want string }{
+		{"not_json", `a stdout line is not JSON`},
+		{"never_replies", `timeout: ` + op + `: no reply within 500ms: the backend was alive and waiting on its stdin, having read the request`},
+		{"exits_mid_run", `the backend process ended: exit status 2 unexpectedly with ` + op + ` in flight`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			out, errs, code := storecheck(t, "file", "sim", "--store", "continuity", "--seeds", "1..2", "--reply-timeout", "500ms",
+				"--report-dir", t.TempDir(), "--", os.Args[0], "fake-backend", tc.name)
+			if took := time.Since(start); took > 30*time.Second {
+				t.Errorf("the sweep took %s", took)
+			}
+			if code != exitBackend || !strings.Contains(errs, "storecheck sim: backend failure") {
+				t.Fatalf("exit %d, want %d (backend failure)\n%s\n%s", code, exitBackend, out, errs)
+			}
+			if !regexp.MustCompile(tc.want).MatchString(errs) {
+				t.Errorf("stderr does not match %q:\n%s", tc.want, errs)
 			}
 		})
 	}

@@ -179,7 +179,7 @@ func clientOpenSpecs(fx *clientFixture) {
 
 	Describe("power loss", func() {
 		It("finds everything it acknowledged after a power cut that loses everything it never synced", Rules("client.survives_power_loss"), func() {
-			path, cut := powerCutFile(fx.h, cli.Contract)
+			path, cut := powerCutFile(&fx.h, cli.Contract)
 			Expect(fx.s.Close()).To(Succeed())
 			fx.s = fx.open(path)
 			fx.enqueue(opA, fx.env(taskA))

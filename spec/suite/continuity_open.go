@@ -32,7 +32,7 @@ func continuityOpenSpecs(fx *continuityFixture) {
 
 	Describe("power loss", func() {
 		It("keeps every record, snapshot and fence it acknowledged through a power cut that loses everything it never synced", Rules("continuity.survives_power_loss"), func() {
-			path, cut := powerCutFile(fx.h, cont.Contract)
+			path, cut := powerCutFile(&fx.h, cont.Contract)
 			Expect(fx.s.Close()).To(Succeed())
 			fx.s = fx.open(path)
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 15)

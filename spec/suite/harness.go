@@ -56,6 +56,16 @@ type Harness struct {
 	// backend cannot; then the gate's specs use ClientSchemaTable, or are
 	// skipped.
 	WriteClientSchema func(path, marker string, version int) error
+	// OwnProcess, when set, starts a process of the backend's own for a
+	// spec that cuts the power, so that what the cut does to it (a SIGBUS
+	// on its mapped -shm, an exit after EIO at close) ends that process and
+	// not the one every other spec runs on: it answers a harness whose
+	// stores open in the new process, doom, which the spec calls just
+	// before it cuts (from then on the process's end is the cut's, not a
+	// backend failure), and end, which ends the process after the cut.
+	// Over the wire conformance sets it; nil in process, where a Go store's
+	// handles share the kit's own process.
+	OwnProcess func(ctx context.Context) (h Harness, doom func(), end func() error, err error)
 }
 
 // Options is what the suite asks of an opener (spec.OpenOptions: the kit

@@ -1,9 +1,11 @@
 package suite
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,7 +22,13 @@ import (
 // comes back. The spec is skipped, with the reason, where no FUSE mount can
 // be made, and for a backend that declares it keeps its writes across
 // process crashes only where the seed allows it.
-func powerCutFile(h Harness, c spec.Contract) (path string, cut func(close func() error)) {
+//
+// Where the harness can start a process of its own for the spec
+// (Harness.OwnProcess), *h opens in that process until the cut, which
+// dooms it first and ends it after, so that a death the cut causes is the
+// cut's and no other spec loses its backend; *h is the spec's own harness
+// again when the power comes back, and the spec reopens through it.
+func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func() error)) {
 	GinkgoHelper()
 	need(h.Capabilities.Files, spec.CapFiles, "survival of a power cut")
 	if why := c.PowerLossExempt(h.Capabilities); why != "" {
@@ -35,11 +43,26 @@ func powerCutFile(h Harness, c spec.Contract) (path string, cut func(close func(
 	DeferCleanup(d.Unmount)
 	dir := filepath.Join(d.Dir, "spec")
 	Expect(os.Mkdir(dir, 0o755)).To(Succeed())
+	doom, end := func() {}, func() error { return nil }
+	if h.OwnProcess != nil {
+		own, dm, en, err := h.OwnProcess(context.Background())
+		Expect(err).NotTo(HaveOccurred(), "start a process of the backend's own for the power cut")
+		saved := *h
+		*h, doom, end = own, dm, en
+		var once sync.Once
+		end = func() error {
+			once.Do(func() { en(); *h = saved })
+			return nil
+		}
+		DeferCleanup(end)
+	}
 	return filepath.Join(dir, c.Name+".db"), func(close func() error) {
 		GinkgoHelper()
+		doom()
 		_, err := d.Cut(dir, lossyfs.Torn{})
 		Expect(err).NotTo(HaveOccurred(), "cut the power")
 		close()
+		end()
 		Expect(d.Thaw(dir)).To(Succeed(), "give the power back")
 	}
 }

@@ -71,7 +71,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 
 	Describe("power loss", func() {
 		It("keeps every commit, lease, batch and meta it acknowledged through a power cut that loses everything it never synced", Rules("runtime.survives_power_loss"), func() {
-			path, cut := powerCutFile(fx.h, rt.Contract)
+			path, cut := powerCutFile(&fx.h, rt.Contract)
 			Expect(fx.s.Close()).To(Succeed())
 			fx.s = fx.open(path)
 			l := fx.lease(worker)
