@@ -16,7 +16,7 @@ import (
 	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
-func injected(t *testing.T) (*fault.Env, c.Store) {
+func injected(t *testing.T) (*fault.Parts, c.Store) {
 	t.Helper()
 	s, err := refcontinuity.Open(context.Background(), refcontinuity.Options{})
 	if err != nil {
@@ -24,10 +24,10 @@ func injected(t *testing.T) (*fault.Env, c.Store) {
 	}
 	in := fault.Wrap(adapters.Local[c.Store](s, c.Apply), c.StoreName)
 	t.Cleanup(func() { in.Close() })
-	return &fault.Env{Clock: clockwork.NewFakeClock(), Boundary: in}, c.Proxy{Target: in}
+	return &fault.Parts{Clock: clockwork.NewFakeClock(), Boundary: in}, c.Proxy{Target: in}
 }
 
-func inject(t *testing.T, env *fault.Env, f fault.Fault) {
+func inject(t *testing.T, env *fault.Parts, f fault.Fault) {
 	t.Helper()
 	if err := f.Inject(context.Background(), env); err != nil {
 		t.Fatalf("%s: %v", f, err)
@@ -109,7 +109,7 @@ func TestClockJump(t *testing.T) {
 func TestFaultsRefuseAnEnvWithoutTheirPart(t *testing.T) {
 	for _, f := range []fault.Fault{fault.Kill{}, fault.CrashAt{Point: "x"}, fault.Restart{}, fault.ClockJump{By: time.Second},
 		fault.Busy{}, fault.IOError{}, fault.LostReply{}, fault.Pause{For: time.Second}, fault.PowerCut{}} {
-		if err := f.Inject(context.Background(), &fault.Env{}); err == nil {
+		if err := f.Inject(context.Background(), &fault.Parts{}); err == nil {
 			t.Errorf("%s injected into an empty env", f)
 		}
 	}
