@@ -93,7 +93,7 @@ func TestAKindRegisteredInOneFileIsDrawnSavedShrunkAndReplayed(t *testing.T) {
 		if res.Failure == nil {
 			continue
 		}
-		small, err := sim.Shrink(ctx, subj, sim.InProcess(broken, "continuity"), res, t.TempDir(), 2000)
+		small, err := sim.Shrink(ctx, subj, sim.InProcess(broken, "continuity"), res, t.TempDir(), 300)
 		if err != nil {
 			t.Fatal(err)
 		}
