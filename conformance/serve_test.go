@@ -189,7 +189,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 			if err := sc.setup(ctx, s); err != nil {
 				t.Fatalf("setup: %v", err)
 			}
-			env := &fault.Env{Process: e, Clock: clock}
+			env := &fault.Parts{Process: e, Clock: clock}
 			if err := (fault.CrashAt{Point: point}).Inject(ctx, env); err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestKillBetweenOperationsKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := dumpContinuity(t, s)
-	env := &fault.Env{Process: e, Clock: clock}
+	env := &fault.Parts{Process: e, Clock: clock}
 	for _, f := range []fault.Fault{fault.Kill{}, fault.ClockJump{By: time.Hour}, fault.Restart{}} {
 		if err := f.Inject(ctx, env); err != nil {
 			t.Fatalf("%s: %v", f, err)

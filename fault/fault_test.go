@@ -3,6 +3,7 @@ package fault_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
-func injected(t *testing.T) (*fault.Env, c.Store) {
+func injected(t *testing.T) (*fault.Parts, c.Store) {
 	t.Helper()
 	s, err := refcontinuity.Open(context.Background(), refcontinuity.Options{})
 	if err != nil {
@@ -24,10 +25,10 @@ func injected(t *testing.T) (*fault.Env, c.Store) {
 	}
 	in := fault.Wrap(adapters.Local[c.Store](s, c.Apply), c.StoreName)
 	t.Cleanup(func() { in.Close() })
-	return &fault.Env{Clock: clockwork.NewFakeClock(), Boundary: in}, c.Proxy{Target: in}
+	return &fault.Parts{Clock: clockwork.NewFakeClock(), Boundary: in}, c.Proxy{Target: in}
 }
 
-func inject(t *testing.T, env *fault.Env, f fault.Fault) {
+func inject(t *testing.T, env *fault.Parts, f fault.Fault) {
 	t.Helper()
 	if err := f.Inject(context.Background(), env); err != nil {
 		t.Fatalf("%s: %v", f, err)
@@ -109,8 +110,56 @@ func TestClockJump(t *testing.T) {
 func TestFaultsRefuseAnEnvWithoutTheirPart(t *testing.T) {
 	for _, f := range []fault.Fault{fault.Kill{}, fault.CrashAt{Point: "x"}, fault.Restart{}, fault.ClockJump{By: time.Second},
 		fault.Busy{}, fault.IOError{}, fault.LostReply{}, fault.Pause{For: time.Second}, fault.PowerCut{}} {
-		if err := f.Inject(context.Background(), &fault.Env{}); err == nil {
+		if err := f.Inject(context.Background(), &fault.Parts{}); err == nil {
 			t.Errorf("%s injected into an empty env", f)
 		}
+	}
+}
+
+// Every kind of the kit writes the fields a saved schedule has always
+// held, and reads them back.
+func TestSchedulesKeepTheirFaults(t *testing.T) {
+	for want, f := range map[string]fault.Fault{
+		`{"type":"kill"}`:    fault.Kill{},
+		`{"type":"restart"}`: fault.Restart{},
+		`{"type":"crash_at","point":"upsert_continuity_record/after_commit","nth":2}`: fault.CrashAt{Point: "upsert_continuity_record/after_commit", Nth: 2},
+		`{"type":"clock_jump","by_ms":1500}`:                                          fault.ClockJump{By: 1500 * time.Millisecond},
+		`{"type":"busy","op":"max_fencing_token","times":3}`:                          fault.Busy{Op: "max_fencing_token", Times: 3},
+		`{"type":"busy"}`:                                 fault.Busy{},
+		`{"type":"io_error","op":"resolve_many"}`:         fault.IOError{Op: "resolve_many"},
+		`{"type":"lost_reply"}`:                           fault.LostReply{},
+		`{"type":"pause","op":"x","for_ms":20}`:           fault.Pause{Op: "x", For: 20 * time.Millisecond},
+		`{"type":"power_cut"}`:                            fault.PowerCut{},
+		`{"type":"power_cut","file":"c.db-wal","keep":2}`: fault.PowerCut{File: "c.db-wal", Keep: 2},
+	} {
+		b, err := fault.Marshal(f)
+		if err != nil || string(b) != want {
+			t.Errorf("%s written as %s (%v), want %s", f, b, err, want)
+		}
+		if back, err := fault.Unmarshal([]byte(want)); err != nil || back != f {
+			t.Errorf("%s read back as %v (%v)", want, back, err)
+		}
+	}
+	for _, bad := range []string{`{"type":"crash_at"}`, `{"type":"clock_jump","by_ms":-1}`, `{"type":"kill","op":"x"}`,
+		`{"type":"pause","bogus":1}`, `{"type":"nothing"}`, `{"type":"kill"} {}`} {
+		if f, err := fault.Unmarshal([]byte(bad)); err == nil {
+			t.Errorf("%s read as %v", bad, f)
+		}
+	}
+}
+
+// The kit's kinds keep the order they were drawn in before the registry:
+// a seed's swarm picks their rates, and each decision tries them, in rank
+// order, so a change of it would change every seed's run.
+func TestTheKitsKindsKeepTheirDrawOrder(t *testing.T) {
+	want := []string{"clock_jump", "kill", "crash_at", "restart", "busy", "io_error", "lost_reply", "pause", "power_cut"}
+	var got []string
+	for _, k := range fault.Kinds() {
+		if slices.Contains(want, k.Name) {
+			got = append(got, k.Name)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the kinds draw in the order %v, want %v", got, want)
 	}
 }

@@ -21,15 +21,19 @@ type Injector struct {
 	target adapters.Target
 	ioKind spec.Kind
 	mu     sync.Mutex
-	plans  []planned
+	plans  []Plan
 }
 
-type planned struct {
-	op    string
-	times int
-	io    string // fail before sending, with the io kind and this message
-	lose  bool   // send, then lose the reply
-	pause time.Duration
+// Plan is what an Injector does to the next Times operations (1 when 0)
+// named Op (any when ""): fail them before they are sent, with the io kind
+// and the message IO; or send them, then lose their replies; or hold them
+// for Pause before they are sent.
+type Plan struct {
+	Op    string
+	Times int
+	IO    string
+	Lose  bool
+	Pause time.Duration
 }
 
 // Wrap puts an Injector in front of t, a Target of store. A busy or failing
@@ -38,20 +42,22 @@ func Wrap(t adapters.Target, store string) *Injector {
 	return &Injector{target: t, ioKind: spec.ErrIO}
 }
 
-func (in *Injector) plan(p planned) {
+// Plan plans p on the next operations it matches.
+func (in *Injector) Plan(p Plan) {
+	p.Times = max(p.Times, 1)
 	in.mu.Lock()
 	in.plans = append(in.plans, p)
 	in.mu.Unlock()
 }
 
 // next takes the first plan matching op.
-func (in *Injector) next(op string) (planned, bool) {
+func (in *Injector) next(op string) (Plan, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for i, p := range in.plans {
-		if p.op == "" || p.op == op {
-			p.times--
-			if p.times <= 0 {
+		if p.Op == "" || p.Op == op {
+			p.Times--
+			if p.Times <= 0 {
 				in.plans = append(in.plans[:i], in.plans[i+1:]...)
 			} else {
 				in.plans[i] = p
@@ -59,7 +65,7 @@ func (in *Injector) next(op string) (planned, bool) {
 			return p, true
 		}
 	}
-	return planned{}, false
+	return Plan{}, false
 }
 
 func (in *Injector) Apply(ctx context.Context, op spec.Op) (any, error) {
@@ -68,17 +74,17 @@ func (in *Injector) Apply(ctx context.Context, op spec.Op) (any, error) {
 		return in.target.Apply(ctx, op)
 	}
 	switch {
-	case p.io != "":
+	case p.IO != "":
 		if in.ioKind == "" {
 			return nil, spec.NotSent(spec.Errorf(spec.ErrBadRequest, "%s: fault: the store has no io kind to inject", op.Name()))
 		}
-		return nil, spec.NotSent(spec.Errorf(in.ioKind, "%s: %s", op.Name(), p.io))
-	case p.lose:
+		return nil, spec.NotSent(spec.Errorf(in.ioKind, "%s: %s", op.Name(), p.IO))
+	case p.Lose:
 		in.target.Apply(ctx, op)
 		return nil, spec.Errorf(spec.ErrTimeout, "%s: the reply was lost (fault.LostReply)", op.Name())
-	case p.pause > 0:
+	case p.Pause > 0:
 		select {
-		case <-time.After(p.pause):
+		case <-time.After(p.Pause):
 		case <-ctx.Done():
 			return nil, spec.Errorf(spec.ErrCanceled, "%s: paused, then canceled: %w", op.Name(), ctx.Err())
 		}

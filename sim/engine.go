@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -316,55 +317,95 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	return true
 }
 
-// strike injects a fault.
+// strike injects a fault into the process the step names.
 func (e *engine) strike(i int, st Step) bool {
 	p := e.procs[st.Process]
 	e.trace(i, p.n, st.Fault.String())
 	e.res.Coverage["fault "+fault.Name(st.Fault)]++
-	switch f := st.Fault.(type) {
-	case fault.ClockJump:
-		e.clock.Advance(f.By)
-		e.res.SimTime += f.By
-	case fault.Pause:
-		p.pause += f.For
-	case fault.CrashAt:
-		p.armed = f.Point
-	case fault.Kill:
-		e.res.Coverage[EventKill]++
-		// The paused operation stops first (in process it may hold a lock
-		// of its own that the kill needs; over the wire the adapter gives
-		// up on it at once), then the process dies.
-		if p.flight != nil {
-			e.abandon(p)
-		}
-		p.p.Kill()
-		if err := e.start(p); err != nil {
-			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("restart: %w", err)})
-			return false
-		}
-	case fault.Restart:
-		for p.flight != nil {
-			if !e.advance(i, p, nil) {
-				return false
-			}
-		}
-		p.p.Close()
-		if err := e.start(p); err != nil {
-			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("restart: %w", err)})
-			return false
-		}
-	case fault.PowerCut:
-		return e.strikePower(i, st, f)
-	case fault.Busy, fault.IOError, fault.LostReply:
-		if err := st.Fault.Inject(e.ctx, &fault.Env{Boundary: p.inj}); err != nil {
-			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
-			return false
-		}
-	default:
-		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("the simulator cannot inject %T", f)})
+	err := st.Fault.Inject(e.ctx, &struck{e: e, i: i, st: st, p: p})
+	if errors.Is(err, errStopped) {
+		return false
+	}
+	if err != nil {
+		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
 		return false
 	}
 	return true
+}
+
+// struck is the run as a fault strikes process p at step i: the
+// simulator's fault.Env.
+type struck struct {
+	e  *engine
+	i  int
+	st Step
+	p  *proc
+}
+
+// errStopped is a verb's answer when the run stopped under it (a failure,
+// already recorded, or no verdict).
+var errStopped = errors.New("the run stopped")
+
+func (s *struck) Kill(ctx context.Context) error {
+	e, p := s.e, s.p
+	e.res.Coverage[EventKill]++
+	// The paused operation stops first (in process it may hold a lock
+	// of its own that the kill needs; over the wire the adapter gives
+	// up on it at once), then the process dies.
+	if p.flight != nil {
+		e.abandon(p)
+	}
+	p.p.Kill()
+	if err := e.start(p); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return nil
+}
+
+func (s *struck) Restart(ctx context.Context) error {
+	e, p := s.e, s.p
+	for p.flight != nil {
+		if !e.advance(s.i, p, nil) {
+			return errStopped
+		}
+	}
+	p.p.Close()
+	if err := e.start(p); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return nil
+}
+
+// ArmCrash arms point for the process's next operation, which crashes the
+// first time it reaches it (Process.Arm), whatever nth.
+func (s *struck) ArmCrash(ctx context.Context, point string, nth int) error {
+	s.p.armed = point
+	return nil
+}
+
+func (s *struck) AdvanceClock(d time.Duration) error {
+	s.e.clock.Advance(d)
+	s.e.res.SimTime += d
+	return nil
+}
+
+// Stall holds the process's next operation, whatever its name, for d of
+// the run's clock.
+func (s *struck) Stall(op string, d time.Duration) error {
+	s.p.pause += d
+	return nil
+}
+
+func (s *struck) Intercept(plan fault.Plan) error {
+	s.p.inj.Plan(plan)
+	return nil
+}
+
+func (s *struck) CutPower(ctx context.Context, torn lossyfs.Torn) error {
+	if !s.e.strikePower(s.i, s.st, torn) {
+		return errStopped
+	}
+	return nil
 }
 
 // abandon stops p's paused operation where it is, as a killed process

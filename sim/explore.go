@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
@@ -86,14 +85,15 @@ func (p Params) withDefaults() Params {
 // crashing constantly, some spending their time on clock boundaries, some
 // preempting operations deep inside, some at their edges only.
 type Swarm struct {
-	JumpRate, KillRate, CrashRate, RestartRate float64
-	// BusyRate, IOErrorRate, LostReplyRate and PauseRate are the faults at
-	// the adapter boundary.
-	BusyRate, IOErrorRate, LostReplyRate, PauseRate float64
+	// Rates are, by the fault's name, the share of decisions at which each
+	// kind of fault drawn from the run's stream strikes (each picked from
+	// its fault.Draw.Rates).
+	Rates map[string]float64
 	// BoundaryRate is the share of jumps that land on a deadline (exactly,
 	// 1ms before or 1ms after).
 	BoundaryRate float64
-	MaxJumpMS    int64
+	// MaxJumpMS is the longest a clock jump or a pause may be.
+	MaxJumpMS int64
 	// Depth is the PCT depth (Burckhardt et al., ASPLOS 2010): d-1
 	// priority change points; 0 picks who moves uniformly at random.
 	Depth int
@@ -102,23 +102,21 @@ type Swarm struct {
 	RivalRate float64
 }
 
-// DrawSwarm draws the fault mix and the strategy from r.
+// DrawSwarm draws the fault mix and the strategy from r: the rates of the
+// kinds of fault, in rank order, then the rest.
 func DrawSwarm(r *rand.Rand) Swarm {
 	pick := func(choices ...float64) float64 { return choices[r.IntN(len(choices))] }
-	return Swarm{
-		JumpRate:      pick(0, 0.05, 0.15, 0.3),
-		KillRate:      pick(0, 0, 0.01, 0.04),
-		CrashRate:     pick(0, 0.05, 0.2),
-		RestartRate:   pick(0, 0, 0.01),
-		BusyRate:      pick(0, 0, 0.02),
-		IOErrorRate:   pick(0, 0, 0.02),
-		LostReplyRate: pick(0, 0, 0.02),
-		PauseRate:     pick(0, 0, 0.02),
-		BoundaryRate:  pick(0.2, 0.5, 0.8),
-		MaxJumpMS:     int64(pick(100, 2_000, 30_000)),
-		Depth:         int(pick(0, 1, 2, 2, 3, 3, 4)),
-		RivalRate:     pick(0, 0.25, 0.5),
+	sw := Swarm{Rates: map[string]float64{}}
+	for _, k := range fault.Kinds() {
+		if k.Draw != nil && k.Draw.Stream == 0 {
+			sw.Rates[k.Name] = pick(k.Draw.Rates...)
+		}
 	}
+	sw.BoundaryRate = pick(0.2, 0.5, 0.8)
+	sw.MaxJumpMS = int64(pick(100, 2_000, 30_000))
+	sw.Depth = int(pick(0, 1, 2, 2, 3, 3, 4))
+	sw.RivalRate = pick(0, 0.25, 0.5)
+	return sw
 }
 
 // Strategy names how the run chose who moves next.
@@ -172,9 +170,7 @@ func explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 	}
 	x := &explorer{r: r, swarm: swarm, workload: subj.NewWorkload(), rival: subj.Rival, p: p, points: points,
 		clients: make([]*rand.Rand, p.Clients), counts: make([]int, p.Clients)}
-	if p.PowerCuts {
-		x.power = drawPower(seed)
-	}
+	x.draws = drawsOf(seed, r, swarm, p.PowerCuts)
 	for i := range x.clients {
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 	}
@@ -225,44 +221,78 @@ type explorer struct {
 	counts    []int
 	deadlines []int64
 	sched     *scheduler
-	power     *power
+	draws     []*drawn
+}
+
+// drawn is a kind of fault as a run draws it: from the run's stream, or
+// from one of its own, at the rate the seed picked.
+type drawn struct {
+	kind *fault.Kind
+	r    *rand.Rand
+	rate float64
+}
+
+// own is the kind drawn from its stream of its own, at the rate the seed
+// picks from that stream.
+func own(k *fault.Kind, seed int64) *drawn {
+	r := rand.New(rand.NewPCG(uint64(seed), k.Draw.Stream))
+	return &drawn{kind: k, r: r, rate: k.Draw.Rates[r.IntN(len(k.Draw.Rates))]}
+}
+
+// drawsOf is how a run of seed draws each kind of fault, in rank order:
+// those of its stream r at the rates of the swarm, the others from their
+// own; those that act on a forgetful file system only with power cuts on.
+func drawsOf(seed int64, r *rand.Rand, sw Swarm, powerCuts bool) []*drawn {
+	var out []*drawn
+	for _, k := range fault.Kinds() {
+		switch {
+		case k.Draw == nil || (k.ForgetfulDisk && !powerCuts):
+		case k.Draw.Stream != 0:
+			out = append(out, own(k, seed))
+		default:
+			out = append(out, &drawn{kind: k, r: r, rate: sw.Rates[k.Name]})
+		}
+	}
+	return out
+}
+
+// ready is whether the kind can strike at d, in e.
+func (k *drawn) ready(e *engine, d *fault.Drawing) bool {
+	return (!k.kind.ForgetfulDisk || e.disk != nil) && (k.kind.Draw.Ready == nil || k.kind.Draw.Ready(d))
+}
+
+// step is the kind's fault drawn at d, as a step.
+func (k *drawn) step(d fault.Drawing) Step {
+	d.R = k.r
+	f, process := k.kind.Draw.Make(&d)
+	return Step{Kind: StepFault, Process: process, Fault: f}
 }
 
 // next is the run's next steps, and whether they issue an operation.
 func (x *explorer) next(e *engine) ([]Step, bool) {
-	if st, ok := x.power.cut(e); ok {
-		return []Step{st}, false
-	}
 	sw := x.swarm
 	now := e.clock.Now().UnixMilli() - Epoch.UnixMilli()
-	faults := []struct {
-		rate float64
-		make func() Step
-	}{
-		{sw.JumpRate, func() Step {
-			jump := 1 + x.r.Int64N(sw.MaxJumpMS)
-			if future := x.deadlinesAfter(now); len(future) > 0 && x.r.Float64() < sw.BoundaryRate {
-				target := future[x.r.IntN(len(future))] + int64(x.r.IntN(3)) - 1
-				jump = max(target-now, 0)
-			}
-			return Step{Kind: StepFault, Fault: fault.ClockJump{By: time.Duration(jump) * time.Millisecond}}
-		}},
-		{sw.KillRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.Kill{}} }},
-		{sw.RestartRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.Restart{}} }},
-		{sw.BusyRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.Busy{}} }},
-		{sw.IOErrorRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.IOError{}} }},
-		{sw.LostReplyRate, func() Step { return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes), Fault: fault.LostReply{}} }},
-		{sw.PauseRate, func() Step {
-			return Step{Kind: StepFault, Process: x.r.IntN(x.p.Processes),
-				Fault: fault.Pause{For: time.Duration(1+x.r.Int64N(sw.MaxJumpMS)) * time.Millisecond}}
-		}},
+	d := fault.Drawing{Processes: x.p.Processes, NowMS: now, Deadlines: func() []int64 { return x.deadlinesAfter(now) },
+		BoundaryRate: sw.BoundaryRate, MaxMS: sw.MaxJumpMS}
+	if e.disk != nil {
+		d.Unsynced = func() (map[string]int, error) { return e.disk.Unsynced(e.work) }
+	}
+	// The kinds of streams of their own first, each from its stream; then
+	// one draw of the run's stream picks among the others.
+	for _, k := range x.draws {
+		if k.kind.Draw.Stream != 0 && !k.kind.Draw.BeforeOp && k.ready(e, &d) && k.r.Float64() < k.rate {
+			return []Step{k.step(d)}, false
+		}
 	}
 	f := x.r.Float64()
-	for _, c := range faults {
-		if f < c.rate {
-			return []Step{c.make()}, false
+	for _, k := range x.draws {
+		if k.kind.Draw.Stream != 0 || k.kind.Draw.BeforeOp || !k.ready(e, &d) {
+			continue
 		}
-		f -= c.rate
+		if f < k.rate {
+			return []Step{k.step(d)}, false
+		}
+		f -= k.rate
 	}
 	busy := make([]bool, len(e.procs))
 	for i, p := range e.procs {
@@ -302,12 +332,16 @@ func (x *explorer) next(e *engine) ([]Step, bool) {
 	if x.deadliner != nil {
 		x.deadlines = append(x.deadlines, x.deadliner.Deadlines(op, at)...)
 	}
-	if points := pointsOf(x.points, op.Name()); len(points) > 0 && x.r.Float64() < sw.CrashRate {
-		// The crash point is armed as a step of its own, just before.
-		arm := Step{Kind: StepFault, Process: n, Fault: fault.CrashAt{Point: points[x.r.IntN(len(points))]}}
-		return []Step{arm, st}, true
+	// The kinds drawn before an operation (a crash point armed) are steps
+	// of their own, just before it.
+	d.Process, d.CrashPoints = n, pointsOf(x.points, op.Name())
+	var steps []Step
+	for _, k := range x.draws {
+		if k.kind.Draw.BeforeOp && k.ready(e, &d) && k.r.Float64() < k.rate {
+			steps = append(steps, k.step(d))
+		}
 	}
-	return []Step{st}, true
+	return append(steps, st), true
 }
 
 func (x *explorer) deadlinesAfter(now int64) []int64 {

@@ -3,9 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/storecheck/storecheck/fault"
@@ -39,54 +37,22 @@ const (
 	EventPowerCutTorn = "power cut, torn"
 )
 
-// powerSeed tells the power cuts' stream from the seed's others.
-const powerSeed = 0x9077e2
-
-// power is the power cuts a run draws: their stream, and the share of the
-// run's decisions that cut.
+// power is the power cuts a seed draws: rate is the share of the run's
+// decisions that cut, the sum of the rates the seed picks for the kinds of
+// fault that act on a forgetful file system (fault.PowerCut), each from
+// its stream of its own.
 type power struct {
-	r    *rand.Rand
 	rate float64
 }
 
-// drawPower draws the seed's power-cut rate from the power stream: half
-// the seeds cut no power, the others a few times a run (about 2 or 6 of
-// the default run's 600 decisions).
 func drawPower(seed int64) *power {
-	r := rand.New(rand.NewPCG(uint64(seed), powerSeed))
-	return &power{r: r, rate: []float64{0, 0, 0.003, 0.01}[r.IntN(4)]}
-}
-
-// cut decides whether the run's next step is a power cut, and which: all
-// that was never synced lost, or (half the time, when a file has two or
-// more unsynced writes) a torn prefix of one file's. The -shm file of
-// SQLite is never a torn one: the kernel writes its mmap'd pages back when
-// it likes, so what it holds unsynced is not the schedule's to say.
-func (pw *power) cut(e *engine) (Step, bool) {
-	if pw == nil || pw.rate == 0 || e.disk == nil || pw.r.Float64() >= pw.rate {
-		return Step{}, false
-	}
-	st := Step{Kind: StepFault, Fault: fault.PowerCut{}}
-	if pw.r.IntN(2) == 0 {
-		return st, true
-	}
-	unsynced, err := e.disk.Unsynced(e.work)
-	if err != nil {
-		return st, true
-	}
-	var files []string
-	for f, n := range unsynced {
-		if n >= 2 && !strings.HasSuffix(f, "-shm") && f != "(unlinked)" {
-			files = append(files, f)
+	pw := &power{}
+	for _, k := range fault.Kinds() {
+		if k.ForgetfulDisk && k.Draw != nil {
+			pw.rate += own(k, seed).rate
 		}
 	}
-	if len(files) == 0 {
-		return st, true
-	}
-	slices.Sort(files)
-	f := files[pw.r.IntN(len(files))]
-	st.Fault = fault.PowerCut{File: f, Keep: 1 + pw.r.IntN(unsynced[f]-1)}
-	return st, true
+	return pw
 }
 
 // lazyDisk is the forgetful file system the runs of a sweep (or of one
@@ -145,11 +111,12 @@ func mountDisk(dir string) (*lossyfs.Disk, string, func()) {
 	return d, "", func() { d.Unmount() }
 }
 
-// cutsPower is the first step of s that cuts the power, or -1.
+// cutsPower is the first step of s that cuts the power (a fault whose kind
+// acts on a forgetful file system), or -1.
 func cutsPower(s Schedule) int {
 	return slices.IndexFunc(s.Steps, func(st Step) bool {
-		_, ok := st.Fault.(fault.PowerCut)
-		return st.Kind == StepFault && ok
+		k := fault.KindOf(st.Fault)
+		return st.Kind == StepFault && k != nil && k.ForgetfulDisk
 	})
 }
 
@@ -183,7 +150,7 @@ func diskFor(subj Subject, s Schedule, dir string) (*lossyfs.Disk, func(), error
 // close of its last connection checkpoints the WAL into the database and
 // syncs it, which would make unsynced commits durable; after the cut that
 // close fails, as it would with no power.
-func (e *engine) strikePower(i int, st Step, f fault.PowerCut) bool {
+func (e *engine) strikePower(i int, st Step, torn lossyfs.Torn) bool {
 	if e.disk == nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("the run has no forgetful file system to cut the power of")})
 		return false
@@ -194,16 +161,16 @@ func (e *engine) strikePower(i int, st Step, f fault.PowerCut) bool {
 	for _, p := range e.procs {
 		doom(p.p)
 	}
-	c, err := e.disk.Cut(e.work, lossyfs.Torn{File: f.File, Keep: f.Keep})
+	c, err := e.disk.Cut(e.work, torn)
 	if err != nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
 		return false
 	}
 	e.res.Coverage[EventPowerCut]++
 	e.cutAt = i
-	if f.File != "" {
-		n := c.Unsynced[f.File]
-		e.trace(i, st.Process, fmt.Sprintf("  torn: %d of the %d unsynced writes of %s survive", c.Kept, n, f.File))
+	if torn.File != "" {
+		n := c.Unsynced[torn.File]
+		e.trace(i, st.Process, fmt.Sprintf("  torn: %d of the %d unsynced writes of %s survive", c.Kept, n, torn.File))
 		if c.Kept > 0 && c.Kept < n {
 			e.res.Coverage[EventPowerCutTorn]++
 		}

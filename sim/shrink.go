@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/storecheck/storecheck/fault"
 )
@@ -64,11 +63,12 @@ func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir st
 				}
 			}
 		}
-		// Smaller jumps and pauses.
+		// Smaller faults (shorter jumps and pauses, cuts less torn), as
+		// each fault's kind shrinks it.
 		for i := 0; i < len(best.Schedule.Steps); i++ {
 			for {
 				st := best.Schedule.Steps[i]
-				smaller, ok := halved(st.Fault)
+				smaller, ok := fault.Smaller(st.Fault)
 				if st.Kind != StepFault || !ok {
 					break
 				}
@@ -113,27 +113,4 @@ func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir st
 		}
 	}
 	return best, nil
-}
-
-// halved is a clock jump or a pause half as long, while it is not zero;
-// or a torn power cut that keeps half as much, then none torn.
-func halved(f fault.Fault) (fault.Fault, bool) {
-	switch v := f.(type) {
-	case fault.PowerCut:
-		if v.Keep > 1 {
-			return fault.PowerCut{File: v.File, Keep: v.Keep / 2}, true
-		}
-		if v.File != "" {
-			return fault.PowerCut{}, true
-		}
-	case fault.ClockJump:
-		if v.By > 0 {
-			return fault.ClockJump{By: (v.By / 2).Truncate(time.Millisecond)}, true
-		}
-	case fault.Pause:
-		if v.For > 0 {
-			return fault.Pause{Op: v.Op, For: (v.For / 2).Truncate(time.Millisecond)}, true
-		}
-	}
-	return nil, false
 }

@@ -10,16 +10,17 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/spec"
 )
 
 // powerCutFile is a database path for a power-loss spec of c's store, on a
 // forgetful file system (fault/lossyfs) mounted for the spec, and cut,
-// which cuts its power: what the backend never synced is lost, close (the
-// store's) runs while the power is off, as a process that died with the
-// machine would leave its handles, its error the power's, and the power
-// comes back. The spec is skipped, with the reason, where no FUSE mount can
+// which cuts its power (fault.PowerCut, as the simulator's): what the
+// backend never synced is lost, close (the store's) runs while the power is
+// off, as a process that died with the machine would leave its handles, its
+// error the power's, and the power comes back. The spec is skipped, with the reason, where no FUSE mount can
 // be made, and for a backend that declares it keeps its writes across
 // process crashes only where the seed allows it.
 //
@@ -59,10 +60,7 @@ func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func
 	return filepath.Join(dir, c.Name+".db"), func(close func() error) {
 		GinkgoHelper()
 		doom()
-		_, err := d.Cut(dir, lossyfs.Torn{})
-		Expect(err).NotTo(HaveOccurred(), "cut the power")
-		close()
-		end()
-		Expect(d.Thaw(dir)).To(Succeed(), "give the power back")
+		env := &fault.Parts{Disk: d, Dir: dir, Down: func() error { close(); return end() }}
+		Expect(fault.PowerCut{}.Inject(context.Background(), env)).To(Succeed(), "cut the power and give it back")
 	}
 }
