@@ -80,29 +80,16 @@ func init() {
 // go test default and help.
 func registerTestFlags(fs *flag.FlagSet) {
 	for _, k := range knobs {
-		if name := k.TestFlag(); name != "" {
-			fs.Var(&testFlag{text: k.TestDefault(), boolean: k.Kind == KindBool}, name, k.TestHelpText())
+		switch name := k.TestFlag(); {
+		case name == "":
+		case k.Kind == KindBool:
+			// It may stand alone: -storecheck.fail-fast.
+			fs.Bool(name, k.TestDefault() == "true", k.TestHelpText())
+		default:
+			fs.String(name, k.TestDefault(), k.TestHelpText())
 		}
 	}
 }
-
-// testFlag is a go test flag's value, as given: a boolean's may stand
-// alone (-storecheck.fail-fast).
-type testFlag struct {
-	text    string
-	boolean bool
-}
-
-func (f *testFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return f.text
-}
-
-func (f *testFlag) Set(s string) error { f.text = s; return nil }
-
-func (f *testFlag) IsBoolFlag() bool { return f.boolean }
 
 // Test runs every layer of the check on the stores of h, in this process,
 // from go test: the specs, the linearizability check and the simulator,

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/storecheck/storecheck/internal/gendoc"
 )
 
 // Every knob sets a Config field of its kind, and reads back what it set:
@@ -144,23 +146,7 @@ func testFlagsTable() string {
 // is TestOps.
 func TestTheDocsListTheGoTestFlagsWithTheirDefaults(t *testing.T) {
 	const path = "../docs/ci.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := "<!-- BEGIN GENERATED go-test-flags -->\n", "<!-- END GENERATED go-test-flags -->"
-	page := string(b)
-	i, j := strings.Index(page, begin), strings.Index(page, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no %q ... %q section", path, begin, end)
-	}
-	if want := page[:i+len(begin)] + testFlagsTable() + page[j:]; want != page {
-		if os.Getenv("STORECHECK_UPDATE_DOCS") == "" {
-			t.Errorf("%s's table of the go test flags is out of date; run STORECHECK_UPDATE_DOCS=1 go test ./conformance -run TestTheDocsListTheGoTestFlags", path)
-		} else if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gendoc.Check(t, path, "go-test-flags", testFlagsTable(), "go test ./conformance -run TestTheDocsListTheGoTestFlags")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	registerTestFlags(fs)
 	named := regexp.MustCompile(`-storecheck\.([a-z-]+)`)

@@ -131,10 +131,11 @@ func parseConfig(b []byte) (*Config, error) {
 }
 
 // optionOfKey is the option a config key names (or an older spelling of
-// it: its alias's key).
+// it: its alias's key); a knob no command takes (one of go test's) has
+// none.
 func optionOfKey(key string) (option, bool) {
 	for _, o := range options {
-		if o.ConfigKey() == key || (o.Alias != "" && o.AliasKey() == key) {
+		if len(o.Commands) > 0 && (o.ConfigKey() == key || (o.Alias != "" && o.AliasKey() == key)) {
 			return o, true
 		}
 	}
@@ -145,7 +146,9 @@ func optionOfKey(key string) (option, bool) {
 func configKeys() []string {
 	keys := []string{"backend", "capabilities"}
 	for _, o := range options {
-		keys = append(keys, o.ConfigKey())
+		if len(o.Commands) > 0 {
+			keys = append(keys, o.ConfigKey())
+		}
 	}
 	return keys
 }

@@ -107,10 +107,17 @@ func TestSelftestReadsTheConfig(t *testing.T) {
 	}
 }
 
-// Every option may be set in the config, under its snake_case name, with
-// a value of its kind.
+// Every option a command takes may be set in the config, under its
+// snake_case name, with a value of its kind; a knob of go test's alone is
+// no key.
 func TestConfigTakesEveryOption(t *testing.T) {
 	for _, o := range options {
+		if len(o.Commands) == 0 {
+			if _, err := parseConfig([]byte(`{"` + o.ConfigKey() + `": "1"}`)); err == nil {
+				t.Errorf("%s, which no command takes, is a config key", o.ConfigKey())
+			}
+			continue
+		}
 		val := `"x"`
 		switch o.Kind {
 		case conformance.KindInt, conformance.KindSeed:

@@ -6,7 +6,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/internal/gendoc"
 )
 
 func mustCommand(name string) *command {
@@ -112,28 +112,7 @@ func TestMainDocNamesEveryCommand(t *testing.T) {
 // README's synopsis of the commands is the one the definitions give.
 // STORECHECK_UPDATE_DOCS=1 rewrites it.
 func TestReadmeSynopsis(t *testing.T) {
-	const path = "../../README.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := "<!-- BEGIN GENERATED synopsis -->\n", "<!-- END GENERATED synopsis -->"
-	page := string(b)
-	i, j := strings.Index(page, begin), strings.Index(page, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no %q ... %q section", path, begin, end)
-	}
-	want := page[:i+len(begin)] + "```\n" + synopses() + "```\n" + page[j:]
-	if want == page {
-		return
-	}
-	if os.Getenv("STORECHECK_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("README's synopsis is out of date; run STORECHECK_UPDATE_DOCS=1 go test ./cmd/storecheck -run TestReadmeSynopsis")
+	gendoc.Check(t, "../../README.md", "synopsis", "```\n"+synopses()+"```\n", "go test ./cmd/storecheck -run TestReadmeSynopsis")
 }
 
 // The deprecated spelling --timeout is --reply-timeout.
