@@ -196,9 +196,12 @@ func (k Knob) TestDefault() string { return k.Value(TestDefaults()) }
 // means, and its default.
 func (k Knob) HelpText() string { return k.helpWith(k.CommandNote, k.Default()) }
 
-// TestHelpText is the knob's help under go test (the flag package shows a
-// default of one value itself).
-func (k Knob) TestHelpText() string { return "storecheck: " + k.helpWith(k.TestNote, "") }
+// TestHelpText is the knob's help under go test, its go test default
+// with it (Ginkgo's usage of a test binary shows no flag's default of its
+// own).
+func (k Knob) TestHelpText() string {
+	return "storecheck: " + k.helpWith(k.TestNote, k.TestDefault())
+}
 
 func (k Knob) helpWith(note, def string) string {
 	help := k.Help

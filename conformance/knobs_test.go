@@ -88,7 +88,7 @@ func TestAKnobAddedToTheTableIsOnEverySurface(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	registerTestFlags(fs)
 	fl := fs.Lookup("storecheck.widgets")
-	if fl == nil || fl.DefValue != fmt.Sprint(Defaults().Processes) || fl.Usage != "storecheck: widgets of a simulated schedule (0: no widgets)" {
+	if fl == nil || fl.DefValue != fmt.Sprint(Defaults().Processes) || fl.Usage != "storecheck: widgets of a simulated schedule (0: no widgets) (default "+fmt.Sprint(Defaults().Processes)+")" {
 		t.Fatalf("the go test flag: %+v", fl)
 	}
 	if err := fs.Parse([]string{"-storecheck.widgets", "5"}); err != nil {
@@ -149,6 +149,31 @@ func TestTheDocsListTheGoTestFlagsWithTheirDefaults(t *testing.T) {
 	gendoc.Check(t, path, "go-test-flags", testFlagsTable(), "go test ./conformance -run TestTheDocsListTheGoTestFlags")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	registerTestFlags(fs)
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range knobs {
+		f := fs.Lookup(k.TestFlag())
+		if f == nil {
+			continue
+		}
+		want, told := k.TestNote, "(default: "+k.TestNote+")"
+		if want == "" {
+			want, told = f.DefValue, "(default "+f.DefValue+")"
+		}
+		row := string(regexp.MustCompile("(?m)^\\| `-" + regexp.QuoteMeta(f.Name) + "[ `].*$").Find(page))
+		switch {
+		case want == "" || want == "false":
+			if strings.Contains(f.Usage, "(default") || (!strings.Contains(row, "| none |") && !strings.Contains(row, "| `false` |")) {
+				t.Errorf("-%s has no default, but its help or %s gives one: %s\n%s", f.Name, path, f.Usage, row)
+			}
+		case !strings.HasSuffix(f.Usage, told):
+			t.Errorf("-%s defaults to %q, its help says otherwise: %s", f.Name, want, f.Usage)
+		case !strings.Contains(row, "| "+want+" |") && !strings.Contains(row, "| `"+want+"` |"):
+			t.Errorf("%s gives -%s's default otherwise than its help (%q): %s", path, f.Name, want, row)
+		}
+	}
 	named := regexp.MustCompile(`-storecheck\.([a-z-]+)`)
 	for _, doc := range []string{"../README.md", path, "doc.go", "gotest.go"} {
 		text, err := os.ReadFile(doc)
