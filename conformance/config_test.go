@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/sim"
@@ -129,5 +130,10 @@ func TestReproduceLines(t *testing.T) {
 	}
 	if (goTestLines{}).replay("x") != "" {
 		t.Error("a go test line replays a schedule the command cannot reach")
+	}
+	// The environment the kit itself reads is carried too.
+	t.Setenv(lossyfs.DeviceEnv, "/nowhere/fuse")
+	if got, want := (Config{}).commandLines(nil).sim("continuity", 1), "STORECHECK_FUSE_DEVICE=/nowhere/fuse storecheck sim --store continuity --seed 1"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

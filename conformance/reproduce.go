@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/storecheck/storecheck/fault/lossyfs"
 )
 
 // A reproduce line is what a report prints for a check to be run again: a
@@ -59,11 +61,15 @@ func knobFlags(cfg Config, command string, l Layer) string {
 	return b.String()
 }
 
+// kitEnv are the environment variables the kit itself reads that change a
+// run: the FUSE device the simulator's power cuts need.
+var kitEnv = []string{lossyfs.DeviceEnv}
+
 // envPrefix is the environment a line sets before its command: NAME=value
-// of each variable of names that is set now.
+// of each variable the kit reads (kitEnv) or of names that is set now.
 func envPrefix(names []string) string {
 	var b strings.Builder
-	for _, name := range names {
+	for _, name := range append(slices.Clone(kitEnv), names...) {
 		if v, ok := os.LookupEnv(name); ok {
 			b.WriteString(name + "=" + shellQuote(v) + " ")
 		}
