@@ -30,16 +30,6 @@ var (
 	seedsFlag = knobNamed("seeds").TestFlag()
 )
 
-// knobNamed is the knob of that name.
-func knobNamed(name string) Knob {
-	for _, k := range knobs {
-		if k.Name == name {
-			return k
-		}
-	}
-	panic("conformance: no knob " + name)
-}
-
 // The defaults of go test that differ from a run's (Defaults): an author's
 // go test stays a few seconds; a CI job widens it with the flags.
 const (
@@ -100,10 +90,10 @@ func registerTestFlags(fs *flag.FlagSet) {
 // The storecheck flags of the test binary select and widen the run
 // (-storecheck.layers sim, -storecheck.sim-seeds 1..500, -storecheck.steps
 // 1000; one a knob: Knobs). Failing checks keep their files outside the
-// source tree (TestReportDir, printed). A failure is a test failure that names the rule, or
-// explains the linearizability failure in words, or shows the shrunk
-// interleaving one column per process, and prints the go test line that
-// runs it again (the environment cfg.Env names, -run narrowed to its
+// source tree (TestReportDir, printed). A failure is a test failure that
+// names the rule, or explains the linearizability failure in words, or
+// shows the shrunk interleaving one column per process, and prints the go
+// test line that runs it again (the environment cfg.Env names, -run narrowed to its
 // subtest, the package's import path, -storecheck.seed N).
 func Test(t *testing.T, h suite.Harness) { TestWith(t, h, Config{}) }
 

@@ -152,6 +152,16 @@ var knobs = []Knob{
 // field a flag or a config file sets, with every surface it is on.
 func Knobs() []Knob { return slices.Clone(knobs) }
 
+// knobNamed is the knob of that name.
+func knobNamed(name string) Knob {
+	for _, k := range knobs {
+		if k.Name == name {
+			return k
+		}
+	}
+	panic("conformance: no knob " + name)
+}
+
 // ConfigKey is the knob's key in storecheck.json: its name (or Key) in
 // snake_case.
 func (k Knob) ConfigKey() string { return strings.ReplaceAll(k.key(), "-", "_") }
