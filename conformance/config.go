@@ -63,6 +63,9 @@ type Config struct {
 	// simulator runs one schedule per seed. Nil: each layer's default
 	// (DefaultSeeds).
 	Seeds *SeedRange
+	// SpecSeeds, LinearizeSeeds and SimSeeds are one layer's seeds, in
+	// place of Seeds (nil: Seeds').
+	SpecSeeds, LinearizeSeeds, SimSeeds *SeedRange
 	// Shard runs the i-th of n shares of the seeds, for CI matrix jobs
 	// (zero: every seed).
 	Shard Shard
@@ -91,7 +94,8 @@ type Config struct {
 	// Workers are the seeds checked at once (0: one per CPU).
 	Workers int
 	// Shrink is how many runs a failing schedule's shrinking may take (0:
-	// the default; negative: it is not shrunk).
+	// the default, DefaultShrink; negative: do not shrink, which the shrink
+	// knob's 0 stands for: Knobs).
 	Shrink int
 	// CheckTimeout bounds porcupine's check of one history; past it the
 	// check is inconclusive, never a pass.
@@ -117,6 +121,10 @@ type Config struct {
 	// Log, when set, receives what a run says on the side: a program's
 	// stderr (Verbose), a file that could not be written.
 	Log io.Writer
+	// Env are the environment variables the backend reads, by name: every
+	// reproduce line sets those set now (NAME=value) before its command,
+	// so that it runs what failed (a harness that reads MYSTORE_RACY).
+	Env []string
 }
 
 // The defaults the command line and the tests show.
@@ -161,41 +169,21 @@ func DefaultSeeds(l Layer) SeedRange {
 	return SeedRange{First: 1, Last: 1}
 }
 
-// WithDefaults is c with every field left zero at its default (Defaults).
+// WithDefaults is c with every knob's field left zero at its default
+// (Defaults).
 func (c Config) WithDefaults() Config {
-	d := Defaults()
-	if len(c.Stores) == 0 {
-		c.Stores = d.Stores
-	}
-	if len(c.Layers) == 0 {
-		c.Layers = d.Layers
-	}
-	set := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	set(&c.Clients, d.Clients)
-	set(&c.Ops, d.Ops)
-	set(&c.Handles, d.Handles)
-	set(&c.Steps, d.Steps)
-	set(&c.Processes, d.Processes)
-	set(&c.Shrink, d.Shrink)
-	if c.CheckTimeout == 0 {
-		c.CheckTimeout = d.CheckTimeout
-	}
-	if c.ReplyTimeout == 0 {
-		c.ReplyTimeout = d.ReplyTimeout
-	}
-	if c.ReportDir == "" {
-		c.ReportDir = d.ReportDir
-	}
+	fillDefaults(&c, Defaults())
 	return c
 }
 
-// SeedsOf are the seeds layer l runs: Seeds, or the layer's default.
+// SeedsOf are the seeds layer l runs: the layer's own (SpecSeeds,
+// LinearizeSeeds, SimSeeds), else Seeds, else the layer's default.
 func (c Config) SeedsOf(l Layer) SeedRange {
-	if c.Seeds != nil {
+	own := map[Layer]*SeedRange{LayerSpec: c.SpecSeeds, LayerLinearizability: c.LinearizeSeeds, LayerSim: c.SimSeeds}[l]
+	switch {
+	case own != nil:
+		return *own
+	case c.Seeds != nil:
 		return *c.Seeds
 	}
 	return DefaultSeeds(l)
@@ -236,27 +224,11 @@ func (c Config) Validate() error {
 			return configError("Layers", "unknown layer %q; accepted: %s", l, layerList(Layers))
 		}
 	}
-	if c.Seeds != nil && c.Seeds.Last < c.Seeds.First {
-		return configError("Seeds", "seeds %d..%d: the range ends before it starts", c.Seeds.First, c.Seeds.Last)
-	}
 	if sh := c.Shard; sh != (Shard{}) && (sh.N < 1 || sh.I < 1 || sh.I > sh.N) {
 		return configError("Shard", "shard %d/%d: want i/n with 1 <= i <= n", sh.I, sh.N)
 	}
-	for _, n := range []struct {
-		field string
-		v     int
-	}{{"Clients", c.Clients}, {"Ops", c.Ops}, {"Handles", c.Handles}, {"Steps", c.Steps}, {"Processes", c.Processes}, {"Workers", c.Workers}} {
-		if n.v < 0 {
-			return configError(n.field, "must not be negative, got %d", n.v)
-		}
-	}
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-	}{{"Duration", c.Duration}, {"CheckTimeout", c.CheckTimeout}, {"ReplyTimeout", c.ReplyTimeout}} {
-		if d.v < 0 {
-			return configError(d.field, "must not be negative, got %v", d.v)
-		}
+	if err := validateKnobs(c); err != nil {
+		return err
 	}
 	for _, w := range c.Withdraw {
 		if !slices.Contains(withdrawable, w) {

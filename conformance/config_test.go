@@ -5,8 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/sim"
@@ -103,6 +105,7 @@ func TestDefaultsAreTheLibraries(t *testing.T) {
 // and the backend after "--"; a go test line narrows -run to the check's
 // subtest and carries the seed and the flags given.
 func TestReproduceLines(t *testing.T) {
+	t.Setenv("STORECHECK_TEST_RACY", "1 2")
 	cfg := Config{Steps: 60, ReplyTimeout: Defaults().ReplyTimeout * 4, CheckTimeout: Defaults().CheckTimeout}
 	ln := cfg.commandLines([]string{"./my backend", "--flag"})
 	for _, tc := range []struct{ got, want string }{
@@ -111,10 +114,15 @@ func TestReproduceLines(t *testing.T) {
 		{ln.sim("client", 5), "storecheck sim --steps 60 --reply-timeout 20s --store client --seed 5 -- './my backend' --flag"},
 		{ln.replay("out/s 1/schedule.json"), "storecheck replay --reply-timeout 20s 'out/s 1/schedule.json' -- './my backend' --flag"},
 		{(Config{}).commandLines(nil).sim("continuity", 1), "storecheck sim --store continuity --seed 1"},
-		{goTestLines{test: "TestX/racy", pkg: "./examples/harness", flags: " -storecheck.steps 60"}.sim("continuity", 17),
-			"go test -run '^TestX$/^racy$/^sim$/^continuity$' ./examples/harness -storecheck.seed 17 -storecheck.steps 60"},
+		{goTestLines{test: "TestX/racy", pkg: "example.com/mystore", given: map[string]string{"steps": "60", "ops": "9", "power-cuts": "false", "workers": "3"}}.sim("continuity", 17),
+			"go test -run '^TestX$/^racy$/^sim$/^continuity$' example.com/mystore -storecheck.seed 17 -storecheck.steps 60 -storecheck.power-cuts=false"},
+		{goTestLines{test: "TestX", pkg: "example.com/mystore", given: map[string]string{"steps": "60", "ops": "9"}, env: []string{"STORECHECK_TEST_RACY", "STORECHECK_TEST_UNSET"}}.linearize("continuity", 2),
+			"STORECHECK_TEST_RACY='1 2' go test -run '^TestX$/^linearizability$/^continuity$' example.com/mystore -storecheck.seed 2 -storecheck.ops 9"},
+		{Config{Env: []string{"STORECHECK_TEST_RACY"}}.commandLines([]string{"./b"}).sim("client", 5), "STORECHECK_TEST_RACY='1 2' storecheck sim --store client --seed 5 -- ./b"},
 		{configLines{Config{Steps: 60}.WithDefaults()}.sim("continuity", 17),
 			`conformance.Run with conformance.Config{Stores: []string{"continuity"}, Layers: []conformance.Layer{"sim"}, Seeds: conformance.Seed(17), Steps: 60}`},
+		{configLines{Config{Duration: 90 * time.Second, ReplyTimeout: time.Hour}.WithDefaults()}.linearize("continuity", 1),
+			`conformance.Run with conformance.Config{Stores: []string{"continuity"}, Layers: []conformance.Layer{"linearizability"}, Seeds: conformance.Seed(1), Duration: 90 * time.Second}`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got  %s\nwant %s", tc.got, tc.want)
@@ -122,5 +130,10 @@ func TestReproduceLines(t *testing.T) {
 	}
 	if (goTestLines{}).replay("x") != "" {
 		t.Error("a go test line replays a schedule the command cannot reach")
+	}
+	// The environment the kit itself reads is carried too.
+	t.Setenv(lossyfs.DeviceEnv, "/nowhere/fuse")
+	if got, want := (Config{}).commandLines(nil).sim("continuity", 1), "STORECHECK_FUSE_DEVICE=/nowhere/fuse storecheck sim --store continuity --seed 1"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

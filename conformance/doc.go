@@ -25,7 +25,12 @@
 //
 //	func TestConformance(t *testing.T) { conformance.Test(t, myHarness) }
 //
-//	go test -run TestConformance ./mystore -storecheck.seeds 1..500
+//	go test -run TestConformance ./mystore -storecheck.sim-seeds 1..500
+//
+// Each setting of a run is a knob (Knobs), defined once: its Config field,
+// its default, what 0 means, the layers it changes and its help, from
+// which the go test flags, the storecheck command's flags and config file
+// keys, and every reproduce line are made.
 //
 // A Go store opens its transactions through a helper of its own, which
 // reaches the kit's two hooks, both no-ops when no check is running:

@@ -9,51 +9,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/storecheck/storecheck/reports"
-	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
-// The flags of a test binary that runs Test: a CI job widens the sweep with
-// them (go test -run TestConformance ./mystore -storecheck.seeds 1..500),
-// and a failure prints the one that runs it again (-storecheck.seed 17).
-// They are registered in test binaries only (testing.Testing), once, by
-// this package.
-const (
-	flagSeed      = "storecheck.seed"
-	flagSeeds     = "storecheck.seeds"
-	flagShard     = "storecheck.shard"
-	flagLayers    = "storecheck.layers"
-	flagStores    = "storecheck.stores"
-	flagSteps     = "storecheck.steps"
-	flagOps       = "storecheck.ops"
-	flagClients   = "storecheck.clients"
-	flagProcesses = "storecheck.processes"
-	flagShrink    = "storecheck.shrink"
-	flagPowerCuts = "storecheck.power-cuts"
-	flagReportDir = "storecheck.report-dir"
+// The flags of a test binary that runs Test are the knobs' (Knobs:
+// -storecheck.NAME for each that sets a Config field a test in its process
+// reads): a CI job widens the sweep with them (go test -run TestConformance
+// ./mystore -storecheck.seeds 1..500), and a failure prints the one that
+// runs it again (-storecheck.seed 17). They are registered in test binaries
+// only (testing.Testing), once, by this package.
+var (
+	seedFlag  = knobNamed("seed").TestFlag()
+	seedsFlag = knobNamed("seeds").TestFlag()
 )
-
-// testFlags are the flags, in the order their help lists them.
-var testFlags = []struct{ name, help string }{
-	{flagSeed, "storecheck: one seed for every layer (a failure prints the one that reproduces it)"},
-	{flagSeeds, "storecheck: seeds A..B for every layer (default: the specs and one history of seed 1, the simulator's seeds " + TestSimSeeds.String() + ")"},
-	{flagShard, "storecheck: run the i-th of n shares of the seeds, i/n"},
-	{flagLayers, "storecheck: layers to run, comma-separated: " + layerList(Layers) + " (default: all)"},
-	{flagStores, "storecheck: stores to check, comma-separated (default: every store the harness opens)"},
-	{flagSteps, "storecheck: steps of a simulated schedule"},
-	{flagOps, "storecheck: operations of a linearizability history (default " + strconv.Itoa(TestOps) + ")"},
-	{flagClients, "storecheck: concurrent clients of a history and of a schedule"},
-	{flagProcesses, "storecheck: processes a schedule's clients are spread over"},
-	{flagShrink, "storecheck: runs spent shrinking a failing schedule (0: do not shrink)"},
-	{flagPowerCuts, "storecheck: false: the simulator cuts no power (default true: a seed may, on a forgetful FUSE file system, where the machine has FUSE)"},
-	{flagReportDir, "storecheck: where failing checks keep their files (default " + DefaultReportDir + ")"},
-}
 
 // The defaults of go test that differ from a run's (Defaults): an author's
 // go test stays a few seconds; a CI job widens it with the flags.
@@ -65,14 +40,44 @@ const (
 // TestSimSeeds are the simulator's seeds under go test.
 var TestSimSeeds = SeedRange{First: 1, Last: 20}
 
-var flagValues = map[string]*string{}
+// TestDefaults are a run's defaults under go test: Defaults, but for the
+// stores (the harness's), a history of TestOps operations and the reports
+// outside the source tree (TestReportDir); the simulator's seeds are
+// TestSimSeeds unless seeds are given.
+func TestDefaults() Config {
+	d := Defaults()
+	d.Stores = nil
+	d.Ops = TestOps
+	d.ReportDir = TestReportDir()
+	return d
+}
+
+// TestReportDir is where failing checks keep their files under go test:
+// a folder of the system's temp folder for the test's package
+// (os.TempDir()/storecheck-report/<import path>), never its source folder.
+func TestReportDir() string {
+	return filepath.Join(os.TempDir(), DefaultReportDir, filepath.FromSlash(testPackage()))
+}
 
 func init() {
 	if !testing.Testing() {
 		return
 	}
-	for _, f := range testFlags {
-		flagValues[f.name] = flag.String(f.name, "", f.help)
+	registerTestFlags(flag.CommandLine)
+}
+
+// registerTestFlags defines the knobs' go test flags in fs, each with its
+// go test default and help.
+func registerTestFlags(fs *flag.FlagSet) {
+	for _, k := range knobs {
+		switch name := k.TestFlag(); {
+		case name == "":
+		case k.Kind == KindBool:
+			// It may stand alone: -storecheck.fail-fast.
+			fs.Bool(name, k.TestDefault() == "true", k.TestHelpText())
+		default:
+			fs.String(name, k.TestDefault(), k.TestHelpText())
+		}
 	}
 }
 
@@ -83,11 +88,13 @@ func init() {
 //	func TestConformance(t *testing.T) { conformance.Test(t, myHarness) }
 //
 // The storecheck flags of the test binary select and widen the run
-// (-storecheck.layers sim, -storecheck.seeds 1..500, -storecheck.steps
-// 1000; see testFlags). A failure is a test failure that names the rule, or
-// explains the linearizability failure in words, or shows the shrunk
-// interleaving one column per process, and prints the go test line that
-// runs it again (-run narrowed to its subtest, -storecheck.seed N).
+// (-storecheck.layers sim, -storecheck.sim-seeds 1..500, -storecheck.steps
+// 1000; one a knob: Knobs). Failing checks keep their files outside the
+// source tree (TestReportDir, printed). A failure is a test failure that
+// names the rule, or explains the linearizability failure in words, or
+// shows the shrunk interleaving one column per process, and prints the go
+// test line that runs it again (the environment cfg.Env names, -run narrowed to its
+// subtest, the package's import path, -storecheck.seed N).
 func Test(t *testing.T, h suite.Harness) { TestWith(t, h, Config{}) }
 
 // TestWith is Test with cfg's fields in place of the go test defaults (a
@@ -95,17 +102,19 @@ func Test(t *testing.T, h suite.Harness) { TestWith(t, h, Config{}) }
 // win over both.
 func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 	t.Helper()
-	cfg, given, err := withTestFlags(cfg)
+	given := givenFlags(flag.CommandLine)
+	cfg, err := withFlags(cfg, given)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.Stores) == 0 {
 		cfg.Stores = harnessStores(h)
 	}
-	if cfg.Ops == 0 {
-		cfg.Ops = TestOps
+	fillDefaults(&cfg, TestDefaults())
+	if cfg.Seeds == nil && cfg.SimSeeds == nil {
+		seeds := TestSimSeeds
+		cfg.SimSeeds = &seeds
 	}
-	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,17 +122,14 @@ func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 	if err := cfg.validateFor(b.local.Info(), true); err != nil {
 		t.Fatal(err)
 	}
-	ln := goTestLines{test: t.Name(), pkg: packageDir(), flags: given}
+	t.Logf("failing checks keep their files in %s", cfg.ReportDir)
+	ln := goTestLines{test: t.Name(), pkg: testPackage(), given: given, env: cfg.Env}
 	for _, l := range Layers {
-		if !cfg.runs(l) {
+		if !cfg.runs(l) || (cfg.FailFast && t.Failed()) {
 			continue
 		}
 		lc := cfg
 		lc.Layers = []Layer{l}
-		if lc.Seeds == nil && l == LayerSim {
-			seeds := TestSimSeeds
-			lc.Seeds = &seeds
-		}
 		t.Run(string(l), func(t *testing.T) {
 			if l == LayerSpec {
 				testSpecs(t, b, lc, ln)
@@ -132,6 +138,9 @@ func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 			for _, store := range lc.Stores {
 				if !slices.Contains(b.local.Info().Stores, store) {
 					continue
+				}
+				if lc.FailFast && t.Failed() {
+					return
 				}
 				sc := lc
 				sc.Stores = []string{store}
@@ -178,10 +187,10 @@ func testSpecs(t *testing.T, b Backend, cfg Config, ln lines) {
 // test binary with -test.run narrowed to it and the storecheck flags given.
 func specsInChild(t *testing.T) {
 	args := []string{"-test.run=" + runPattern(strings.Split(t.Name(), "/")), "-test.v"}
-	given := givenFlags()
-	for _, f := range testFlags {
-		if v, ok := given[f.name]; ok {
-			args = append(args, "-"+f.name+"="+v)
+	given := givenFlags(flag.CommandLine)
+	for _, k := range knobs {
+		if v, ok := given[k.Name]; ok {
+			args = append(args, "-"+k.TestFlag()+"="+v)
 		}
 	}
 	cmd := exec.Command(os.Args[0], args...)
@@ -231,93 +240,47 @@ func report(t *testing.T, rep reports.Run, err error) {
 	}
 }
 
-// withTestFlags is cfg with the storecheck flags given on the test binary's
-// command line in place of its fields, and those of them that change a
-// run as a go test line carries them.
-func withTestFlags(cfg Config) (Config, string, error) { return withFlags(cfg, givenFlags()) }
-
-// givenFlags are the storecheck flags given on the command line, by name.
-func givenFlags() map[string]string {
+// givenFlags are the storecheck flags given on fs's command line, by
+// knob name.
+func givenFlags(fs *flag.FlagSet) map[string]string {
 	given := map[string]string{}
-	flag.Visit(func(f *flag.Flag) {
-		if _, ok := flagValues[f.Name]; ok {
-			given[f.Name] = f.Value.String()
+	fs.Visit(func(f *flag.Flag) {
+		for _, k := range knobs {
+			if name := k.TestFlag(); name != "" && name == f.Name {
+				given[k.Name] = f.Value.String()
+			}
 		}
 	})
 	return given
 }
 
-// withFlags is withTestFlags of the flags given.
-func withFlags(cfg Config, given map[string]string) (Config, string, error) {
-	bad := func(name, v string, err error) (Config, string, error) {
-		return cfg, "", fmt.Errorf("conformance: -%s %q: %v", name, v, err)
+// withFlags is cfg with the storecheck flags given (by knob name) in place
+// of its fields: a seed given for every layer replaces the layers' own
+// seeds cfg set too, so that a go test line's -storecheck.seed runs that
+// seed; a bad value is an error naming the flag.
+func withFlags(cfg Config, given map[string]string) (Config, error) {
+	_, one := given["seed"]
+	_, many := given["seeds"]
+	if one && many {
+		return cfg, fmt.Errorf("conformance: -%s and -%s name the same thing; give one", seedFlag, seedsFlag)
 	}
-	if _, one := given[flagSeed]; one {
-		if _, many := given[flagSeeds]; many {
-			return cfg, "", fmt.Errorf("conformance: -%s and -%s name the same thing; give one", flagSeed, flagSeeds)
-		}
+	if one || many {
+		cfg.SpecSeeds, cfg.LinearizeSeeds, cfg.SimSeeds = nil, nil, nil
 	}
-	var changing strings.Builder
-	for _, f := range testFlags {
-		v, ok := given[f.name]
-		if !ok {
+	for _, k := range knobs {
+		v, ok := given[k.Name]
+		if !ok || k.TestFlag() == "" {
 			continue
 		}
-		switch f.name {
-		case flagSeed, flagSeeds:
-			sr, err := sim.ParseSeeds(v)
-			if err != nil || (f.name == flagSeed && sr.First != sr.Last) {
-				return bad(f.name, v, fmt.Errorf("want %s", map[string]string{flagSeed: "N", flagSeeds: "A..B"}[f.name]))
-			}
-			cfg.Seeds = &sr
-		case flagShard:
-			sh, err := sim.ParseShard(v)
-			if err != nil {
-				return bad(f.name, v, err)
-			}
-			cfg.Shard = sh
-		case flagLayers:
-			cfg.Layers = nil
-			for _, l := range splitList(v) {
-				cfg.Layers = append(cfg.Layers, Layer(l))
-			}
-		case flagStores:
-			cfg.Stores = splitList(v)
-		case flagReportDir:
-			cfg.ReportDir = v
-		case flagPowerCuts:
-			on, err := strconv.ParseBool(v)
-			if err != nil {
-				return bad(f.name, v, fmt.Errorf("want true or false"))
-			}
-			if cfg.NoPowerCuts = !on; !on {
-				fmt.Fprintf(&changing, " -%s=false", f.name)
-			}
-		default:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return bad(f.name, v, fmt.Errorf("want a number, 0 or more"))
-			}
-			switch f.name {
-			case flagSteps:
-				cfg.Steps = n
-			case flagOps:
-				cfg.Ops = n
-			case flagClients:
-				cfg.Clients = n
-			case flagProcesses:
-				cfg.Processes = n
-			case flagShrink:
-				cfg.Shrink = n
-				if n == 0 {
-					cfg.Shrink = -1
-				}
-				continue
-			}
-			fmt.Fprintf(&changing, " -%s %d", f.name, n)
+		err := k.Set(&cfg, v)
+		if n, nerr := strconv.Atoi(v); k.Kind == KindInt && (nerr != nil || n < 0) {
+			err = fmt.Errorf("want a number, 0 or more")
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("conformance: -%s %q: %v", k.TestFlag(), v, err)
 		}
 	}
-	return cfg, changing.String(), nil
+	return cfg, nil
 }
 
 func splitList(v string) []string {
@@ -343,23 +306,18 @@ func runPattern(parts []string) string {
 	return strings.Join(out, "/")
 }
 
-// packageDir is the test's package as go test takes it from the root of
-// its module ("./examples/harness"); "." when no module is found.
-func packageDir() string {
+// testPackage is the package of this test binary as go test takes it
+// from any folder of its module: its import path (go test builds
+// IMPORTPATH.test); the folder it runs in, where the binary does not say.
+func testPackage() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if pkg, ok := strings.CutSuffix(bi.Path, ".test"); ok && pkg != "" {
+			return pkg
+		}
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "."
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			rel, err := filepath.Rel(dir, wd)
-			if err != nil || rel == "." {
-				return "."
-			}
-			return "./" + filepath.ToSlash(rel)
-		}
-		if filepath.Dir(dir) == dir {
-			return "."
-		}
-	}
+	return wd
 }

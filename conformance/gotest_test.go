@@ -3,6 +3,8 @@ package conformance
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,44 +14,88 @@ import (
 )
 
 // The storecheck flags of a test binary take the place of the config's
-// fields; those that change a run are what a go test line carries; a bad
-// value is an error naming the flag.
+// fields; those that change a layer's check are what its go test line
+// carries; a bad value is an error naming the flag.
 func TestTheTestFlagsTakeTheConfigsPlace(t *testing.T) {
-	cfg, changing, err := withFlags(Config{Steps: 50, Ops: 100}, map[string]string{
-		flagSeeds: "3..9", flagShard: "2/3", flagLayers: "sim, linearizability", flagStores: "continuity",
-		flagSteps: "500", flagClients: "4", flagShrink: "0", flagReportDir: "out"})
+	cfg, err := withFlags(Config{Steps: 50, Ops: 100}, map[string]string{
+		"seeds": "3..9", "shard": "2/3", "layers": "sim, linearizability", "store": "continuity",
+		"steps": "500", "clients": "4", "shrink": "0", "report-dir": "out", "fail-fast": "true", "workers": "2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *cfg.Seeds != (SeedRange{First: 3, Last: 9}) || cfg.Shard != (Shard{I: 2, N: 3}) || cfg.Steps != 500 || cfg.Ops != 100 ||
 		cfg.Clients != 4 || cfg.Shrink >= 0 || cfg.ReportDir != "out" || strings.Join(cfg.Stores, ",") != "continuity" ||
-		len(cfg.Layers) != 2 || cfg.Layers[0] != LayerSim {
+		len(cfg.Layers) != 2 || cfg.Layers[0] != LayerSim || !cfg.FailFast || cfg.Workers != 2 {
 		t.Errorf("the flags made %+v", cfg)
 	}
-	if changing != " -storecheck.steps 500 -storecheck.clients 4" {
-		t.Errorf("the flags a go test line carries: %q", changing)
+	ln := goTestLines{test: "T", pkg: "p", given: map[string]string{"steps": "500", "clients": "4", "shrink": "0", "workers": "2", "seeds": "3..9"}}
+	if got := ln.sim("continuity", 1); !strings.HasSuffix(got, " -storecheck.seed 1 -storecheck.steps 500 -storecheck.clients 4") {
+		t.Errorf("the flags a go test line of the simulator carries: %q", got)
 	}
 	for given, want := range map[[2]string]string{
-		{flagSeed, "x"}:       "-storecheck.seed \"x\": want N",
-		{flagSeed, "1..3"}:    "-storecheck.seed \"1..3\": want N",
-		{flagSeeds, "9..1"}:   "-storecheck.seeds \"9..1\": want A..B",
-		{flagShard, "0/2"}:    "-storecheck.shard \"0/2\"",
-		{flagSteps, "-5"}:     "-storecheck.steps \"-5\": want a number",
-		{flagProcesses, "xx"}: "-storecheck.processes \"xx\": want a number",
+		{"seed", "x"}:         "-storecheck.seed \"x\": want N",
+		{"seed", "1..3"}:      "-storecheck.seed \"1..3\": want N",
+		{"seeds", "9..1"}:     "-storecheck.seeds \"9..1\": want A..B",
+		{"sim-seeds", "9..1"}: "-storecheck.sim-seeds \"9..1\": want A..B",
+		{"shard", "0/2"}:      "-storecheck.shard \"0/2\"",
+		{"steps", "-5"}:       "-storecheck.steps \"-5\": want a number",
+		{"processes", "xx"}:   "-storecheck.processes \"xx\": want a number",
+		{"fail-fast", "xx"}:   "-storecheck.fail-fast \"xx\": want true or false",
 	} {
-		if _, _, err := withFlags(Config{}, map[string]string{given[0]: given[1]}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := withFlags(Config{}, map[string]string{given[0]: given[1]}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("-%s %s: %v, want %q", given[0], given[1], err, want)
 		}
 	}
-	if _, _, err := withFlags(Config{}, map[string]string{flagSeed: "1", flagSeeds: "1..2"}); err == nil {
+	if _, err := withFlags(Config{}, map[string]string{"seed": "1", "seeds": "1..2"}); err == nil {
 		t.Error("-storecheck.seed and -storecheck.seeds together were taken")
 	}
 }
 
-// A go test line is run from the module's root.
-func TestTheGoTestLineNamesThePackageFromTheModulesRoot(t *testing.T) {
-	if got := packageDir(); got != "./conformance" {
-		t.Errorf("packageDir in conformance is %q", got)
+// Each layer's seeds: a layer's own flag wins over the seeds of every
+// layer, the others keep those; a seed given for every layer wins over
+// the layers' seeds a test set, so a go test line's -storecheck.seed runs
+// that seed.
+func TestTheTestFlagsChooseSeedsPerLayer(t *testing.T) {
+	for _, tc := range []struct {
+		cfg            Config
+		given          map[string]string
+		spec, lin, sim SeedRange
+	}{
+		{Config{}, map[string]string{"sim-seeds": "1..200"}, *Seeds(1, 1), *Seeds(1, 1), *Seeds(1, 200)},
+		{Config{}, map[string]string{"seeds": "3..9", "linearize-seeds": "5", "spec-seed": "4"}, *Seeds(4, 4), *Seeds(5, 5), *Seeds(3, 9)},
+		{Config{SimSeeds: Seeds(1, 50)}, map[string]string{"seed": "17"}, *Seeds(17, 17), *Seeds(17, 17), *Seeds(17, 17)},
+		{Config{SimSeeds: Seeds(1, 50)}, map[string]string{}, *Seeds(1, 1), *Seeds(1, 1), *Seeds(1, 50)},
+	} {
+		cfg, err := withFlags(tc.cfg, tc.given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.SeedsOf(LayerSpec) != tc.spec || cfg.SeedsOf(LayerLinearizability) != tc.lin || cfg.SeedsOf(LayerSim) != tc.sim {
+			t.Errorf("%v: spec %v, linearizability %v, sim %v; want %v, %v, %v", tc.given, cfg.SeedsOf(LayerSpec), cfg.SeedsOf(LayerLinearizability),
+				cfg.SeedsOf(LayerSim), tc.spec, tc.lin, tc.sim)
+		}
+	}
+}
+
+// A go test line names the package by its import path, which the go
+// command finds from any folder of the module: here from its root and
+// from another package's folder.
+func TestTheGoTestLineNamesThePackageByItsImportPath(t *testing.T) {
+	pkg := testPackage()
+	if pkg != "github.com/storecheck/storecheck/conformance" {
+		t.Fatalf("the package of this test binary is %q", pkg)
+	}
+	here, _ := os.Getwd()
+	for _, dir := range []string{"..", "../spec"} {
+		cmd := exec.Command("go", "list", "-f", "{{.Dir}}", pkg)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != here {
+			t.Errorf("go list %s in %s: %q, %v; want %s", pkg, dir, out, err, here)
+		}
+	}
+	if want := filepath.Join(os.TempDir(), "storecheck-report", "github.com", "storecheck", "storecheck", "conformance"); TestDefaults().ReportDir != want {
+		t.Errorf("under go test the reports land in %s, want %s", TestDefaults().ReportDir, want)
 	}
 }
 
@@ -84,12 +130,34 @@ func TestBrokenHarness(t *testing.T) {
 	h := suite.HarnessOf(stores.Backend(stores.Options{Bug: b}))
 	h.Runtime, h.Client = nil, nil
 	h.CrashPoints = map[string][]string{"continuity": h.CrashPoints["continuity"]}
-	Test(t, h)
+	TestWith(t, h, Config{Env: []string{brokenEnv}})
 }
 
+// brokenChild runs TestBrokenHarness with args in this test binary's
+// place, in the environment env (the variables given, and this process's
+// but brokenEnv).
+func brokenChild(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, brokenEnv+"=") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	out, _ := cmd.CombinedOutput()
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// goTestLine is a go test reproduce line: the environment it sets, -run,
+// the package, the storecheck flags.
+var goTestLine = regexp.MustCompile(`(?m)^\s*reproduce: ((?:[A-Z_]+=\S+ )*)go test -run '([^']+)' (\S+)((?: -storecheck\.\S+ \S+)*)$`)
+
 // A failure under go test is a test failure that shows what failed: a
-// spec's rule, a history's failure in words, and the go test line that
-// runs the failing subtest again with its seed.
+// spec's rule, a history's failure in words (its files outside the source
+// tree by default), and the go test line that runs the failing subtest
+// again with its seed and the environment the harness reads; that line,
+// run in an environment without it, fails the same way.
 func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
 	for _, tc := range []struct {
 		bug, layer string
@@ -101,17 +169,43 @@ func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
 			"no sequential order of the history is one the contract allows"}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenHarness$", "-storecheck.layers="+tc.layer, "-storecheck.report-dir="+t.TempDir())
-			cmd.Env = append(os.Environ(), brokenEnv+"="+tc.bug)
-			out, _ := cmd.CombinedOutput()
-			if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "--- FAIL: TestBrokenHarness/"+tc.layer+"/continuity") {
-				t.Fatalf("exit %d, want the %s subtest failed:\n%s", cmd.ProcessState.ExitCode(), tc.layer, out)
+			tmp := t.TempDir()
+			out, code := brokenChild(t, []string{brokenEnv + "=" + tc.bug, "TMPDIR=" + tmp}, "-test.run=^TestBrokenHarness$", "-storecheck.layers="+tc.layer)
+			if code != 1 || !strings.Contains(out, "--- FAIL: TestBrokenHarness/"+tc.layer+"/continuity") {
+				t.Fatalf("exit %d, want the %s subtest failed:\n%s", code, tc.layer, out)
 			}
-			for _, w := range append(tc.want, "reproduce: go test -run '^TestBrokenHarness$/^"+tc.layer+"$/^continuity$' ./conformance -storecheck.seed 1\n") {
-				if !strings.Contains(string(out), w) {
+			reports := filepath.Join(tmp, "storecheck-report", "github.com", "storecheck", "storecheck", "conformance")
+			line := brokenEnv + "=" + tc.bug + " go test -run '^TestBrokenHarness$/^" + tc.layer + "$/^continuity$' github.com/storecheck/storecheck/conformance -storecheck.seed 1\n"
+			for _, w := range append(tc.want, "failing checks keep their files in "+reports+"\n", "reproduce: "+line) {
+				if !strings.Contains(out, w) {
 					t.Errorf("the failure does not show %q:\n%s", w, out)
 				}
 			}
+			if tc.layer == "linearizability" {
+				saved, _ := filepath.Glob(filepath.Join(reports, "linearizability-continuity-*", "history.json"))
+				if len(saved) == 0 || !strings.Contains(out, "history and visualization in "+reports) {
+					t.Errorf("no history saved in %s:\n%s", reports, out)
+				}
+			}
+			m := goTestLine.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no go test line:\n%s", out)
+			}
+			args := append([]string{"-test.run=" + m[2], "-storecheck.report-dir=" + t.TempDir()}, strings.Fields(m[4])...)
+			again, code := brokenChild(t, strings.Fields(m[1]), args...)
+			if code != 1 || !strings.Contains(again, tc.want[0]) {
+				t.Errorf("the line run again, exit %d, does not fail with %q:\n%s", code, tc.want[0], again)
+			}
 		})
+	}
+}
+
+// -storecheck.fail-fast stops at the first failure: the specs fail, the
+// linearizability check is not run.
+func TestFailFastUnderGoTest(t *testing.T) {
+	out, code := brokenChild(t, []string{brokenEnv + "=continuity_fence_rejects_equal"}, "-test.run=^TestBrokenHarness$", "-test.v",
+		"-storecheck.layers=spec,linearizability", "-storecheck.fail-fast", "-storecheck.report-dir="+t.TempDir())
+	if code != 1 || !strings.Contains(out, "--- FAIL: TestBrokenHarness/spec/continuity") || strings.Contains(out, "TestBrokenHarness/linearizability") {
+		t.Errorf("exit %d, want the specs failed and no linearizability check:\n%s", code, out)
 	}
 }

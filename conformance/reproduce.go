@@ -2,7 +2,12 @@ package conformance
 
 import (
 	"fmt"
+	"os"
+	"reflect"
+	"slices"
 	"strings"
+
+	"github.com/storecheck/storecheck/fault/lossyfs"
 )
 
 // A reproduce line is what a report prints for a check to be run again: a
@@ -32,79 +37,65 @@ func (c Config) commandLines(backend []string) lines { return commandLines{c.Wit
 
 // flagText is " --NAME VALUE" for a flag and its value (" --NAME=false"
 // for a boolean, as a flag of the flag package must be given).
-func flagText(name string, v any) string {
-	if b, ok := v.(bool); ok {
-		return fmt.Sprintf(" --%s=%t", name, b)
+func flagText(k Knob, v string) string {
+	if k.Kind == KindBool {
+		return fmt.Sprintf(" --%s=%s", k.Name, v)
 	}
-	return fmt.Sprintf(" --%s %s", name, shellQuote(fmt.Sprint(v)))
+	return fmt.Sprintf(" --%s %s", k.Name, shellQuote(v))
 }
 
-// changing are the flags of names whose value in cfg is not the default:
-// the flags that change a run and that the run was given.
-func changing(cfg Config, names ...string) string {
+// knobFlags are the flags of storecheck command that a line of layer l
+// carries: every knob the command takes that changes l's check and is not
+// at its default, or that l's lines always carry.
+func knobFlags(cfg Config, command string, l Layer) string {
 	d := Defaults()
 	var b strings.Builder
-	for _, name := range names {
-		v, def := option(cfg, name), option(d, name)
-		if v != def {
-			b.WriteString(flagText(name, v))
+	for _, k := range knobs {
+		if k.Field == "" || !k.Takes(command) {
+			continue
+		}
+		if v := k.Value(cfg); k.applies(l, v, k.Value(d)) {
+			b.WriteString(flagText(k, v))
 		}
 	}
 	return b.String()
 }
 
-// always are the flags of names, default or not.
-func always(cfg Config, names ...string) string {
+// kitEnv are the environment variables the kit itself reads that change a
+// run: the FUSE device the simulator's power cuts need.
+var kitEnv = []string{lossyfs.DeviceEnv}
+
+// envPrefix is the environment a line sets before its command: NAME=value
+// of each variable the kit reads (kitEnv) or of names that is set now.
+func envPrefix(names []string) string {
 	var b strings.Builder
-	for _, name := range names {
-		b.WriteString(flagText(name, option(cfg, name)))
+	for _, name := range append(slices.Clone(kitEnv), names...) {
+		if v, ok := os.LookupEnv(name); ok {
+			b.WriteString(name + "=" + shellQuote(v) + " ")
+		}
 	}
 	return b.String()
 }
 
-// option is cfg's value of the flag name.
-func option(cfg Config, name string) any {
-	switch name {
-	case "clients":
-		return cfg.Clients
-	case "ops":
-		return cfg.Ops
-	case "handles":
-		return cfg.Handles
-	case "duration":
-		return cfg.Duration
-	case "steps":
-		return cfg.Steps
-	case "processes":
-		return cfg.Processes
-	case "power-cuts":
-		return !cfg.NoPowerCuts
-	case "check-timeout":
-		return cfg.CheckTimeout
-	case "reply-timeout":
-		return cfg.ReplyTimeout
-	}
-	panic("conformance: no flag " + name)
-}
-
 func (l commandLines) spec(store string, seed int64) string {
-	return fmt.Sprintf("storecheck run --store %s --layers spec --seed %d%s%s", store, seed, changing(l.cfg, "reply-timeout"), backendSuffix(l.backend))
+	return fmt.Sprintf("%sstorecheck run --store %s --layers spec --seed %d%s%s", envPrefix(l.cfg.Env), store, seed,
+		knobFlags(l.cfg, cmdRun, LayerSpec), backendSuffix(l.backend))
 }
 
 func (l commandLines) linearize(store string, seed int64) string {
-	return fmt.Sprintf("storecheck linearize%s%s --store %s --seed %d%s", always(l.cfg, "clients", "ops", "handles"),
-		changing(l.cfg, "duration", "check-timeout", "reply-timeout"), store, seed, backendSuffix(l.backend))
+	return fmt.Sprintf("%sstorecheck linearize%s --store %s --seed %d%s", envPrefix(l.cfg.Env), knobFlags(l.cfg, cmdLinearize, LayerLinearizability),
+		store, seed, backendSuffix(l.backend))
 }
 
 func (l commandLines) sim(store string, seed int64) string {
-	return fmt.Sprintf("storecheck sim%s --store %s --seed %d%s", changing(l.cfg, "steps", "clients", "processes", "power-cuts", "reply-timeout"),
+	return fmt.Sprintf("%sstorecheck sim%s --store %s --seed %d%s", envPrefix(l.cfg.Env), knobFlags(l.cfg, cmdSim, LayerSim),
 		store, seed, backendSuffix(l.backend))
 }
 
 func (commandLines) widen() string { return "--seeds" }
 
 func (l commandLines) replay(schedule string) string {
-	return "storecheck replay" + changing(l.cfg, "reply-timeout") + " " + shellQuote(schedule) + backendSuffix(l.backend)
+	return envPrefix(l.cfg.Env) + "storecheck replay" + knobFlags(l.cfg, cmdReplay, LayerSim) + " " + shellQuote(schedule) + backendSuffix(l.backend)
 }
 
 // backendSuffix is " -- BACKEND ARG..." for a backend command, quoted for a
@@ -144,20 +135,10 @@ func (l configLines) line(layer Layer, store string, seed int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "conformance.Run with conformance.Config{Stores: []string{%q}, Layers: []conformance.Layer{%q}, Seeds: conformance.Seed(%d)", store, layer, seed)
 	d := Defaults()
-	for _, f := range []struct {
-		name     string
-		v, def   any
-		relevant bool
-	}{
-		{"Clients", l.cfg.Clients, d.Clients, layer != LayerSpec},
-		{"Ops", l.cfg.Ops, d.Ops, layer == LayerLinearizability},
-		{"Handles", l.cfg.Handles, d.Handles, layer == LayerLinearizability},
-		{"Steps", l.cfg.Steps, d.Steps, layer == LayerSim},
-		{"Processes", l.cfg.Processes, d.Processes, layer == LayerSim},
-		{"NoPowerCuts", l.cfg.NoPowerCuts, d.NoPowerCuts, layer == LayerSim},
-	} {
-		if f.relevant && f.v != f.def {
-			fmt.Fprintf(&b, ", %s: %v", f.name, f.v)
+	cv, dv := reflect.ValueOf(l.cfg), reflect.ValueOf(d)
+	for _, k := range knobs {
+		if k.Field != "" && !k.Wire && slices.Contains(k.Layers, layer) && !k.field(cv).Equal(k.field(dv)) {
+			fmt.Fprintf(&b, ", %s: %s", k.Field, goValue(k.field(cv)))
 		}
 	}
 	return b.String() + "}"
@@ -171,21 +152,34 @@ func (l configLines) sim(store string, seed int64) string { return l.line(LayerS
 func (configLines) replay(string) string                  { return "" }
 func (configLines) widen() string                         { return "Config.Seeds" }
 
-// goTestLines are the go test lines of a check run by Test: the package,
-// -run narrowed to the check's subtest (test/layer/store), the seed, and
-// every storecheck flag of the test's command line that changes the run.
+// goTestLines are the go test lines of a check run by Test: the
+// environment the harness reads (Config.Env), the package, -run narrowed
+// to the check's subtest (test/layer/store), the seed, and every storecheck
+// flag of the test's command line that changes the check.
 type goTestLines struct {
-	// test is the name of the test that called Test; pkg the package's
-	// folder, as go test takes it from the module's root.
+	// test is the name of the test that called Test; pkg the package as
+	// go test takes it from any folder of its module: its import path.
 	test, pkg string
-	// flags are the flags given that change the run (" -storecheck.steps
-	// 500").
-	flags string
+	// given are the storecheck flags of the command line, by knob name.
+	given map[string]string
+	env   []string
 }
 
 func (l goTestLines) line(layer Layer, store string, seed int64) string {
 	pattern := runPattern(append(strings.Split(l.test, "/"), string(layer), store))
-	return fmt.Sprintf("go test -run %s %s -%s %d%s", shellQuote(pattern), l.pkg, flagSeed, seed, l.flags)
+	var flags strings.Builder
+	for _, k := range knobs {
+		v, ok := l.given[k.Name]
+		if !ok || !slices.Contains(k.Layers, layer) {
+			continue
+		}
+		if k.Kind == KindBool {
+			fmt.Fprintf(&flags, " -%s=%s", k.TestFlag(), v)
+		} else {
+			fmt.Fprintf(&flags, " -%s %s", k.TestFlag(), shellQuote(v))
+		}
+	}
+	return fmt.Sprintf("%sgo test -run %s %s -%s %d%s", envPrefix(l.env), shellQuote(pattern), l.pkg, seedFlag, seed, flags.String())
 }
 
 func (l goTestLines) spec(store string, seed int64) string { return l.line(LayerSpec, store, seed) }
@@ -198,4 +192,4 @@ func (l goTestLines) sim(store string, seed int64) string { return l.line(LayerS
 // seed, the go test line; the command cannot reach that store.
 func (goTestLines) replay(string) string { return "" }
 
-func (goTestLines) widen() string { return "-" + flagSeeds }
+func (goTestLines) widen() string { return "-" + seedsFlag }

@@ -26,13 +26,11 @@ const (
 	exitInconclusive = 4
 )
 
-// command is one of storecheck's commands: its name, what it does, the
-// options it takes (by name: each is defined once, in options), and how it
-// runs.
+// command is one of storecheck's commands: its name, what it does and how
+// it runs; the options it takes are those that name it (optionNames).
 type command struct {
 	name    string
 	summary string
-	options []string
 	// positional names the arguments it takes after its flags ("" none);
 	// nargs is how many.
 	positional string
@@ -62,23 +60,17 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{name: "run", backend: true, run: run,
-			summary: "the conformance suite, then the linearizability check, against the embedded\nreference (the default command) or BACKEND",
-			options: []string{"store", "layers", "seed", "ops", "check-timeout", "reply-timeout", "report-dir", "fail-fast", "verbose"}},
+			summary: "the conformance suite, then the linearizability check, against the embedded\nreference (the default command) or BACKEND"},
 		{name: "linearize", backend: true, run: linearize,
-			summary: "the linearizability check alone: concurrent clients, a recorded history,\nporcupine; one seed or a sweep",
-			options: []string{"store", "seed", "seeds", "shard", "clients", "ops", "handles", "duration", "check-timeout", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
+			summary: "the linearizability check alone: concurrent clients, a recorded history,\nporcupine; one seed or a sweep"},
 		{name: "check", positional: "HISTORY.json", nargs: 1, run: check,
-			summary: "check a saved history again, offline",
-			options: []string{"check-timeout"}},
+			summary: "check a saved history again, offline"},
 		{name: "sim", backend: true, run: simulation,
-			summary: "the deterministic simulator: seeded schedules of clients, clock jumps and\ncrashes, checked step by step; failures shrunk and saved",
-			options: []string{"store", "seed", "seeds", "shard", "steps", "clients", "processes", "power-cuts", "workers", "shrink", "reply-timeout", "report-dir", "fail-fast", "quiet"}},
+			summary: "the deterministic simulator: seeded schedules of clients, clock jumps and\ncrashes, checked step by step; failures shrunk and saved"},
 		{name: "replay", backend: true, positional: "SCHEDULE.json", nargs: 1, run: replay,
-			summary: "run a saved (shrunk) schedule again",
-			options: []string{"reply-timeout"}},
+			summary: "run a saved (shrunk) schedule again"},
 		{name: "selftest", run: selftestCommand,
-			summary: "every deliberate bug of the reference through every layer: the detection\ntable; fails if a bug escapes every layer or the reference is flagged",
-			options: []string{"store", "bugs", "shard", "seeds", "ops", "cheapest", "exec-sample", "workers", "report-dir", "quiet"}},
+			summary: "every deliberate bug of the reference through every layer: the detection\ntable; fails if a bug escapes every layer or the reference is flagged"},
 		{name: "serve", run: serveCommand,
 			summary: "serve the reference stores over the wire protocol on stdin and stdout"},
 		{name: "help", run: func(inv invocation) int { writeUsage(inv.stdout); return exitPassed },
@@ -179,51 +171,21 @@ func (inv invocation) target() conformance.Backend {
 }
 
 // config is the run the invocation's flags (and storecheck.json) ask for,
-// each option the command takes in its field; a field the command has no
-// flag for keeps the library's default.
+// each option the command takes in the field of its knob; a field the
+// command has no flag for keeps the library's default.
 func (inv invocation) config() conformance.Config {
 	f := inv.f
 	cfg := conformance.Config{Log: inv.stderr, Withdraw: config.withdrawn()}
-	for _, name := range f.cmd.options {
-		switch name {
-		case "store":
-			cfg.Stores = list(f.str(name))
-		case "ops":
-			cfg.Ops = f.num(name)
-		case "clients":
-			cfg.Clients = f.num(name)
-		case "handles":
-			cfg.Handles = f.num(name)
-		case "duration":
-			cfg.Duration = f.dur(name)
-		case "steps":
-			cfg.Steps = f.num(name)
-		case "processes":
-			cfg.Processes = f.num(name)
-		case "power-cuts":
-			cfg.NoPowerCuts = !f.on(name)
-		case "workers":
-			cfg.Workers = f.num(name)
-		case "shrink":
-			// --shrink 0 does not shrink; the library's 0 is its default.
-			if cfg.Shrink = f.num(name); cfg.Shrink == 0 {
-				cfg.Shrink = -1
-			}
-		case "check-timeout":
-			cfg.CheckTimeout = f.dur(name)
-		case "reply-timeout":
-			cfg.ReplyTimeout = f.dur(name)
-		case "report-dir":
-			cfg.ReportDir = f.str(name)
-		case "fail-fast":
-			cfg.FailFast = f.on(name)
-		case "verbose":
-			cfg.Verbose = f.on(name)
-		case "quiet":
-			if !f.on(name) {
-				cfg.Progress = inv.stderr
-			}
+	for _, name := range f.cmd.optionNames() {
+		o, _ := optionNamed(name)
+		if o.Field != "" {
+			// A value the knob does not take (a seed range, a shard) is
+			// reported where the command reads it (sweep), or by Validate.
+			o.Set(&cfg, f.str(name))
 		}
+	}
+	if _, quiet := f.vals["quiet"]; quiet && !f.on("quiet") {
+		cfg.Progress = inv.stderr
 	}
 	return cfg
 }

@@ -19,7 +19,7 @@ import (
 const ConfigFile = "storecheck.json"
 
 // Config is what a CI job would otherwise repeat on every command line:
-// any option, under its snake_case name (configKey: "stores" for --store,
+// any option, under its snake_case name (ConfigKey: "stores" for --store,
 // as a list or a comma-separated string), and two keys that are not flags:
 // the backend, and the capabilities to withdraw. A flag on the command line
 // wins over the file.
@@ -38,9 +38,6 @@ type Config struct {
 
 // capabilityNames are the capabilities a config may withdraw.
 var capabilityNames = []string{"files", "shared_files", "in_memory", "sqlite_locking", "client_schema_table"}
-
-// deprecatedConfigKeys are older spellings of a key: the option they name.
-var deprecatedConfigKeys = map[string]string{"timeout": "reply-timeout"}
 
 // loadConfig takes --config FILE off args (before any "--") and reads it,
 // or reads ./storecheck.json when it exists; nil when there is none.
@@ -125,21 +122,20 @@ func parseConfig(b []byte) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config %s: %w", key, err)
 		}
-		if err := o.check(text); err != nil {
+		if err := o.Check(text); err != nil {
 			return nil, fmt.Errorf("config %s: invalid value %q: %w", key, text, err)
 		}
-		c.values[o.name], c.keys[o.name] = text, key
+		c.values[o.Name], c.keys[o.Name] = text, key
 	}
 	return c, nil
 }
 
-// optionOfKey is the option a config key names.
+// optionOfKey is the option a config key names (or an older spelling of
+// it: its alias's key); a knob no command takes (one of go test's) has
+// none.
 func optionOfKey(key string) (option, bool) {
-	if name, ok := deprecatedConfigKeys[key]; ok {
-		return optionNamed(name)
-	}
 	for _, o := range options {
-		if o.configKey() == key {
+		if len(o.Commands) > 0 && (o.ConfigKey() == key || (o.Alias != "" && o.AliasKey() == key)) {
 			return o, true
 		}
 	}
@@ -150,7 +146,9 @@ func optionOfKey(key string) (option, bool) {
 func configKeys() []string {
 	keys := []string{"backend", "capabilities"}
 	for _, o := range options {
-		keys = append(keys, o.configKey())
+		if len(o.Commands) > 0 {
+			keys = append(keys, o.ConfigKey())
+		}
 	}
 	return keys
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/storecheck/storecheck/conformance"
 )
 
 // storecheckIn runs the command in dir.
@@ -105,22 +107,29 @@ func TestSelftestReadsTheConfig(t *testing.T) {
 	}
 }
 
-// Every option may be set in the config, under its snake_case name, with
-// a value of its kind.
+// Every option a command takes may be set in the config, under its
+// snake_case name, with a value of its kind; a knob of go test's alone is
+// no key.
 func TestConfigTakesEveryOption(t *testing.T) {
 	for _, o := range options {
+		if len(o.Commands) == 0 {
+			if _, err := parseConfig([]byte(`{"` + o.ConfigKey() + `": "1"}`)); err == nil {
+				t.Errorf("%s, which no command takes, is a config key", o.ConfigKey())
+			}
+			continue
+		}
 		val := `"x"`
-		switch o.kind {
-		case kindInt, kindInt64:
+		switch o.Kind {
+		case conformance.KindInt, conformance.KindSeed:
 			val = `3`
-		case kindBool:
+		case conformance.KindBool:
 			val = `true`
-		case kindDuration:
+		case conformance.KindDuration:
 			val = `"3s"`
 		}
-		c, err := parseConfig([]byte(`{"` + o.configKey() + `": ` + val + `}`))
-		if err != nil || c.values[o.name] == "" {
-			t.Errorf("%s: %v %+v", o.configKey(), err, c)
+		c, err := parseConfig([]byte(`{"` + o.ConfigKey() + `": ` + val + `}`))
+		if err != nil || c.values[o.Name] == "" {
+			t.Errorf("%s: %v %+v", o.ConfigKey(), err, c)
 		}
 	}
 	if _, err := parseConfig([]byte(`{"ops": "many"}`)); err == nil || !strings.Contains(err.Error(), `config ops: invalid value "many"`) {

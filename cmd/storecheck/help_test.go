@@ -5,7 +5,7 @@ import (
 	"flag"
 	"go/parser"
 	"go/token"
-	"os"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/internal/gendoc"
 )
 
 func mustCommand(name string) *command {
@@ -57,7 +58,7 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		var defined []string
 		f := newFlags(c)
 		f.fs.VisitAll(func(fl *flag.Flag) {
-			if o, _ := optionNamed(fl.Name); o.alias != fl.Name {
+			if o, _ := optionNamed(fl.Name); o.Alias != fl.Name {
 				defined = append(defined, fl.Name)
 			}
 		})
@@ -68,7 +69,7 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		}
 		f.fs.VisitAll(func(fl *flag.Flag) {
 			o, _ := optionNamed(fl.Name)
-			if o.alias == fl.Name || o.kind == kindBool || fl.DefValue == "" {
+			if o.Alias == fl.Name || o.Kind == conformance.KindBool || fl.DefValue == "" {
 				return
 			}
 			if !regexp.MustCompile(`(?m)^  --` + fl.Name + ` .*\(default ` + regexp.QuoteMeta(fl.DefValue) + `\)$`).MatchString(help) {
@@ -88,8 +89,8 @@ func TestOptionDefaultsAreTheLibraries(t *testing.T) {
 		"check-timeout": d.CheckTimeout.String(), "reply-timeout": d.ReplyTimeout.String(), "report-dir": d.ReportDir,
 		"store": strings.Join(d.Stores, ",")} {
 		o, _ := optionNamed(name)
-		if o.def != want {
-			t.Errorf("--%s defaults to %s, the library to %s", name, o.def, want)
+		if o.Default() != want {
+			t.Errorf("--%s defaults to %s, the library to %s", name, o.Default(), want)
 		}
 	}
 }
@@ -111,28 +112,7 @@ func TestMainDocNamesEveryCommand(t *testing.T) {
 // README's synopsis of the commands is the one the definitions give.
 // STORECHECK_UPDATE_DOCS=1 rewrites it.
 func TestReadmeSynopsis(t *testing.T) {
-	const path = "../../README.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin, end := "<!-- BEGIN GENERATED synopsis -->\n", "<!-- END GENERATED synopsis -->"
-	page := string(b)
-	i, j := strings.Index(page, begin), strings.Index(page, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no %q ... %q section", path, begin, end)
-	}
-	want := page[:i+len(begin)] + "```\n" + synopses() + "```\n" + page[j:]
-	if want == page {
-		return
-	}
-	if os.Getenv("STORECHECK_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("README's synopsis is out of date; run STORECHECK_UPDATE_DOCS=1 go test ./cmd/storecheck -run TestReadmeSynopsis")
+	gendoc.Check(t, "../../README.md", "synopsis", "```\n"+synopses()+"```\n", "go test ./cmd/storecheck -run TestReadmeSynopsis")
 }
 
 // The deprecated spelling --timeout is --reply-timeout.
@@ -143,5 +123,67 @@ func TestTimeoutIsAnAliasOfReplyTimeout(t *testing.T) {
 	}
 	if f.str("reply-timeout") != "7s" || f.from("reply-timeout") != fromCommandLine {
 		t.Errorf("--timeout 7s left --reply-timeout at %s", f.str("reply-timeout"))
+	}
+}
+
+// Every option names commands there are, and every command but serve and
+// help takes one.
+func TestEveryOptionNamesItsCommands(t *testing.T) {
+	for _, o := range options {
+		for _, name := range o.Commands {
+			if _, ok := commandNamed(name); !ok {
+				t.Errorf("--%s names no command %q", o.Name, name)
+			}
+		}
+		if len(o.Commands) == 0 && o.TestFlag() == "" {
+			t.Errorf("--%s is on no surface: no command takes it and go test has no flag of it", o.Name)
+		}
+	}
+	for _, c := range commands {
+		if len(c.optionNames()) == 0 && c.name != "serve" && c.name != "help" {
+			t.Errorf("storecheck %s takes no option", c.name)
+		}
+	}
+}
+
+// A knob added to the run's table (conformance.Knobs) is on every surface
+// of the command that takes it: its flag, parsed into the run's field; its
+// help, with its default; the synopsis; its storecheck.json key; a usage
+// error for a bad value. (conformance's TestAKnobAddedToTheTableIsOnEverySurface
+// sees it on the go test flags and the reproduce lines.)
+func TestAKnobIsOnEveryCommandSurface(t *testing.T) {
+	widgets := conformance.Knob{Name: "widgets", Field: "Processes", Kind: conformance.KindInt, Arg: "N",
+		Layers: []conformance.Layer{conformance.LayerSim}, Commands: []string{"sim"}, Help: "widgets of a simulated schedule", Zero: "no widgets"}
+	saved, savedConfig := options, config
+	options = optionsOf(append(conformance.Knobs(), widgets))
+	defer func() { options, config = saved, savedConfig }()
+
+	config = nil
+	f, _, _, ok := parse(mustCommand("sim"), []string{"--widgets", "5"}, io.Discard, io.Discard)
+	if !ok || (invocation{f: f, stderr: io.Discard}).config().Processes != 5 {
+		t.Fatalf("--widgets 5 did not reach the run's field")
+	}
+	var help bytes.Buffer
+	mustCommand("sim").writeHelp(&help)
+	if want := "  --widgets N            widgets of a simulated schedule (0: no widgets) (default 2)\n"; !strings.Contains(unwrapped(help.String()), want) {
+		t.Errorf("sim --help lacks %q:\n%s", want, help.String())
+	}
+	help.Reset()
+	mustCommand("run").writeHelp(&help)
+	if strings.Contains(help.String(), "widgets") || !strings.Contains(synopses(), "[--fail-fast] [--widgets N] [--quiet]") {
+		t.Errorf("the knob is on a command that does not take it, or off the synopsis:\n%s\n%s", help.String(), synopses())
+	}
+	var err error
+	if config, err = parseConfig([]byte(`{"widgets": 4}`)); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _, ok = parse(mustCommand("sim"), nil, io.Discard, io.Discard)
+	if !ok || f.from("widgets") != fromConfig || (invocation{f: f, stderr: io.Discard}).config().Processes != 4 {
+		t.Errorf("storecheck.json's widgets did not reach the run's field")
+	}
+	config = nil
+	var errs bytes.Buffer
+	if _, _, code, _ := parse(mustCommand("sim"), []string{"--widgets", "many"}, io.Discard, &errs); code != exitUsage || !strings.Contains(errs.String(), "--widgets") {
+		t.Errorf("--widgets many: exit %d, %q", code, errs.String())
 	}
 }

@@ -11,106 +11,54 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/conformance"
-	"github.com/storecheck/storecheck/sim"
 )
 
-// An option is one command-line flag, defined once: its name, its default,
-// its help and its key in storecheck.json. Every command that takes it
-// shares the definition, the flag sets are built from it, and so are the
-// help, the usage errors and the config file's keys; a default of a field
-// of the run (conformance.Config) is read from conformance.Defaults, so the
-// command line and a Go caller cannot disagree.
-type option struct {
-	name string
-	kind optionKind
-	// def is the default as the command line spells it; "" for none (a
-	// boolean's default is false).
-	def string
-	// arg names the value in the help ("N", "D", "LIST"); "" for a boolean.
-	arg  string
-	help string
-	// alias is a deprecated spelling of the same flag, still accepted.
-	alias string
+// An option is one command-line flag, defined once: a knob of the run
+// (conformance.Knobs, where each names the Config field it sets, its
+// default, its help and the commands that take it) or one of the command's
+// own (ownKnobs). The flag sets are built from the options, and so are the
+// help, the usage errors and the config file's keys.
+type option = conformance.Knob
+
+// ownKnobs are the command's own options: they set no field of the run.
+var ownKnobs = []conformance.Knob{
+	{Name: "bugs", Kind: conformance.KindList, Arg: "LIST", Commands: []string{"selftest"},
+		Help: "selftest only these deliberate bugs, comma-separated; the reference is checked too", CommandNote: "every bug of the stores asked for"},
+	{Name: "exec-sample", Kind: conformance.KindInt, Arg: "N", CommandDefault: "1", Commands: []string{"selftest"},
+		Help: "bugs of each store selftest also runs over the exec adapter"},
+	{Name: "cheapest", Kind: conformance.KindBool, Commands: []string{"selftest"},
+		Help: "each bug through its cheapest catching layer only (tried in cost order: sim, spec, linearizability); the reference and the exec sample go through every layer"},
+	{Name: "quiet", Kind: conformance.KindBool, Commands: []string{"linearize", "sim", "selftest"},
+		Help: "no progress line on stderr"},
 }
 
-type optionKind int
-
-const (
-	kindString optionKind = iota
-	kindInt
-	kindInt64
-	kindBool
-	kindDuration
-)
-
-// defaults are the run's defaults, the library's own.
-var defaults = conformance.Defaults()
+// optionsOf are the options of the run's knobs and the command's own, in
+// help order.
+func optionsOf(run []conformance.Knob) []option { return append(run, ownKnobs...) }
 
 // options are every command's flags, in help order.
-var options = []option{
-	{name: "store", arg: "LIST", def: strings.Join(defaults.Stores, ","), help: "stores to check, comma-separated"},
-	{name: "layers", arg: "LIST", def: "spec,linearizability", help: "layers to run, comma-separated: spec, linearizability, sim (the simulator: one schedule of the seed; storecheck sim sweeps)"},
-	{name: "seed", kind: kindInt64, arg: "N", help: "one seed (default: run and linearize take the clock's Unix seconds and print them; sim sweeps --seeds)"},
-	{name: "seeds", arg: "A..B", help: "seeds to sweep (default: the default sweep " + sim.DefaultSeeds.String() + " for sim and selftest's simulator layers; linearize runs one --seed)"},
-	{name: "shard", arg: "i/n", def: "1/1", help: "run the i-th of n shares of the seeds (or of selftest's bugs), for CI matrix jobs"},
-	{name: "ops", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Ops), help: "operations of each store's linearizability history"},
-	{name: "clients", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Clients), help: "concurrent clients (a history's, or a simulated schedule's)"},
-	{name: "handles", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Handles), help: "store handles on one database the clients share, as processes would (1 when the backend keeps no shared files)"},
-	{name: "duration", kind: kindDuration, arg: "D", def: "0s", help: "stop a history early when it has run this long (0s: no limit)"},
-	{name: "steps", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Steps), help: "steps of a simulated schedule"},
-	{name: "processes", kind: kindInt, arg: "N", def: strconv.Itoa(defaults.Processes), help: "backend processes the simulated clients are spread over"},
-	{name: "power-cuts", kind: kindBool, def: strconv.FormatBool(!defaults.NoPowerCuts), help: "cut the power in simulated runs, losing what the backend never synced, on a forgetful FUSE file system (--power-cuts=false runs without, as a machine without FUSE does)"},
-	{name: "shrink", kind: kindInt, arg: "RUNS", def: strconv.Itoa(defaults.Shrink), help: "runs spent shrinking a failing schedule (0: do not shrink)"},
-	{name: "workers", kind: kindInt, arg: "N", def: "0", help: "seeds (or selftest backends) checked at once (0: one per CPU)"},
-	{name: "bugs", arg: "LIST", help: "selftest only these deliberate bugs, comma-separated (default: every bug of the stores asked for); the reference is checked too"},
-	{name: "exec-sample", kind: kindInt, arg: "N", def: "1", help: "bugs of each store selftest also runs over the exec adapter"},
-	{name: "cheapest", kind: kindBool, help: "each bug through its cheapest catching layer only (tried in cost order: sim, spec, linearizability); the reference and the exec sample go through every layer"},
-	{name: "reply-timeout", kind: kindDuration, arg: "D", def: defaults.ReplyTimeout.String(), alias: "timeout", help: "how long to wait for each reply of BACKEND before it counts as failed (--timeout is a deprecated spelling)"},
-	{name: "check-timeout", kind: kindDuration, arg: "D", def: defaults.CheckTimeout.String(), help: "how long porcupine may take to check one history; past it the check is inconclusive"},
-	{name: "report-dir", arg: "DIR", def: defaults.ReportDir, help: "where failing checks keep their files; given, the JUnit XML, JSON and HTML reports are written there too"},
-	{name: "fail-fast", kind: kindBool, help: "stop at the first failure"},
-	{name: "verbose", kind: kindBool, help: "print every spec as it runs, and BACKEND's stderr"},
-	{name: "quiet", kind: kindBool, help: "no progress line on stderr"},
-}
+var options = optionsOf(conformance.Knobs())
 
 // optionNamed is the option of that name (or deprecated alias).
 func optionNamed(name string) (option, bool) {
 	for _, o := range options {
-		if o.name == name || (o.alias != "" && o.alias == name) {
+		if o.Name == name || (o.Alias != "" && o.Alias == name) {
 			return o, true
 		}
 	}
 	return option{}, false
 }
 
-// configKey is the option's key in storecheck.json: its name in snake_case
-// ("stores" for --store, which takes a list there).
-func (o option) configKey() string {
-	if o.name == "store" {
-		return "stores"
-	}
-	return strings.ReplaceAll(o.name, "-", "_")
-}
-
-// check parses s as the option's kind: nil when the flag would take it.
-func (o option) check(s string) error {
-	var err error
-	switch o.kind {
-	case kindInt:
-		_, err = strconv.Atoi(s)
-	case kindInt64:
-		if s != "" {
-			_, err = strconv.ParseInt(s, 10, 64)
+// optionNames are the names of the options the command takes, in help
+// order.
+func (c *command) optionNames() []string {
+	var names []string
+	for _, o := range options {
+		if o.Takes(c.name) {
+			names = append(names, o.Name)
 		}
-	case kindBool:
-		_, err = strconv.ParseBool(s)
-	case kindDuration:
-		_, err = time.ParseDuration(s)
 	}
-	if err != nil {
-		return errors.New("parse error")
-	}
-	return nil
+	return names
 }
 
 // source is where a flag's value came from.
@@ -140,7 +88,7 @@ func (v *value) String() string {
 }
 
 func (v *value) Set(s string) error {
-	if err := v.o.check(s); err != nil {
+	if err := v.o.Check(s); err != nil {
 		return err
 	}
 	v.text, v.from = s, v.setting
@@ -148,7 +96,7 @@ func (v *value) Set(s string) error {
 }
 
 // IsBoolFlag lets a boolean flag stand alone (--fail-fast).
-func (v *value) IsBoolFlag() bool { return v.o.kind == kindBool }
+func (v *value) IsBoolFlag() bool { return v.o.Kind == conformance.KindBool }
 
 // flags are one command's parsed flags.
 type flags struct {
@@ -163,19 +111,16 @@ type flags struct {
 func newFlags(cmd *command) *flags {
 	f := &flags{cmd: cmd, fs: flag.NewFlagSet(cmd.name, flag.ContinueOnError), vals: map[string]*value{}}
 	f.fs.SetOutput(io.Discard)
-	for _, name := range cmd.options {
-		o, ok := optionNamed(name)
-		if !ok {
-			panic("command " + cmd.name + " takes an undefined option " + name)
-		}
-		v := &value{o: o, text: o.def, setting: fromCommandLine}
-		if o.kind == kindBool && v.text == "" {
+	for _, name := range cmd.optionNames() {
+		o, _ := optionNamed(name)
+		v := &value{o: o, text: o.Default(), setting: fromCommandLine}
+		if o.Kind == conformance.KindBool && v.text == "" {
 			v.text = "false"
 		}
-		f.vals[o.name] = v
-		f.fs.Var(v, o.name, o.help)
-		if o.alias != "" {
-			f.fs.Var(v, o.alias, "deprecated: --"+o.name)
+		f.vals[o.Name] = v
+		f.fs.Var(v, o.Name, o.HelpText())
+		if o.Alias != "" {
+			f.fs.Var(v, o.Alias, "deprecated: --"+o.Name)
 		}
 	}
 	return f
@@ -224,16 +169,17 @@ func (f *flags) args() []string { return f.fs.Args() }
 
 // accepted lists the command's flags, for a usage error.
 func (c *command) accepted() string {
-	if len(c.options) == 0 {
+	names := c.optionNames()
+	if len(names) == 0 {
 		return "usage: " + c.synopsis()
 	}
-	return "accepted flags: --" + strings.Join(c.options, ", --")
+	return "accepted flags: --" + strings.Join(names, ", --")
 }
 
 // synopsis is the command's usage line.
 func (c *command) synopsis() string {
 	s := "storecheck " + c.name
-	if len(c.options) > 0 {
+	if len(c.optionNames()) > 0 {
 		s += " [flags]"
 	}
 	if c.positional != "" {
@@ -252,17 +198,13 @@ func (c *command) writeHelp(w io.Writer) {
 	for _, line := range strings.Split(c.summary, "\n") {
 		fmt.Fprintf(w, "    %s\n", line)
 	}
-	for _, name := range c.options {
+	for _, name := range c.optionNames() {
 		o, _ := optionNamed(name)
-		flagText := "--" + o.name
-		if o.arg != "" {
-			flagText += " " + o.arg
+		flagText := "--" + o.Name
+		if o.Arg != "" {
+			flagText += " " + o.Arg
 		}
-		help := o.help
-		if o.def != "" && (o.kind != kindBool || o.def == "true") {
-			help += fmt.Sprintf(" (default %s)", o.def)
-		}
-		fmt.Fprintf(w, "  %-22s %s\n", flagText, wrap(help, 25, 80))
+		fmt.Fprintf(w, "  %-22s %s\n", flagText, wrap(o.HelpText(), 25, 80))
 	}
 }
 
@@ -378,15 +320,15 @@ func synopses() string {
 			continue
 		}
 		line := fmt.Sprintf("storecheck %-9s", c.name)
-		for _, name := range c.options {
+		for _, name := range c.optionNames() {
 			o, _ := optionNamed(name)
 			switch {
-			case o.arg == "" && o.def == "true":
-				line += fmt.Sprintf(" [--%s=false]", o.name)
-			case o.arg == "":
-				line += fmt.Sprintf(" [--%s]", o.name)
+			case o.Arg == "" && o.Default() == "true":
+				line += fmt.Sprintf(" [--%s=false]", o.Name)
+			case o.Arg == "":
+				line += fmt.Sprintf(" [--%s]", o.Name)
 			default:
-				line += fmt.Sprintf(" [--%s %s]", o.name, o.arg)
+				line += fmt.Sprintf(" [--%s %s]", o.Name, o.Arg)
 			}
 		}
 		if c.positional != "" {

@@ -22,9 +22,6 @@ func run(inv invocation) int {
 	}
 	cfg := inv.config()
 	cfg.Seeds = conformance.Seed(seed)
-	for _, l := range list(f.str("layers")) {
-		cfg.Layers = append(cfg.Layers, conformance.Layer(l))
-	}
 	return inv.check("run", cfg, func(r reports.Run) {
 		fmt.Fprintln(inv.stdout)
 		reports.WriteText(inv.stdout, r)

@@ -18,23 +18,36 @@ const racyEnv = "MYSTORE_RACY"
 
 // TestRacyVariant is the store with its deliberate race
 // (mystore.Options.Racy: an upsert's check in one transaction, its write in
-// another) through the simulator.
+// another) through the simulator. It reads racyEnv, so its reproduce
+// lines set it (Config.Env).
 func TestRacyVariant(t *testing.T) {
 	if os.Getenv(racyEnv) == "" {
 		t.Skip("the racy variant fails by design; TestTheSimulatorFindsTheRacyVariant runs it (" + racyEnv + "=1)")
 	}
-	conformance.Test(t, mystore.Harness(mystore.Options{Racy: true}))
+	conformance.TestWith(t, mystore.Harness(mystore.Options{Racy: true}), conformance.Config{Env: []string{racyEnv}})
 }
 
-// goTestLine is the go test line a failure prints: the subtest, the
-// package, the seed.
-var goTestLine = regexp.MustCompile(`(?m)^\s*reproduce: go test -run '([^']+)' \./examples/harness -storecheck\.seed (\d+)$`)
+// goTestLine is the go test line a failure prints: the environment the
+// test reads, the subtest, the package's import path, the seed.
+var goTestLine = regexp.MustCompile(`(?m)^\s*reproduce: (` + racyEnv + `=\S+) go test -run '([^']+)' github\.com/storecheck/storecheck/examples/harness -storecheck\.seed (\d+)$`)
 
 // child runs this test binary as go test would with args, racyEnv set.
 func child(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	return childIn(t, racyEnv+"=1", args...)
+}
+
+// childIn runs this test binary with args in this process's environment,
+// racyEnv as env sets it (else unset).
+func childIn(t *testing.T, env string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), racyEnv+"=1")
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, racyEnv+"=") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(cmd.Env, env)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Run()
@@ -62,14 +75,15 @@ func TestTheSimulatorFindsTheRacyVariant(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no go test line:\n%s", out)
 	}
-	fail := regexp.MustCompile(`(?m)^\s*FAIL continuity/sim: seed ` + m[2] + `\n\s*(.*)$`).FindStringSubmatch(out)
+	fail := regexp.MustCompile(`(?m)^\s*FAIL continuity/sim: seed ` + m[3] + `\n\s*(.*)$`).FindStringSubmatch(out)
 	if fail == nil {
-		t.Fatalf("no failure of seed %s:\n%s", m[2], out)
+		t.Fatalf("no failure of seed %s:\n%s", m[3], out)
 	}
-	// The line, as the test binary takes it: -run is -test.run.
-	again, code := child(t, "-test.run="+m[1], "-storecheck.seed="+m[2], "-storecheck.report-dir="+t.TempDir())
+	// The line, as the test binary takes it (-run is -test.run), in the
+	// environment it sets and no other racyEnv.
+	again, code := childIn(t, m[1], "-test.run="+m[2], "-storecheck.seed="+m[3], "-storecheck.report-dir="+t.TempDir())
 	if code != 1 || !strings.Contains(again, fail[0]) {
-		t.Fatalf("go test -run '%s' -storecheck.seed %s does not fail the same way (exit %d); want\n%s\ngot\n%s", m[1], m[2], code, fail[0], again)
+		t.Fatalf("%s go test -run '%s' -storecheck.seed %s does not fail the same way (exit %d); want\n%s\ngot\n%s", m[1], m[2], m[3], code, fail[0], again)
 	}
 	// The specs pass it: no single call shows a race.
 	if out, code := child(t, "-test.run=^TestRacyVariant$/^spec$", "-storecheck.report-dir="+t.TempDir()); code != 0 {
