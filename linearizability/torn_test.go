@@ -125,6 +125,24 @@ func TestLoadSessionStatementsSeeSuccessiveMoments(t *testing.T) {
 			t.Errorf("%s: %s under the seed's reading, %s under atomic_reads; want %s and %s", c.name, seed, atomic, c.seed, c.atomic)
 		}
 	}
+	// The head's ref read before commit 2, its checkpoint after a
+	// collection took it (get_checkpoint_conn's None), and so the ledger
+	// after commit 2: legal only when the collection overlaps the read.
+	for _, c := range []struct {
+		name         string
+		gc           [2]int64
+		seed, atomic Verdict
+	}{
+		{"the collection overlapping", [2]int64{12, 18}, Linearizable, Illegal},
+		{"the collection after", [2]int64{30, 40}, Illegal, Illegal},
+	} {
+		entries := append(twoCommits(),
+			Entry{Client: 2, Op: r.GcUnreachable{}, NowMS: 1000, Call: c.gc[0], Return: c.gc[1], Outcome: model.OK(r.GcReport{RemovedCheckpointCount: 1})},
+			Entry{Client: 1, Op: r.LoadSession{}, NowMS: 1000, Call: 11, Return: 21, Outcome: model.OK(sessionAt(1, 2, ""))})
+		if seed, atomic := tornCheck(t, entries); seed != c.seed || atomic != c.atomic {
+			t.Errorf("no checkpoint, %s: %s under the seed's reading, %s under atomic_reads; want %s and %s", c.name, seed, atomic, c.seed, c.atomic)
+		}
+	}
 }
 
 // A batch listed with no items is legal when a cancel that removed it
