@@ -435,8 +435,9 @@ func (p pstate) hash() uint64 {
 func (p pstate) equal(q pstate) bool { return slices.Equal(p.open, q.open) && p.set.equal(q.set) }
 
 // ranked ranks the parts of each split operation among those of its parts
-// that share a partition (parts of independent keys may fall apart, and
-// need no order: nothing one of them reads can move the other).
+// that share a partition. Parts of independent keys (resolve_many's
+// identities) may fall in different partitions, checked apart: no order
+// holds between those, which allows more than the seed's order, never less.
 func ranked(parts [][]porcupine.Operation) [][]porcupine.Operation {
 	for _, part := range parts {
 		bySplit := map[int][]*Entry{}

@@ -1,9 +1,7 @@
 package linearizability
 
 import (
-	"compress/gzip"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +17,7 @@ import (
 // that already held the usage of commit 23 (call 2080, return 2089), as the
 // seed's statements outside a transaction may (runtime.load_session.statements).
 func tornHistory(t testing.TB) History {
-	f, err := os.Open("testdata/torn/rust-runtime-lin-torn-load_session.history.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Read(z, []spec.Contract{model.Runtime{}.Contract()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return gzipHistory(t, "testdata/torn/rust-runtime-lin-torn-load_session.history.json.gz", model.Runtime{}.Contract())
 }
 
 // The torn read is legal for the seed's reading and illegal for a backend
