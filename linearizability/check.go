@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -74,14 +75,14 @@ func memoized(pm porcupine.Model) porcupine.Model {
 		e    *Entry
 	}
 	type step struct {
-		from stateSet
+		from pstate
 		ok   bool
 		to   any
 	}
 	seen := map[key][]step{}
 	inner := pm.Step
 	pm.Step = func(state, input, output any) (bool, any) {
-		from := state.(stateSet)
+		from := state.(pstate)
 		k := key{from.hash(), input.(*Entry)}
 		for _, s := range seen[k] {
 			if s.from.equal(from) {
@@ -281,12 +282,13 @@ func operations(m model.Model, h History) []porcupine.Operation {
 		if splitter != nil && !e.Indefinite {
 			if parts, outs, ok := splitter.Split(e.Op, e.Outcome); ok {
 				// Each part is its own atomic step somewhere inside the
-				// operation's span: a client of its own, so the parts
-				// may take effect in any order between the call and the
-				// return.
+				// operation's span, after the part before it: a client
+				// of its own, placed only once the part before it is
+				// (pstate).
 				for j, p := range parts {
 					part := *e
 					part.Op, part.Outcome = p, outs[j]
+					part.split, part.part = i+1, j
 					if j > 0 {
 						part.Client = nextClient
 						nextClient++
@@ -309,15 +311,20 @@ func operations(m model.Model, h History) []porcupine.Operation {
 // happened.
 func Porcupine(m model.Model) porcupine.Model {
 	return porcupine.Model{
-		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation { return partition(m, ops) },
-		Init:      func() any { return stateSet{m.Init()} },
+		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation { return ranked(partition(m, ops)) },
+		Init:      func() any { return pstate{set: stateSet{m.Init()}} },
 		Step: func(state, input, output any) (bool, any) {
 			e := input.(*Entry)
-			next := step(m, state.(stateSet), e)
-			return len(next) > 0, next
+			ps := state.(pstate)
+			open, ok := ps.place(e)
+			if !ok {
+				return false, ps
+			}
+			next := step(m, ps.set, e)
+			return len(next) > 0, pstate{next, open}
 		},
-		Equal: func(a, b any) bool { return a.(stateSet).equal(b.(stateSet)) },
-		Hash:  func(s any) uint64 { return s.(stateSet).hash() },
+		Equal: func(a, b any) bool { return a.(pstate).equal(b.(pstate)) },
+		Hash:  func(s any) uint64 { return s.(pstate).hash() },
 		DescribeOperation: func(input, output any) string {
 			e := input.(*Entry)
 			if e.Indefinite {
@@ -340,7 +347,7 @@ func describer() func(any) string {
 		text string
 	}{}
 	return func(s any) string {
-		set := s.(stateSet)
+		set := s.(pstate).set
 		h := set.hash()
 		mu.Lock()
 		defer mu.Unlock()
@@ -378,6 +385,76 @@ func step(m model.Model, states stateSet, e *Entry) stateSet {
 
 // stateSet is a set of model states, in no particular order.
 type stateSet []model.State
+
+// pstate is a porcupine state: the model states, and the operations cut
+// into parts of which some, not all, are placed: for each (by split, in
+// order) how many. A part is placed only after the one ranked before it,
+// so the parts see the store at successive moments, as the statements of
+// a read do. The placed entries already fix open; it is here because
+// porcupine's Step sees only the state.
+type pstate struct {
+	set  stateSet
+	open []placedParts
+}
+
+type placedParts struct{ split, n int }
+
+// place is open after e is placed, and whether e may be placed now.
+func (p pstate) place(e *Entry) ([]placedParts, bool) {
+	if e.ranks < 2 {
+		return p.open, true
+	}
+	i := sort.Search(len(p.open), func(i int) bool { return p.open[i].split >= e.split })
+	n := 0
+	if i < len(p.open) && p.open[i].split == e.split {
+		n = p.open[i].n
+	}
+	if n != e.rank {
+		return nil, false
+	}
+	open := slices.Clone(p.open)
+	switch {
+	case n+1 == e.ranks:
+		open = slices.Delete(open, i, i+1)
+	case n == 0:
+		open = slices.Insert(open, i, placedParts{e.split, 1})
+	default:
+		open[i].n++
+	}
+	return open, true
+}
+
+func (p pstate) hash() uint64 {
+	h := p.set.hash()
+	for _, o := range p.open {
+		h = (h^uint64(o.split))*0x100000001b3 ^ uint64(o.n)
+	}
+	return h
+}
+
+func (p pstate) equal(q pstate) bool { return slices.Equal(p.open, q.open) && p.set.equal(q.set) }
+
+// ranked ranks the parts of each split operation among those of its parts
+// that share a partition. Parts of independent keys (resolve_many's
+// identities) may fall in different partitions, checked apart: no order
+// holds between those, which allows more than the seed's order, never less.
+func ranked(parts [][]porcupine.Operation) [][]porcupine.Operation {
+	for _, part := range parts {
+		bySplit := map[int][]*Entry{}
+		for _, op := range part {
+			if e := op.Input.(*Entry); e.split > 0 {
+				bySplit[e.split] = append(bySplit[e.split], e)
+			}
+		}
+		for _, es := range bySplit {
+			sort.Slice(es, func(i, j int) bool { return es[i].part < es[j].part })
+			for i, e := range es {
+				e.rank, e.ranks = i, len(es)
+			}
+		}
+	}
+	return parts
+}
 
 func (s stateSet) hash() uint64 {
 	var h uint64

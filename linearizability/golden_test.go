@@ -139,7 +139,12 @@ func TestHardHistoryIsLinearizable(t *testing.T) {
 }
 
 func hardHistory(t testing.TB) History {
-	f, err := os.Open("testdata/hard/continuity-python-opaque.json.gz")
+	return gzipHistory(t, "testdata/hard/continuity-python-opaque.json.gz", model.Continuity{}.Contract())
+}
+
+// gzipHistory reads the gzipped history at path, of contract's store.
+func gzipHistory(t testing.TB, path string, contract spec.Contract) History {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +153,7 @@ func hardHistory(t testing.TB) History {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Read(z, []spec.Contract{model.Continuity{}.Contract()})
+	h, err := Read(z, []spec.Contract{contract})
 	if err != nil {
 		t.Fatal(err)
 	}

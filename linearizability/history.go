@@ -27,6 +27,12 @@ type Entry struct {
 	Return     int64
 	Outcome    model.Outcome
 	Indefinite bool
+	// split numbers the operation an entry is a part of (model.Splitter),
+	// from 1, and rank is the part's place among that operation's parts
+	// in the entry's partition of the history: a part is placed after the
+	// one ranked before it (check.go). 0 for an entry that is not a part.
+	split, rank, ranks int
+	part               int
 }
 
 // History is what a run did to one store.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/linearizability/model"
 )
 
 // BenchmarkSeed is one seed of the default length (200 operations, 8
@@ -41,6 +42,32 @@ func benchmarkSeed(b *testing.B, p Params) {
 	wall := time.Since(start)
 	b.ReportMetric(float64(ops)/wall.Seconds(), "ops/s")
 	b.ReportMetric(sim.Seconds()/wall.Seconds(), "sim-s/wall-s")
+}
+
+// BenchmarkRuntimeSeed is BenchmarkSeed for the runtime store, its reads
+// judged as the seed runs them (statement by statement) or, for a backend
+// that declares atomic_reads, as one step.
+func BenchmarkRuntimeSeed(b *testing.B) {
+	for _, atomic := range []bool{false, true} {
+		name := "Statements"
+		if atomic {
+			name = "Atomic"
+		}
+		b.Run(name, func(b *testing.B) {
+			subj := runtimeSubject
+			subj.Model = model.Runtime{AtomicReads: atomic}
+			dir, _ := os.MkdirTemp("/dev/shm", "simbench-")
+			defer os.RemoveAll(dir)
+			seed := int64(0)
+			for b.Loop() {
+				res, err := Explore(context.Background(), subj, InProcess(stores.Backend(stores.Options{}), "runtime"), seed, Params{}, dir)
+				if err != nil || res.Failure != nil {
+					b.Fatal(err, res.Failure)
+				}
+				seed++
+			}
+		})
+	}
 }
 
 // BenchmarkTimeToFirstFailure is how long a sweep of the default seeds

@@ -11,6 +11,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/client"
+	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // clientTuple is a session tuple of task-1's sessions in the tests below,
@@ -136,5 +137,70 @@ func TestAnOperationKilledAtItsFirstYieldPointNeverHappened(t *testing.T) {
 			t.Errorf("%s: %d configurations kept, want %d\n%s", tc.name, got, tc.configs, strings.Join(e.res.Trace, "\n"))
 		}
 		cleanup()
+	}
+}
+
+// load_session's statements each see their own moment, in order
+// (runtime.load_session.statements): overlapping a commit, its head may be
+// the commit's predecessor and its ledger the commit's, whichever returns
+// first; never a ledger older than the head. A backend that declares
+// atomic_reads is held to one moment.
+func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
+	const now = 1000
+	token := rt.LeaseToken("s", "o", now, 1)
+	fence := rt.SessionExecutionLeaseFence{SessionID: "s", OwnerID: "o", LeaseToken: token, FencingToken: 1}
+	commit := func(n int) (spec.Op, model.Outcome) {
+		return rt.CommitRuntimeState{Commit: rt.RuntimeCommit{SessionID: "s", Lease: &fence, Graph: rt.GraphDelta{Kind: rt.GraphUnchanged},
+				Checkpoint: []byte{byte('0' + n)}, UsageDeltas: []rt.UsageEntry{{Source: "a", Model: "m", Usage: rt.Usage{InputTokens: uint64(n)}}}}},
+			model.OK(rt.CommitResult{HeadRevision: uint64(n), CheckpointRef: "ref" + string(rune('0'+n))})
+	}
+	read := func(head, ledger uint64) model.Outcome {
+		return model.OK(&rt.SessionRead{SessionID: "s", HeadRevision: head, CheckpointRef: "ref" + string(rune('0'+head)), Checkpoint: []byte{byte('0' + head)},
+			TokenLedger: []rt.UsageEntry{{Source: "a", Model: "m", Usage: rt.Usage{InputTokens: ledger * (ledger + 1) / 2}}}})
+	}
+	judge := func(m model.Model, readFirst bool, got model.Outcome) bool {
+		o := newOracle(m)
+		run := func(id int, op spec.Op, out model.Outcome) bool {
+			o.call(id, op, now)
+			_, ok := o.ret(id, op, out)
+			return ok
+		}
+		claim := rt.TryClaimSessionExecutionLease{SessionID: "s", OwnerID: "o", TTLMs: 100_000}
+		c1, r1 := commit(1)
+		if !run(0, claim, model.OK(&rt.SessionExecutionLease{SessionID: "s", OwnerID: "o", LeaseToken: token, FencingToken: 1,
+			ClaimedAtMs: now, ExpiresAtMs: now + 100_000})) || !run(1, c1, r1) {
+			t.Fatal("the lease and the first commit are refused")
+		}
+		c2, r2 := commit(2)
+		load := rt.LoadSession{}
+		o.call(2, c2, now)
+		o.call(3, load, now)
+		if readFirst {
+			_, ok := o.ret(3, load, got)
+			_, ok2 := o.ret(2, c2, r2)
+			return ok && ok2
+		}
+		_, ok := o.ret(2, c2, r2)
+		_, ok2 := o.ret(3, load, got)
+		return ok && ok2
+	}
+	for _, readFirst := range []bool{false, true} {
+		for _, c := range []struct {
+			name         string
+			got          model.Outcome
+			seed, atomic bool
+		}{
+			{"before the commit", read(1, 1), true, true},
+			{"after the commit", read(2, 2), true, true},
+			{"head before, ledger after", read(1, 2), true, false},
+			{"ledger before, head after", read(2, 1), false, false},
+		} {
+			if got := judge(model.Runtime{}, readFirst, c.got); got != c.seed {
+				t.Errorf("read returning first %v, %s: allowed %v under the seed's reading", readFirst, c.name, got)
+			}
+			if got := judge(model.Runtime{AtomicReads: true}, readFirst, c.got); got != c.atomic {
+				t.Errorf("read returning first %v, %s: allowed %v under atomic_reads", readFirst, c.name, got)
+			}
+		}
 	}
 }

@@ -33,6 +33,7 @@ const (
 	CapClientSchemaWriter = "client_schema_writer"
 	CapSnapshotRevision   = "snapshot_revision"
 	CapDurability         = "durability"
+	CapAtomicReads        = "atomic_reads"
 	CapYields             = "yields"
 	CapCrashPoints        = "crash_points"
 	CapStores             = "stores"
@@ -73,6 +74,10 @@ var CapabilityTable = []CapabilityInfo{
 		Means:   "what the store's acknowledged writes survive: `\"power_loss\"` (the default, when absent): a power cut, which keeps only what was synced (fsync, fdatasync), as SQLite's default `synchronous=FULL` gives; `\"process_crash\"`: the backend process's crash only (SQLite's WAL with `synchronous=NORMAL`, say). It counts for the runtime and client stores, whose seeds do not show whether a commit is synced before it is acknowledged; the continuity seed shows its store keeping SQLite's default, so a continuity store is held to power loss whatever is declared",
 		With:    "`\"power_loss\"`: the simulator cuts the power of the files the runs keep their databases in (a forgetful FUSE file system: a power cut loses every write not synced), and the power-loss specs run",
 		Without: "`\"process_crash\"`: for runtime and client the simulator cuts no power and the power-loss specs are skipped; the report says power loss was not explored, and why"},
+	{Name: CapAtomicReads, Value: "bool",
+		Means:   "every read operation reads one moment of the store (one transaction), including the reads the seeds run as several statements outside any transaction: runtime `load_session`, `list_queued_work` and `list_pending_queued_work`, continuity `resolve_many`, client `task_is_known`",
+		With:    "the linearizability check and the simulator hold each of those reads to one moment: its whole answer is one state of the store",
+		Without: "as the seeds read: each statement of those reads takes effect at its own moment of the call, each at or after the one before (rules `runtime.load_session.statements`, `runtime.list_queued_work.statements`, `continuity.resolve_many.one_read_per_identity`, `client.task_is_known.two_statements`), so a read may show a write that landed between two of its statements"},
 	{Name: CapYields, Value: "bool",
 		Means:   "an `op` request with `\"yields\": true` pauses at each of the operation's yield points until the kit resumes it (see Yield points)",
 		With:    "the simulator interleaves operations at their yield points and kills processes there",

@@ -69,4 +69,10 @@ type Capabilities struct {
 	// "" or DurabilityPowerLoss (a power cut: the default) or
 	// DurabilityProcessCrash (a process crash only; no power is cut).
 	Durability string `json:"durability,omitempty"`
+	// AtomicReads: every read operation reads one moment of the store (one
+	// transaction), including the reads a seed runs as several statements
+	// outside any transaction (runtime load_session and the queue lists,
+	// continuity resolve_many, client task_is_known): the checkers then
+	// judge each such read as one step, not statement by statement.
+	AtomicReads bool `json:"atomic_reads,omitempty"`
 }

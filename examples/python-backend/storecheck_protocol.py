@@ -433,7 +433,10 @@ class Backend:
     def hello(self, req):
         if req.get("version") != PROTOCOL_VERSION:
             raise bad_request(f"protocol version {req.get('version')!r} asked; this backend speaks 1")
-        caps = {"files": True, "shared_files": True, "in_memory": True, "sqlite_locking": True, "yields": True}
+        # Every read is one transaction (Db.run: BEGIN), the reads the seeds
+        # run as several statements included: atomic_reads.
+        caps = {"files": True, "shared_files": True, "in_memory": True, "sqlite_locking": True, "yields": True,
+                "atomic_reads": True}
         for cls in self.stores.values():
             caps.update(getattr(cls, "CAPABILITIES", {}))
         caps["crash_points"] = {s: list(c.CRASH_POINTS) for s, c in self.stores.items()}

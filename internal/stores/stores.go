@@ -184,10 +184,13 @@ func Reference() adapters.Backend { return Backend(Options{}) }
 // Backend is the reference backend as o asks.
 func Backend(o Options) adapters.Backend {
 	name := "reference"
-	caps := spec.Capabilities{Files: true, SharedFiles: true, SQLiteLocking: true, InMemory: true, ClientSchemaTable: true, ClientSchemaWriter: true}
+	// Every read of the reference is one transaction (sqlitedb.DB.Read),
+	// the reads the seeds run as several statements included: it declares
+	// atomic_reads, and is held to one moment for each.
+	caps := spec.Capabilities{Files: true, SharedFiles: true, SQLiteLocking: true, InMemory: true, ClientSchemaTable: true, ClientSchemaWriter: true, AtomicReads: true}
 	if o.InMemory {
 		name += " (in memory)"
-		caps = spec.Capabilities{InMemory: true}
+		caps = spec.Capabilities{InMemory: true, AtomicReads: true}
 	}
 	if o.Bug.Name() != "" {
 		name += " with bug " + o.Bug.Name()

@@ -42,7 +42,18 @@ import (
 // The first branch of every step is the reference's reading, so Expect
 // predicts the reference. Every time is kept in nanoseconds, as given; the
 // store's own now is the nowMS the operation ran at.
-type Client struct{}
+type Client struct {
+	// AtomicReads is a backend that reads task_is_known in one statement
+	// or transaction (capability atomic_reads): it is judged as one read.
+	AtomicReads bool
+}
+
+// Configure reads whether the backend reads atomically (capability
+// atomic_reads).
+func (m Client) Configure(caps spec.Capabilities) Model {
+	m.AtomicReads = caps.AtomicReads
+	return m
+}
 
 // The precisions a backend may keep times at, as bits of a mask.
 const (
@@ -842,9 +853,12 @@ func (bindClose) Result() any       { return nil }
 // Parts are the steps of the client operations the seed does not run as one
 // statement: task_is_known's two reads, and bind_task's close of the
 // session's other binding and the bind.
-func (Client) Parts(op spec.Op) []spec.Op {
+func (m Client) Parts(op spec.Op) []spec.Op {
 	switch o := op.(type) {
 	case c.TaskIsKnown:
+		if m.AtomicReads {
+			return nil
+		}
 		return []spec.Op{knownByBinding{o.TaskID}, knownByIntent{o.TaskID}}
 	case c.BindTask:
 		return []spec.Op{bindClose{o.SessionID, o.TaskID}, o}
@@ -855,13 +869,13 @@ func (Client) Parts(op spec.Op) []spec.Op {
 // Split cuts a false task_is_known into its two reads (a true one is true
 // at the moment of the read that found it, since a binding is never
 // removed, and is judged as one step), and a bind_task into its two steps.
-func (Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
+func (m Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
 	if got.Kind != "" {
 		return nil, nil, false
 	}
 	switch o := op.(type) {
 	case c.TaskIsKnown:
-		if got.Result == false {
+		if got.Result == false && !m.AtomicReads {
 			return []spec.Op{knownByBinding{o.TaskID}, knownByIntent{o.TaskID}}, []Outcome{OK(false), OK(false)}, true
 		}
 	case c.BindTask:

@@ -18,6 +18,9 @@ type Continuity struct {
 	// may answer false, io, or true and delete (see the rule
 	// continuity.delete_session_snapshot_if_current_revision.revision).
 	OpaqueRevision bool
+	// AtomicReads is a backend that reads resolve_many in one transaction
+	// (capability atomic_reads): it is judged as one read.
+	AtomicReads bool
 }
 
 type crec struct {
@@ -49,6 +52,7 @@ func (Continuity) Contract() spec.Contract { return c.Contract }
 // snapshot_revision).
 func (m Continuity) Configure(caps spec.Capabilities) Model {
 	m.OpaqueRevision = caps.SnapshotRevision == "opaque"
+	m.AtomicReads = caps.AtomicReads
 	return m
 }
 
@@ -323,10 +327,11 @@ func (m Continuity) Step(st State, op spec.Op, _ int64) []Branch {
 
 // Parts cuts a resolve_many of several identities into one read per
 // identity: the seed reads them one statement at a time, outside any
-// transaction (continuity.resolve_many.one_read_per_identity).
-func (Continuity) Parts(op spec.Op) []spec.Op {
+// transaction (continuity.resolve_many.one_read_per_identity), unless the
+// backend reads atomically.
+func (m Continuity) Parts(op spec.Op) []spec.Op {
 	o, ok := op.(c.ResolveMany)
-	if !ok {
+	if !ok || m.AtomicReads {
 		return nil
 	}
 	var ids []c.Identity

@@ -36,6 +36,9 @@ type Runtime struct {
 	// Tier is what DurabilityTierOp answers (default Durable). It is a
 	// constant of the backend, not state: the workload never asks it.
 	Tier r.DurabilityTier
+	// AtomicReads: the backend declared atomic_reads, so a read the seed
+	// runs as several statements is judged as one step (reads.go).
+	AtomicReads bool
 }
 
 // The rules of spec/runtime's table the branches name.
@@ -60,7 +63,8 @@ const (
 // RuntimeRules are the rules the model's branches name (a test holds each to
 // the contract's table).
 var RuntimeRules = []string{ruleInvalidAnyPoint, ruleFullGraph, ruleActivePath, ruleCompletedHeld, ruleCheckpoint,
-	ruleRepeatedNode, ruleBatchID, ruleInitialFence, rulePrefixReading, ruleClaimLease, ruleClaimFence, ruleRenewChanged, ruleGC}
+	ruleRepeatedNode, ruleBatchID, ruleInitialFence, rulePrefixReading, ruleClaimLease, ruleClaimFence, ruleRenewChanged, ruleGC,
+	ruleSessionStatements, ruleListStatements}
 
 type rtHead struct {
 	Session, Config, Frames, Frame, Ref, Leaf string
@@ -349,6 +353,8 @@ func (s RuntimeState) batchOut(q rtBatch) r.QueuedWorkBatch {
 func (Runtime) Keys(op spec.Op) []string {
 	lease := func(s string) string { return "lease:" + s }
 	switch o := op.(type) {
+	case runtimePart:
+		return o.keys()
 	case r.DurabilityTierOp:
 		return []string{}
 	case r.LoadSession, r.LoadNode, r.TombstoneNodes, r.Vacuum, r.GcUnreachable:
@@ -564,6 +570,8 @@ func (m Runtime) Step(st State, op spec.Op, now int64) []Branch {
 
 func (m Runtime) step(s RuntimeState, op spec.Op, now int64) []Branch {
 	switch o := op.(type) {
+	case runtimePart:
+		return o.step(s, now)
 	case r.DurabilityTierOp:
 		if m.Tier == "" {
 			return One(s, OK(r.Durable))

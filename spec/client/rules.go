@@ -377,7 +377,7 @@ var Rules = []spec.Rule{
 	{
 		ID: RuleKnownTwoStatements, Op: "task_is_known", Says: "task_is_known reads the bindings and the intents in two statements: a false answer is two reads, each at its own moment inside the call.",
 		Source:   quoted("SessionLedger::task_is_known", "if session_count > 0 { return Ok(true); } Ok(intent_stats(&conn, task_id)?.is_some())"),
-		Latitude: "A backend may read both at once; the linearizability check lets the two reads take effect at two points of the call.",
+		Latitude: "A backend may read both at once; the checkers let the two reads take effect at two points of the call, the bindings' first. One that reads them in one statement or transaction may declare it (capability atomic_reads) and is held to one moment.",
 	},
 	{
 		ID: "client.task_attempt.max", Op: "task_attempt", Says: "task_attempt is the highest attempt among the intents whose envelope names the task (client.envelope_task), in any state, and 0 when none does.",

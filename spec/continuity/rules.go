@@ -154,7 +154,7 @@ var Rules = []spec.Rule{
                 for id in &identities {
                     let mut stmt = connection
                         .prepare_cached(`),
-		Latitude: "The seed reads the identities one statement at a time, outside any transaction, so a write may land between two of them. A backend may read them together or one by one: the checkers let each identity's answer take effect at its own moment within the call.",
+		Latitude: "The seed reads the identities one statement at a time, outside any transaction, so a write may land between two of them. A backend may read them together or one by one: the checkers let each identity's answer take effect at its own moment within the call, in the order asked. One that reads them in one transaction may declare it (capability atomic_reads) and is held to one moment for the whole answer.",
 	},
 
 	// ----- session_snapshot_matches_current -----

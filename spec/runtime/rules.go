@@ -86,6 +86,12 @@ var Rules = []spec.Rule{
 	{ID: "runtime.load_session.token_ledger", Op: "load_session", Says: "The token ledger merges the usage deltas of every commit: one entry per (source, model), each count the sum of the deltas'.",
 		Source:   silent("load_session", "merge_token_ledger_entries and load_usage_deltas_conn are not shown"),
 		Latitude: "The order of the entries is the backend's: the kit compares them as a set."},
+	{ID: "runtime.load_session.statements", Op: "load_session", Says: "load_session reads in statements of its own, outside any transaction, in the seed's order: the head, the graph (from the head's leaf, or the scope's), the head's checkpoint by its ref, the usage deltas. Each may see the store at its own moment of the call, at or after the one before it: a head of one commit with the token ledger of a later one, or the head's ref with no checkpoint bytes when a later commit moved the head and a collection took them.",
+		Source: quoted("load_session", `self.conn
+            .call(move |conn| {
+                let outcome: Result<Option<PersistedSessionRead>, StoreError> = (|| {
+                    let Some(meta) = try_load_session_head_meta_from_conn(conn)? else {`),
+		Latitude: "The module comment says it of every pure read (\"Pure reads run through `self.conn.call(move |conn| { ... })`\"), and conn.call opens no transaction, unlike conn.write's BEGIN IMMEDIATE: across processes, a commit may land between two of the statements. A backend may read them in one transaction (the reference and the Python example do) and declare it (capability atomic_reads): the checkers then hold the whole answer to one moment. Without it they let each statement take effect at its own moment of the call, in the seed's order."},
 
 	// load_node
 	{ID: "runtime.load_node.live_only", Op: "load_node", Says: "load_node answers the node as committed, or none when it is unknown or tombstoned.",
@@ -344,6 +350,11 @@ var Rules = []spec.Rule{
 	{ID: "runtime.list_queued_work.all", Op: "list_queued_work", Says: "list_queued_work answers every batch of the session, claimed or delayed, in enqueue order, and no other session's.",
 		Source: quoted("list_queued_work", `WHERE session_id = ?1
                                  ORDER BY enqueue_seq ASC",`)},
+	{ID: "runtime.list_queued_work.statements", Op: "list_queued_work", Says: "list_queued_work and list_pending_queued_work read the batch rows in one statement and then each row's items, outside any transaction: a batch a commit completed or a cancel removed between the two may answer with no items. Every other batch answers as its row and items were at the rows' moment (a batch's items never change while it is stored).",
+		Source: quoted("list_queued_work", `rows.into_iter()
+                        .map(|row| queued_work_batch_from_conn(conn, row))
+                        .collect()`),
+		Latitude: "queued_work_batch_from_conn is not shown, but it takes the connection and a row already read, after the rows' statement, in a conn.call that opens no transaction; the kit reads it as a statement per row, and a batch gone by then as one with no items. A backend may read the list in one transaction and declare it (capability atomic_reads): every batch then answers its items. Without it, the checkers accept a batch with no items when it was gone, or had none, at a moment after the rows'."},
 
 	// list_pending_queued_work
 	{ID: "runtime.list_pending_queued_work.free", Op: "list_pending_queued_work", Says: "list_pending_queued_work answers the session's batches that are unclaimed or whose claim has expired, delayed ones included, in enqueue order.",

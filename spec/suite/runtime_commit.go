@@ -11,7 +11,7 @@ import (
 // The one write of a session's state, under its lease.
 func runtimeCommitSpecs(fx *runtimeFixture) {
 	Describe("commit_runtime_state", func() {
-		It("commits the first state at revision 1, and load_session returns every part of it", Rules("runtime.commit_runtime_state.revision", "runtime.commit_runtime_state.checkpoint", "runtime.commit_runtime_state.head_fields", "runtime.load_session.head", "runtime.opaque_values"), func() {
+		It("commits the first state at revision 1, and load_session returns every part of it", Rules("runtime.commit_runtime_state.revision", "runtime.commit_runtime_state.checkpoint", "runtime.commit_runtime_state.head_fields", "runtime.load_session.head", "runtime.load_session.statements", "runtime.opaque_values"), func() {
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "\x00checkpoint\xff")
 			cm.Graph = fx.appendNodes("child", fx.node("root", ""), fx.node("child", "root"))

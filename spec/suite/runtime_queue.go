@@ -395,7 +395,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("list_queued_work", func() {
-		It("lists every batch of the session in enqueue order, claimed or delayed, and no other session's", Rules("runtime.list_queued_work.all"), func() {
+		It("lists every batch of the session in enqueue order, claimed or delayed, and no other session's", Rules("runtime.list_queued_work.all", "runtime.list_queued_work.statements"), func() {
 			l := fx.lease(worker)
 			b1 := fx.mergeable()
 			d := fx.draft(rt.SlotMergeable, "k")
