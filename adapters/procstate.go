@@ -144,9 +144,11 @@ func pipeUnread(f *os.File) int {
 	return n
 }
 
-// sysExecve and sysRead are the x86-64 and arm64 numbers of execve and read.
-func isExecve(n int) bool { return n == 59 || n == 221 }
-func isRead(n int) bool   { return n == 0 || n == 63 }
+// isExecve and isRead tell the system calls by this machine's numbers
+// (/proc/PID/syscall gives the number): syscall's constants are the
+// architecture's own.
+func isExecve(n int) bool { return n == syscall.SYS_EXECVE }
+func isRead(n int) bool   { return n == syscall.SYS_READ }
 
 // stallVerdict watches the silent process over grace and says what it was
 // doing: kit is true when the stall is not the backend's. It is called with
@@ -168,8 +170,8 @@ func (p *process) stallVerdict(grace time.Duration, replied func(time.Duration) 
 		}
 		return "the operating system could not be asked what the process was doing (no /proc)", false, false
 	}
-	if inPipe > 0 || pipeUnread(p.outR) > 0 {
-		return fmt.Sprintf("the backend had written %d bytes the kit had not read yet: the kit's reader was not scheduled in time", max(inPipe, pipeUnread(p.outR))), true, false
+	if unread := max(inPipe, pipeUnread(p.outR)); unread > 0 {
+		return fmt.Sprintf("the backend had written %d bytes the kit had not read yet: the kit's reader was not scheduled in time", unread), true, false
 	}
 	cpu0, runq0 := totals(before)
 	cpu1, runq1 := totals(after)
