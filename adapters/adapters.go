@@ -61,6 +61,10 @@ type local[S interface{ Close() error }] struct {
 	apply func(ctx context.Context, s S, op spec.Op) (any, error)
 	mu    sync.Mutex
 	armed string
+	// points are the crash points the backend declares for the store,
+	// when it runs under one (declares): reaching another fails.
+	points   []string
+	declares bool
 }
 
 func (l *local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
@@ -68,6 +72,9 @@ func (l *local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
 	point := l.armed
 	l.armed = ""
 	l.mu.Unlock()
+	if l.declares {
+		ctx = spec.DeclareCrashPoints(ctx, l.points)
+	}
 	if point != "" {
 		var release func()
 		ctx, release = spec.ArmCrash(ctx, point)
@@ -77,6 +84,11 @@ func (l *local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
 }
 
 func (l *local[S]) Close() error { return l.store.Close() }
+
+// declare holds the store to the crash points its backend declares.
+func (l *local[S]) declare(points []string) {
+	l.points, l.declares = points, true
+}
 func (l *local[S]) Crash() error { return Crash(l.store) }
 
 // Arm makes the next operation crash at point: it runs with a context armed

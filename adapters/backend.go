@@ -90,7 +90,11 @@ func (b *inProcess) Open(ctx context.Context, store string, o spec.OpenOptions) 
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	return s.Open(ctx, o)
+	t, err := s.Open(ctx, o)
+	if d, ok := t.(interface{ declare([]string) }); ok && err == nil {
+		d.declare(b.info.Capabilities.CrashPoints[store])
+	}
+	return t, err
 }
 
 func (b *inProcess) Close() error { return nil }

@@ -80,7 +80,7 @@ func (r *runner) simulate() error {
 		if err != nil {
 			return &BackendError{err}
 		}
-		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, sweep, len(seeds), r.lines.widen())...)
+		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, sweep, backend.CrashPoints(), len(seeds), r.lines.widen())...)
 		if oneProcess != "" {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
@@ -164,9 +164,10 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 // killed, never crashed inside an operation; no yield point reached:
 // operations interleave whole), power loss where it could not be cut (what
 // sweep, summing the runs, says), and each rare event no run reached, with
-// the capability it needs or the rarity that kept it away (widen names
-// what runs more seeds).
-func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep sim.Result, seeds int, widen string) []string {
+// the capability it needs or the rarity that kept it away, and each
+// declared crash point no run crashed at (declared: the backend's for the
+// store; widen names what runs more seeds).
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep sim.Result, declared []string, seeds int, widen string) []string {
 	var notes []string
 	if seeds == 0 {
 		return nil
@@ -193,6 +194,14 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep s
 			why = r
 		}
 		notes = append(notes, fmt.Sprintf("%s: %q was not reached: %s", store, e, why))
+	}
+	points, armed := c.CrashPointsUnreached(declared)
+	for i, p := range points {
+		why := fmt.Sprintf("no operation of the %d seeds was armed at it (a longer sweep may: %s)", seeds, widen)
+		if armed[i] > 0 {
+			why = fmt.Sprintf("armed %d times, no armed operation reached it (they took other paths; a longer sweep may: %s; if it stays unreached, is it misspelt, or does the store no longer call it?)", armed[i], widen)
+		}
+		notes = append(notes, fmt.Sprintf("%s: crash point %q was not explored: %s", store, p, why))
 	}
 	return notes
 }

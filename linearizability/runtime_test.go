@@ -255,7 +255,8 @@ func TestRuntimeRenamedIdsAreLinearizable(t *testing.T) {
 	}
 	for seed := range seeds {
 		path := filepath.Join(t.TempDir(), "runtime.db")
-		b := RenamedRuntime(adapters.InProcess(adapters.Hello{Name: "reference"},
+		b := RenamedRuntime(adapters.InProcess(adapters.Hello{Name: "reference", Capabilities: adapters.Capabilities{
+			CrashPoints: map[string][]string{r.StoreName: refruntime.CrashPoints}}},
 			adapters.LocalStore{Contract: r.Contract, Open: refruntime.OpenTarget}))
 		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
 			return b.Open(ctx, r.StoreName, spec.OpenOptions{Path: path, Clock: clock})

@@ -195,6 +195,7 @@ func (e *engine) send(i int, st Step) bool {
 	e.calls++
 	p.armed = ""
 	if f.armed != "" {
+		e.res.Coverage[armedAt+f.armed]++
 		if err := p.p.Arm(f.armed); err != nil {
 			e.fail(&Failure{Step: i, What: e.describe(i, st, op), Backend: fmt.Errorf("arm %s: %w", f.armed, err)})
 			return false
@@ -273,7 +274,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.res.Coverage[ev]++
 	}
 	if crashed && f.armed != "" {
-		e.res.Coverage["crash at "+f.armed]++
+		e.res.Coverage[CrashedAt+f.armed]++
 		if strings.HasSuffix(f.armed, "/after_commit") {
 			e.res.Coverage[EventAnswerLost]++
 		} else {
@@ -306,6 +307,9 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	if !ok {
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
 			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
+		if err != nil && got.Kind != "" {
+			failure.Message = errorText(err)
+		}
 		if _, ok := contract.Rule(spec.PowerLossRule(contract.Name)); ok && e.cutAt >= 0 {
 			failure.AfterPowerCut, failure.PowerCutStep = spec.PowerLossRule(contract.Name), e.cutAt
 			failure.Rules = append(failure.Rules, failure.AfterPowerCut)

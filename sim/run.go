@@ -13,6 +13,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // Coverage events every store's runs count.
@@ -121,6 +122,36 @@ func (r Result) Unexplored() []string {
 	return out
 }
 
+// The coverage keys of crash points: CrashedAt+point counts the runs that
+// crashed there, armedAt+point the operations armed at it. A point armed
+// and never crashed at is one the store never reaches.
+const (
+	CrashedAt = "crash at "
+	armedAt   = "armed at "
+)
+
+// CrashPointsUnreached are the declared points no run crashed at, each
+// with how many operations were armed at it.
+func (c Coverage) CrashPointsUnreached(declared []string) (points []string, armed []int) {
+	for _, p := range declared {
+		if c[CrashedAt+p] == 0 {
+			points, armed = append(points, p), append(armed, c[armedAt+p])
+		}
+	}
+	return points, armed
+}
+
+// errorText is an error's first line without its kind, cut to a length a
+// failure line holds.
+func errorText(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	s = strings.TrimPrefix(s, string(spec.KindOf(err))+": ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
 // Failure is where the backend left the contract.
 type Failure struct {
 	// Step is the failing step's index in the schedule (-1 before the
@@ -131,6 +162,9 @@ type Failure struct {
 	What string
 	Op   string
 	Got  model.Outcome
+	// Message is the backend's own words when it answered an error: the
+	// one line that often says why ("crash point ... not declared").
+	Message string
 	// Allowed are the answers the model allowed, each with the rule that
 	// decides it; Rules the rules they name.
 	Allowed []string
@@ -150,7 +184,11 @@ func (f *Failure) Error() string {
 	if f.Backend != nil {
 		return fmt.Sprintf("step %d: %s: backend failure: %v", f.Step, f.What, f.Backend)
 	}
-	msg := fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, f.Got, strings.Join(f.Allowed, " or "))
+	got := f.Got.String()
+	if f.Message != "" {
+		got += " (its message: " + f.Message + ")"
+	}
+	msg := fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, got, strings.Join(f.Allowed, " or "))
 	if f.AfterPowerCut != "" {
 		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)
 	}

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -29,10 +31,17 @@ import (
 //     process on the spot the Nth time an armed point is reached, without
 //     closing anything: what "storecheck serve" and conformance.Serve do.
 
-// CrashPoint reaches the crash point named point. It returns an error only
-// when ctx was armed at this point (ArmCrash); the store must then return
-// it at once, committing nothing more.
+// CrashPoint reaches the crash point named point. It returns an error when
+// ctx was armed at this point (ArmCrash), and when the kit runs the
+// operation and the backend did not declare the point (DeclareCrashPoints):
+// a point the kit does not know of is one it can never crash at, so the
+// silence would hide a transaction it never tests. The store must return
+// the error at once, committing nothing more.
 func CrashPoint(ctx context.Context, point string) error {
+	if d, _ := ctx.Value(declaredKey{}).(declared); d.set && !slices.Contains(d.points, point) {
+		return Errorf(ErrBadRequest, "crash point %q reached but not declared, so it is never crashed at: declare it with the others of its store (a Go harness's CrashPoints, a program's hello crash_points; declared: %s)",
+			point, declaredList(d.points))
+	}
 	if fn := crashHook.Load(); fn != nil {
 		(*fn)(point)
 	}
@@ -46,6 +55,30 @@ func CrashPoint(ctx context.Context, point string) error {
 }
 
 type armedKey struct{}
+
+type declaredKey struct{}
+
+// declared are the crash points a backend declared for the store an
+// operation runs on; set tells an empty declaration from none at all.
+type declared struct {
+	points []string
+	set    bool
+}
+
+// DeclareCrashPoints returns a context in which reaching a crash point not
+// among points fails the operation, naming the point: the kit runs every
+// operation of a store with the points its backend declared for it, so a
+// declaration cannot silently disagree with the calls.
+func DeclareCrashPoints(ctx context.Context, points []string) context.Context {
+	return context.WithValue(ctx, declaredKey{}, declared{points: points, set: true})
+}
+
+func declaredList(points []string) string {
+	if len(points) == 0 {
+		return "none"
+	}
+	return strings.Join(points, ", ")
+}
 
 // armed is the crash point an operation's context is armed at, and how to
 // end the context when the point is reached.

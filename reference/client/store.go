@@ -130,6 +130,9 @@ var CrashPoints = []string{
 	"open_task/after_commit",
 	"settle_task/after_commit",
 	"insert_fault/after_commit",
+	"put_out_head/after_commit",
+	"put_prose/after_commit",
+	"put_config/after_commit",
 }
 
 // Options says how to open the store.

@@ -126,6 +126,10 @@ var CrashPoints = []string{
 	"abandon_queued_work_claim/after_commit",
 	"cancel_queued_work_batch/after_commit",
 	"tombstone_nodes/after_commit",
+	"save_session_meta/after_commit",
+	"stage_attachment/after_commit",
+	"vacuum/after_commit",
+	"gc_unreachable/after_commit",
 }
 
 // Options says how to open the store.
