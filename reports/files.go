@@ -29,7 +29,9 @@ func WriteDir(dir string, r Run) error {
 		JUnitFile: WriteJUnit,
 		JSONFile:  WriteJSON,
 		HTMLFile:  WriteHTML,
-		TextFile:  func(w io.Writer, r Run) error { WriteText(w, r); return nil },
+		// The saved summary is DefaultWidth wide whatever the terminal:
+		// the same run, the same bytes.
+		TextFile: func(w io.Writer, r Run) error { writeText(w, r, DefaultWidth); return nil },
 		CoverageFile: func(w io.Writer, r Run) error {
 			WriteCoverage(w, r.Coverage)
 			return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,37 @@ func TestWriteDirWritesEveryForm(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// The saved summary is as wide whatever the terminal that wrote it: the
+// same run, the same bytes; only the console follows the terminal.
+func TestSavedSummaryIgnoresTheTerminal(t *testing.T) {
+	defer func(ask func() (int, bool)) { terminalWidth = ask }(terminalWidth)
+	run := sample
+	run.Checks = append(slices.Clone(sample.Checks), Check{Store: "continuity", Layer: "sim", Name: "seed 3", Outcome: Failed, Message: "boom",
+		Interleaving: &Interleaving{Columns: []string{"process 0"}, Rows: []InterleavingRow{{Step: 1, Cells: []string{strings.Repeat("x", 150)}}}}})
+	var saved []string
+	for _, width := range []int{40, 200} {
+		terminalWidth = func() (int, bool) { return width, true }
+		dir := t.TempDir()
+		if err := WriteDir(dir, run); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, TextFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved = append(saved, string(b))
+		var console strings.Builder
+		WriteText(&console, run)
+		row := console.String()[strings.Index(console.String(), "    0001 │ "):]
+		row = row[:strings.Index(row, "\n")]
+		if n := len([]rune(row)); n > width || (width < 150 && !strings.HasSuffix(row, "x…")) {
+			t.Errorf("terminal %d wide: the console's row is %d wide: %q", width, n, row)
+		}
+	}
+	if saved[0] != saved[1] {
+		t.Errorf("the saved summary follows the terminal:\n%s\n---\n%s", saved[0], saved[1])
 	}
 }

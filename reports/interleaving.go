@@ -2,23 +2,9 @@ package reports
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
-
-// DefaultWidth is the terminal's width when it cannot be told.
-const DefaultWidth = 100
-
-// Width is the width of the terminal a report is printed on: $COLUMNS when
-// it is a number (a shell sets it), else DefaultWidth.
-func Width() int {
-	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
-		return n
-	}
-	return DefaultWidth
-}
 
 // consoleRows bounds the rows of an interleaving a console shows: a
 // schedule that was not shrunk has hundreds; its last rows are where it

@@ -160,8 +160,12 @@ func (r Run) Inconclusive() bool {
 }
 
 // WriteText writes the short summary a person reads on a terminal: a line
-// per store and layer, every failure by name, skip reasons once each.
-func WriteText(w io.Writer, r Run) {
+// per store and layer, every failure by name, skip reasons once each, fitted
+// to the console's Width.
+func WriteText(w io.Writer, r Run) { writeText(w, r, Width()) }
+
+// writeText is WriteText width runes wide.
+func writeText(w io.Writer, r Run, width int) {
 	fmt.Fprintf(w, "storecheck: backend %s, seed %d", r.Backend, r.Seed)
 	if r.Duration > 0 {
 		fmt.Fprintf(w, ", took %v", r.Duration.Round(time.Millisecond))
@@ -181,7 +185,6 @@ func WriteText(w io.Writer, r Run) {
 		fmt.Fprintln(w)
 	}
 	seen := map[string]bool{}
-	width := Width()
 	for _, c := range r.Checks {
 		switch {
 		case c.Outcome == Failed || c.Outcome == Inconclusive:

@@ -73,13 +73,22 @@ func TestReachSummary(t *testing.T) {
 	}
 }
 
-func TestWidthIsTheTerminalsOrAHundred(t *testing.T) {
+func TestWidthIsTheTerminalsThenColumnsThenAHundred(t *testing.T) {
+	defer func(ask func() (int, bool)) { terminalWidth = ask }(terminalWidth)
+	terminalWidth = func() (int, bool) { return 0, false }
 	t.Setenv("COLUMNS", "132")
 	if Width() != 132 {
-		t.Errorf("COLUMNS=132: %d", Width())
+		t.Errorf("no terminal, COLUMNS=132: %d", Width())
 	}
 	t.Setenv("COLUMNS", "wide")
 	if Width() != DefaultWidth {
-		t.Errorf("COLUMNS=wide: %d", Width())
+		t.Errorf("no terminal, COLUMNS=wide: %d", Width())
+	}
+	// The terminal's own width wins over a $COLUMNS the shell exported
+	// before the window was resized.
+	terminalWidth = func() (int, bool) { return 77, true }
+	t.Setenv("COLUMNS", "132")
+	if Width() != 77 {
+		t.Errorf("a terminal 77 wide, COLUMNS=132: %d", Width())
 	}
 }
