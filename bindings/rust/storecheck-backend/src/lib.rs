@@ -41,13 +41,15 @@
 
 mod db;
 mod error;
+mod revision;
 mod server;
 pub mod wire;
 
 pub use db::{Db, Flow, Tx};
 pub use error::Error;
+pub use revision::snapshot_revision;
 pub use server::{Backend, CRASH_EXIT_STATUS, Context, OpenRequest, Store, StoreDef};
-pub use wire::Capabilities;
+pub use wire::{Capabilities, Durability, SnapshotRevision};
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
