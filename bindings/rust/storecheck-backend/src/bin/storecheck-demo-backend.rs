@@ -1,10 +1,13 @@
 //! A small backend the crate's own tests speak to: a key-value store on
 //! SQLite through [`Db`], with a crash point between the two statements of
-//! a write, and a second store that declares capabilities of its own.
+//! a write, and a second store on the same code that declares capabilities
+//! of its own and no crash points (so its `put`, which reaches one, fails
+//! naming it; its `touch`, which reaches only the helper's `after_commit`,
+//! does not).
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use storecheck_backend::{Backend, Capabilities, Context, Db, Error, OpenRequest, Store, StoreDef, args};
+use storecheck_backend::{Backend, Capabilities, Context, Db, Durability, Error, OpenRequest, SnapshotRevision, Store, StoreDef, args};
 
 struct Kv {
     db: Db,
@@ -64,6 +67,17 @@ impl Store for Kv {
                     Ok(json!({"value": v, "writes": n}))
                 })
             }
+            "touch" => {
+                let g: Get = args(op, a)?;
+                self.db.write(cx, |tx| {
+                    tx.execute("INSERT INTO log(key, at_ms) VALUES(?1, ?2)", (&g.key, cx.now_ms()))?;
+                    Ok(Value::Null)
+                })
+            }
+            "revision" => {
+                let g: Get = args(op, a)?;
+                Ok(json!(storecheck_backend::snapshot_revision(g.key.as_bytes())))
+            }
             "now" => Ok(json!({"now_ms": cx.now_ms(), "timeout_ms": cx.timeout_ms()})),
             "fail" => {
                 let f: Fail = args(op, a)?;
@@ -75,9 +89,25 @@ impl Store for Kv {
 }
 
 fn main() {
-    let caps = Capabilities { files: true, shared_files: true, in_memory: true, yields: true, ..Default::default() };
+    let caps = Capabilities {
+        files: true,
+        shared_files: true,
+        in_memory: true,
+        yields: true,
+        durability: Some(Durability::PowerLoss),
+        snapshot_revision: Some(SnapshotRevision::Sha256),
+        ..Default::default()
+    };
+    let alone = Capabilities {
+        files: true,
+        in_memory: true,
+        durability: Some(Durability::ProcessCrash),
+        atomic_reads: true,
+        snapshot_revision: Some(SnapshotRevision::Opaque),
+        ..Default::default()
+    };
     Backend::new("storecheck-backend demo", caps)
         .store(StoreDef::new("kv", Kv::open).crash_points(["put/after_kv", "put/after_commit"]))
-        .store(StoreDef::new("kv_alone", Kv::open).capabilities(Capabilities { files: true, in_memory: true, ..Default::default() }))
+        .store(StoreDef::new("kv_alone", Kv::open).capabilities(alone))
         .serve()
 }
