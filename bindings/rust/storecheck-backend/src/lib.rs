@@ -1,6 +1,9 @@
 //! The storecheck wire protocol (docs/protocol.md, version 1) for a backend
 //! written in Rust: everything an author needs to be checked by storecheck,
 //! and nothing about any store's rules.
+//! The crate's README.md says how to install it (Debian's crates, offline),
+//! shows a backend in one screen, and explains capabilities, yield points,
+//! crash points and testing.
 //!
 //! An author writes the stores (each a [`Store`]: one `apply` that
 //! dispatches on the operation's name) and a `main` that hands them to a
