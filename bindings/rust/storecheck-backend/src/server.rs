@@ -308,10 +308,19 @@ impl Declared {
         self.by_op.get(op).is_some_and(|places| places.contains(place))
     }
 
+    /// The error of an undeclared point: it names the points declared for
+    /// the operation (a misspelt place is among them), or, when the
+    /// operation has none, every point of the store.
     fn undeclared(&self, op: &str, place: &str) -> Error {
-        let list: Vec<&String> = self.all.iter().collect();
+        let prefix = format!("{op}/");
+        let mine: Vec<&String> = self.all.iter().filter(|p| p.starts_with(&prefix)).collect();
+        let declared = if mine.is_empty() {
+            format!("declared: {:?}", self.all.iter().collect::<Vec<_>>())
+        } else {
+            format!("declared for {op}: {mine:?}")
+        };
         Error::bad_request(format!(
-            "crash point \"{op}/{place}\" reached but not declared: add it to the {} store's crash_points (declared: {list:?})",
+            "crash point \"{op}/{place}\" reached but not declared: add it to the {} store's crash_points ({declared})",
             self.store
         ))
     }
@@ -605,9 +614,10 @@ impl Context {
     /// that is not is a mistake of the backend's, caught on every reach,
     /// armed or not: the operation goes on, and its reply is then a
     /// `bad_request` error saying `crash point "<op>/<place>" reached but
-    /// not declared: add it to the <store> store's crash_points (declared:
-    /// [...])`, whatever the operation answered (the message goes to stderr
-    /// too).
+    /// not declared: add it to the <store> store's crash_points (declared
+    /// for <op>: [...])` (or every point of the store, when none is declared
+    /// for the operation), whatever the operation answered (the message goes
+    /// to stderr too).
     pub fn crash_point(&self, place: &str) {
         if !self.declared.contains(&self.op, place) {
             let mut first = self.undeclared.lock().unwrap_or_else(|e| e.into_inner());

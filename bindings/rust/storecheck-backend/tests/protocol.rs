@@ -312,6 +312,14 @@ fn a_crash_point_reached_but_not_declared_fails_the_operation_naming_it() {
     // that reaches no other point answers as usual.
     let r = b.call(json!({"id": 4, "type": "op", "handle": h, "store": "kv_alone", "op": "touch", "args": {"key": "a"}, "now_ms": 1}));
     assert_eq!(r, json!({"id": 4, "result": null}));
+    // In a store that declares points for the operation, the message lists
+    // those.
+    let h = b.open(6, "kv", &tmp("undeclared-kv"));
+    let r = b.call(json!({"id": 7, "type": "op", "handle": h, "store": "kv", "op": "put", "args": {"key": "a", "value": 1, "crash_place": "after_kv_typo"}, "now_ms": 1}));
+    assert_eq!(
+        message(&r),
+        "crash point \"put/after_kv_typo\" reached but not declared: add it to the kv store's crash_points (declared for put: [\"put/after_commit\", \"put/after_kv\"])"
+    );
     // The undeclared point cannot be armed either.
     let r = b.call(json!({"id": 5, "type": "arm_crash", "point": "put/after_nowhere", "nth": 1}));
     assert_eq!(kind(&r), "bad_request");

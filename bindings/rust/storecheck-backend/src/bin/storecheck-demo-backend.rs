@@ -18,6 +18,10 @@ struct Kv {
 struct Put {
     key: String,
     value: i64,
+    /// The place of the crash point between the two statements, when not
+    /// `after_kv` (a test's misspelt point).
+    #[serde(default)]
+    crash_place: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -54,7 +58,7 @@ impl Store for Kv {
                         "INSERT INTO kv(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                         (&p.key, p.value),
                     )?;
-                    tx.crash_point("after_kv");
+                    tx.crash_point(p.crash_place.as_deref().unwrap_or("after_kv"));
                     tx.execute("INSERT INTO log(key, at_ms) VALUES(?1, ?2)", (&p.key, cx.now_ms()))?;
                     Ok(Value::Null)
                 })
