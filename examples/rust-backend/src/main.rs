@@ -12,7 +12,7 @@ mod client;
 mod continuity;
 mod runtime;
 
-use storecheck_backend::{Backend, Capabilities, StoreDef};
+use storecheck_backend::{Backend, Capabilities, SnapshotRevision, StoreDef};
 
 fn main() {
     breaks::check();
@@ -24,7 +24,7 @@ fn main() {
         Capabilities { files: true, shared_files: true, in_memory: true, sqlite_locking: true, yields: true, ..Default::default() };
     let single_process = Capabilities {
         shared_files: breaks::on(breaks::CONTINUITY_CLAIMS_SHARED_FILES),
-        snapshot_revision: Some("opaque".into()),
+        snapshot_revision: Some(SnapshotRevision::Opaque),
         ..shared.clone()
     };
     Backend::new("rust-seeds (the seeds ported to rusqlite) 0.1", shared.clone())

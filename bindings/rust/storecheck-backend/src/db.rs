@@ -17,7 +17,10 @@ use crate::{Context, Error, OpenRequest};
 /// `<op>/before_read`) and after it is given back (`<op>/after_write`,
 /// `<op>/after_read`). After a commit, before its yield point, the crash
 /// point `<op>/after_commit` is reached (a crash there loses only the
-/// answer).
+/// answer) if the store declares it; this one point may be left
+/// undeclared, for the helper reaches it in every write whether the store
+/// wants it or not. Every point the body reaches with [`Tx::crash_point`]
+/// must be declared ([`crate::StoreDef::crash_points`]).
 pub struct Db {
     conn: Mutex<Connection>,
 }
@@ -46,7 +49,8 @@ impl Deref for Tx<'_> {
 
 impl Tx<'_> {
     /// Crash point `<op>/<place>`, between two statements of the
-    /// transaction: a crash there must leave nothing of the operation.
+    /// transaction: a crash there must leave nothing of the operation. The
+    /// point must be declared ([`Context::crash_point`]).
     pub fn crash_point(&self, place: &str) {
         self.cx.crash_point(place);
     }
@@ -120,7 +124,7 @@ impl Db {
             body(&conn)?
         };
         if write {
-            cx.crash_point("after_commit");
+            cx.crash_point_if_declared("after_commit");
         }
         cx.yield_point(&format!("after_{what}"))?;
         Ok(out)
@@ -148,7 +152,7 @@ impl Db {
             }
         };
         if writes {
-            cx.crash_point("after_commit");
+            cx.crash_point_if_declared("after_commit");
         }
         cx.yield_point(&format!("after_{what}"))?;
         Ok(out)

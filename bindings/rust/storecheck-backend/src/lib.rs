@@ -1,6 +1,9 @@
 //! The storecheck wire protocol (docs/protocol.md, version 1) for a backend
 //! written in Rust: everything an author needs to be checked by storecheck,
 //! and nothing about any store's rules.
+//! The crate's README.md says how to install it (Debian's crates, offline),
+//! shows a backend in one screen, and explains capabilities, yield points,
+//! crash points and testing.
 //!
 //! An author writes the stores (each a [`Store`]: one `apply` that
 //! dispatches on the operation's name) and a `main` that hands them to a
@@ -41,13 +44,15 @@
 
 mod db;
 mod error;
+mod revision;
 mod server;
 pub mod wire;
 
 pub use db::{Db, Flow, Tx};
 pub use error::Error;
+pub use revision::snapshot_revision;
 pub use server::{Backend, CRASH_EXIT_STATUS, Context, OpenRequest, Store, StoreDef};
-pub use wire::Capabilities;
+pub use wire::{Capabilities, Durability, SnapshotRevision};
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u64 = 1;

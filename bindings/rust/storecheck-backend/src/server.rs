@@ -1,7 +1,7 @@
 //! The request loop: framing, the handle table, dispatch, yields, crash
 //! points.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -67,14 +67,17 @@ pub struct StoreDef {
     name: String,
     open: Opener,
     crash_points: Vec<String>,
+    declared: Arc<Declared>,
     capabilities: Option<Capabilities>,
     schema_writer: Option<SchemaWriter>,
 }
 
 impl StoreDef {
     pub fn new<S: Store>(name: impl Into<String>, open: impl Fn(&OpenRequest) -> Result<S, Error> + Send + Sync + 'static) -> Self {
+        let name = name.into();
         StoreDef {
-            name: name.into(),
+            declared: Arc::new(Declared::new(&name, &[])),
+            name,
             open: Box::new(move |r| open(r).map(|s| Arc::new(s) as Arc<dyn Store>)),
             crash_points: Vec::new(),
             capabilities: None,
@@ -83,9 +86,21 @@ impl StoreDef {
     }
 
     /// The crash points `arm_crash` may arm in this store, each named
-    /// `<op>/<place>` as [`Context::crash_point`] reaches them.
+    /// `<op>/<place>` as [`Context::crash_point`] reaches them. Every point
+    /// the store's code reaches must be here: reaching one that is not
+    /// turns the operation's reply into a `bad_request` error naming it,
+    /// so a declaration cannot silently disagree with the code. (The one
+    /// point [`crate::Db`] reaches by itself, `<op>/after_commit`, is
+    /// reached only when it is declared.) Calling this again adds to the
+    /// list.
     pub fn crash_points<I: IntoIterator<Item = P>, P: Into<String>>(mut self, points: I) -> Self {
-        self.crash_points = points.into_iter().map(Into::into).collect();
+        for p in points {
+            let p: String = p.into();
+            if !self.crash_points.contains(&p) {
+                self.crash_points.push(p);
+            }
+        }
+        self.declared = Arc::new(Declared::new(&self.name, &self.crash_points));
         self
     }
 
@@ -262,6 +277,53 @@ fn decode(line: &[u8]) -> Result<Request, (u64, Error)> {
 struct Handle {
     name: String,
     store: Arc<dyn Store>,
+    declared: Arc<Declared>,
+}
+
+/// One store's declared crash points, by operation, for a lookup without
+/// building the point's name.
+#[derive(Default)]
+pub(crate) struct Declared {
+    store: String,
+    by_op: HashMap<String, HashSet<String>>,
+    /// Every declared name, sorted, for the message.
+    all: BTreeSet<String>,
+}
+
+impl Declared {
+    fn new(store: &str, points: &[String]) -> Declared {
+        let mut d = Declared { store: store.to_string(), ..Default::default() };
+        for p in points {
+            // A name without a slash can never be reached; it stays in the
+            // hello (the kit may arm it) and in the message.
+            if let Some((op, place)) = p.split_once('/') {
+                d.by_op.entry(op.to_string()).or_default().insert(place.to_string());
+            }
+            d.all.insert(p.clone());
+        }
+        d
+    }
+
+    fn contains(&self, op: &str, place: &str) -> bool {
+        self.by_op.get(op).is_some_and(|places| places.contains(place))
+    }
+
+    /// The error of an undeclared point: it names the points declared for
+    /// the operation (a misspelt place is among them), or, when the
+    /// operation has none, every point of the store.
+    fn undeclared(&self, op: &str, place: &str) -> Error {
+        let prefix = format!("{op}/");
+        let mine: Vec<&String> = self.all.iter().filter(|p| p.starts_with(&prefix)).collect();
+        let declared = if mine.is_empty() {
+            format!("declared: {:?}", self.all.iter().collect::<Vec<_>>())
+        } else {
+            format!("declared for {op}: {mine:?}")
+        };
+        Error::bad_request(format!(
+            "crash point \"{op}/{place}\" reached but not declared: add it to the {} store's crash_points ({declared})",
+            self.store
+        ))
+    }
 }
 
 pub(crate) struct Shared {
@@ -347,7 +409,8 @@ impl Shared {
                 let open = OpenRequest { store: store.clone(), path, now_ms: req.now_ms.unwrap_or(0), timeout_ms: timeout(req.timeout_ms) };
                 let s = (def.open)(&open)?;
                 let handle = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
-                self.handles.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Handle { name: store, store: s });
+                let declared = def.declared.clone();
+                self.handles.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Handle { name: store, store: s, declared });
                 Ok(json!({ "handle": handle }))
             }
             "close" => {
@@ -362,8 +425,13 @@ impl Shared {
                 let store = need(req.store, "op", "store")?;
                 let op = need(req.op, "op", "op")?;
                 let now_ms = need(req.now_ms, "op", "now_ms")?;
-                let h = self.handles.lock().unwrap_or_else(|e| e.into_inner()).get(&handle).map(|h| (h.name.clone(), h.store.clone()));
-                let (name, s) = h.ok_or_else(|| Error::bad_request(format!("{store} {op}: no open handle {handle}")))?;
+                let h = self
+                    .handles
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&handle)
+                    .map(|h| (h.name.clone(), h.store.clone(), h.declared.clone()));
+                let (name, s, declared) = h.ok_or_else(|| Error::bad_request(format!("{store} {op}: no open handle {handle}")))?;
                 if name != store {
                     return Err(Error::bad_request(format!("{store} {op}: handle {handle} is a {name} store")));
                 }
@@ -380,8 +448,17 @@ impl Shared {
                     timeout_ms: timeout(req.timeout_ms),
                     yields: req.yields.unwrap_or(false),
                     shared: self.clone(),
+                    declared,
+                    undeclared: Mutex::new(None),
                 };
-                s.apply(&cx, &op, args)
+                let res = s.apply(&cx, &op, args);
+                // A crash point reached but not declared fails the operation
+                // whatever it answered: the declaration is what the kit
+                // explores, and it must be the code's.
+                match cx.undeclared.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    Some(e) => Err(e),
+                    None => res,
+                }
             }
             "arm_crash" => {
                 let point = need(req.point, "arm_crash", "point")?;
@@ -480,6 +557,10 @@ pub struct Context {
     timeout_ms: i64,
     yields: bool,
     shared: Arc<Shared>,
+    declared: Arc<Declared>,
+    /// The first crash point reached that the store did not declare: the
+    /// operation's reply becomes this error.
+    undeclared: Mutex<Option<Error>>,
 }
 
 impl Context {
@@ -528,9 +609,41 @@ impl Context {
     /// A crash point, named `<op>/<place>`: when `arm_crash` armed it, the
     /// Nth reach exits the process at once with [`CRASH_EXIT_STATUS`],
     /// committing nothing more and answering nothing.
+    ///
+    /// The point must be among the store's [`StoreDef::crash_points`]. One
+    /// that is not is a mistake of the backend's, caught on every reach,
+    /// armed or not: the operation goes on, and its reply is then a
+    /// `bad_request` error saying `crash point "<op>/<place>" reached but
+    /// not declared: add it to the <store> store's crash_points (declared
+    /// for <op>: [...])` (or every point of the store, when none is declared
+    /// for the operation), whatever the operation answered (the message goes
+    /// to stderr too).
     pub fn crash_point(&self, place: &str) {
+        if !self.declared.contains(&self.op, place) {
+            let mut first = self.undeclared.lock().unwrap_or_else(|e| e.into_inner());
+            if first.is_none() {
+                let e = self.declared.undeclared(&self.op, place);
+                eprintln!("storecheck-backend: {}", e.message);
+                *first = Some(e);
+            }
+            return;
+        }
         if self.shared.any_armed.load(Ordering::Relaxed) {
             self.shared.reach(&format!("{}/{}", self.op, place));
         }
+    }
+
+    /// A crash point the store may leave undeclared: reached only when it
+    /// is declared ([`crate::Db`]'s `<op>/after_commit`).
+    pub(crate) fn crash_point_if_declared(&self, place: &str) {
+        if self.declared.contains(&self.op, place) {
+            self.crash_point(place);
+        }
+    }
+
+    /// Whether the store declared crash point `<op>/<place>` for this
+    /// operation.
+    pub fn declares_crash_point(&self, place: &str) -> bool {
+        self.declared.contains(&self.op, place)
     }
 }

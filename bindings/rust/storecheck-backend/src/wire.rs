@@ -43,18 +43,88 @@ pub(crate) struct Request {
 
 /// The optional features a backend (or one of its stores) declares in its
 /// hello; docs/protocol.md's capability table says what each one makes the
-/// kit check. Only what is declared is sent: absent is not declared.
+/// kit check. Only what is declared is sent: absent is not declared. The
+/// table's other two members are not here: `crash_points` is each
+/// [`crate::StoreDef::crash_points`], and `stores` each
+/// [`crate::StoreDef::capabilities`].
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Capabilities {
+    /// A store persists to the open's `path` and finds, opened again,
+    /// everything it acknowledged.
     pub files: bool,
+    /// Two handles (processes) may be open on one path at once.
     pub shared_files: bool,
+    /// `"in_memory": true` opens a private in-memory database.
     pub in_memory: bool,
+    /// `path` is a SQLite database the kit may lock from its own
+    /// connection (the open must then wait no longer than `timeout_ms`).
     pub sqlite_locking: bool,
+    /// The client store keeps its marker in `schema_meta(marker, version)`.
     pub client_schema_table: bool,
+    /// The backend answers `write_foreign_schema`
+    /// ([`crate::StoreDef::schema_writer`]).
     pub client_schema_writer: bool,
-    /// `Some("sha256")` or `Some("opaque")`; `None` is the default (sha256).
-    pub snapshot_revision: Option<String>,
+    /// How the continuity store computes a snapshot's revision; `None` is
+    /// the protocol's default, [`SnapshotRevision::Sha256`] (see
+    /// [`crate::snapshot_revision`]).
+    pub snapshot_revision: Option<SnapshotRevision>,
+    /// What acknowledged writes survive; `None` is the protocol's default,
+    /// [`Durability::PowerLoss`].
+    pub durability: Option<Durability>,
+    /// Every read operation reads one moment of the store (one
+    /// transaction), the seeds' multi-statement reads included.
+    pub atomic_reads: bool,
+    /// An op with `"yields": true` pauses at its yield points until resumed
+    /// ([`crate::Context::yield_point`]).
     pub yields: bool,
+}
+
+/// The `snapshot_revision` capability: how a continuity store computes the
+/// revision `delete_session_snapshot_if_current_revision` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotRevision {
+    /// `"sha256"`: the lowercase hex SHA-256 of the stored bytes
+    /// ([`crate::snapshot_revision`]); the kit computes it too and checks
+    /// more.
+    Sha256,
+    /// `"opaque"`: the backend's own, which the kit cannot compute (the
+    /// delete-at-revision spec is skipped).
+    Opaque,
+}
+
+impl SnapshotRevision {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SnapshotRevision::Sha256 => "sha256",
+            SnapshotRevision::Opaque => "opaque",
+        }
+    }
+}
+
+/// The `durability` capability: what a store's acknowledged writes survive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// `"power_loss"`: a power cut, which keeps only what was synced (SQLite's
+    /// default `synchronous=FULL`). The simulator cuts power.
+    PowerLoss,
+    /// `"process_crash"`: the process's crash only (WAL with
+    /// `synchronous=NORMAL`, say). For the runtime and client stores no
+    /// power is cut and the power-loss specs are skipped; a continuity store
+    /// is held to power loss whatever it declares.
+    ProcessCrash,
+}
+
+impl Durability {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::PowerLoss => "power_loss",
+            Durability::ProcessCrash => "process_crash",
+        }
+    }
 }
 
 impl Capabilities {
@@ -67,14 +137,18 @@ impl Capabilities {
             ("sqlite_locking", self.sqlite_locking),
             ("client_schema_table", self.client_schema_table),
             ("client_schema_writer", self.client_schema_writer),
+            ("atomic_reads", self.atomic_reads),
             ("yields", self.yields),
         ] {
             if on {
                 m.insert(name.into(), Value::Bool(true));
             }
         }
-        if let Some(r) = &self.snapshot_revision {
-            m.insert("snapshot_revision".into(), Value::String(r.clone()));
+        if let Some(r) = self.snapshot_revision {
+            m.insert("snapshot_revision".into(), Value::String(r.as_str().into()));
+        }
+        if let Some(d) = self.durability {
+            m.insert("durability".into(), Value::String(d.as_str().into()));
         }
         m
     }
@@ -274,6 +348,39 @@ mod tests {
         assert_eq!(Time::from_unix_ms(-1).format(3), "1969-12-31T23:59:59.999Z");
         for bad in ["", "2026-01-01", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00", "2026-01-01T00:00:00.Z"] {
             assert!(Time::parse(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn every_capability_is_sent_by_its_wire_name() {
+        let all = Capabilities {
+            files: true,
+            shared_files: true,
+            in_memory: true,
+            sqlite_locking: true,
+            client_schema_table: true,
+            client_schema_writer: true,
+            snapshot_revision: Some(SnapshotRevision::Opaque),
+            durability: Some(Durability::ProcessCrash),
+            atomic_reads: true,
+            yields: true,
+        };
+        assert_eq!(
+            Value::Object(all.to_json()),
+            serde_json::json!({
+                "files": true, "shared_files": true, "in_memory": true, "sqlite_locking": true,
+                "client_schema_table": true, "client_schema_writer": true, "snapshot_revision": "opaque",
+                "durability": "process_crash", "atomic_reads": true, "yields": true,
+            })
+        );
+        assert!(Capabilities::default().to_json().is_empty(), "absent is not declared");
+        for (d, name) in [(Durability::PowerLoss, "power_loss"), (Durability::ProcessCrash, "process_crash")] {
+            assert_eq!(serde_json::to_value(d).unwrap(), Value::String(name.into()));
+            assert_eq!(d.as_str(), name);
+        }
+        for (r, name) in [(SnapshotRevision::Sha256, "sha256"), (SnapshotRevision::Opaque, "opaque")] {
+            assert_eq!(serde_json::to_value(r).unwrap(), Value::String(name.into()));
+            assert_eq!(r.as_str(), name);
         }
     }
 

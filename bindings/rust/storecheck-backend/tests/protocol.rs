@@ -118,8 +118,12 @@ fn hello_declares_stores_capabilities_per_store_and_crash_points() {
             "stores": ["kv", "kv_alone"],
             "capabilities": {
                 "files": true, "shared_files": true, "in_memory": true, "yields": true,
+                "durability": "power_loss", "snapshot_revision": "sha256",
                 "crash_points": {"kv": ["put/after_kv", "put/after_commit"]},
-                "stores": {"kv_alone": {"files": true, "in_memory": true}},
+                "stores": {"kv_alone": {
+                    "files": true, "in_memory": true, "durability": "process_crash",
+                    "atomic_reads": true, "snapshot_revision": "opaque",
+                }},
             }
         })
     );
@@ -284,5 +288,63 @@ fn many_requests_in_flight_are_each_answered_once() {
     let mut ids: Vec<u64> = (0..50).map(|_| b.recv()["id"].as_u64().unwrap()).collect();
     ids.sort();
     assert_eq!(ids, (100..150).collect::<Vec<_>>());
+    assert_eq!(b.wait(), Some(0));
+}
+
+#[test]
+fn a_crash_point_reached_but_not_declared_fails_the_operation_naming_it() {
+    let mut b = Backend::start();
+    // kv_alone runs kv's code but declares no crash points; its put reaches
+    // put/after_kv.
+    let h = b.open(1, "kv_alone", &tmp("undeclared"));
+    let r = b
+        .call(json!({"id": 2, "type": "op", "handle": h, "store": "kv_alone", "op": "put", "args": {"key": "a", "value": 1}, "now_ms": 1}));
+    assert_eq!(kind(&r), "bad_request", "{r}");
+    assert_eq!(
+        message(&r),
+        "crash point \"put/after_kv\" reached but not declared: add it to the kv_alone store's crash_points (declared: [])"
+    );
+    // Unarmed or not, every reach is checked: the next put fails the same way.
+    let r = b
+        .call(json!({"id": 3, "type": "op", "handle": h, "store": "kv_alone", "op": "put", "args": {"key": "a", "value": 2}, "now_ms": 1}));
+    assert!(message(&r).contains("\"put/after_kv\" reached but not declared"), "{r}");
+    // The helper's own after_commit is reached only when declared: a write
+    // that reaches no other point answers as usual.
+    let r = b.call(json!({"id": 4, "type": "op", "handle": h, "store": "kv_alone", "op": "touch", "args": {"key": "a"}, "now_ms": 1}));
+    assert_eq!(r, json!({"id": 4, "result": null}));
+    // In a store that declares points for the operation, the message lists
+    // those.
+    let h = b.open(6, "kv", &tmp("undeclared-kv"));
+    let r = b.call(json!({"id": 7, "type": "op", "handle": h, "store": "kv", "op": "put", "args": {"key": "a", "value": 1, "crash_place": "after_kv_typo"}, "now_ms": 1}));
+    assert_eq!(
+        message(&r),
+        "crash point \"put/after_kv_typo\" reached but not declared: add it to the kv store's crash_points (declared for put: [\"put/after_commit\", \"put/after_kv\"])"
+    );
+    // The undeclared point cannot be armed either.
+    let r = b.call(json!({"id": 5, "type": "arm_crash", "point": "put/after_nowhere", "nth": 1}));
+    assert_eq!(kind(&r), "bad_request");
+    assert_eq!(b.wait(), Some(0), "a store's mistake is an answer, not the end of the process");
+}
+
+#[test]
+fn a_declared_crash_point_goes_on_unarmed_and_crashes_armed() {
+    let path = tmp("declared");
+    let mut b = Backend::start();
+    let h = b.open(1, "kv", &path);
+    let r = b.call(json!({"id": 2, "type": "op", "handle": h, "store": "kv", "op": "put", "args": {"key": "a", "value": 1}, "now_ms": 1}));
+    assert_eq!(r, json!({"id": 2, "result": null}), "put/after_kv and put/after_commit are declared: nothing to say");
+    let r = b.call(json!({"id": 3, "type": "op", "handle": h, "store": "kv", "op": "touch", "args": {"key": "a"}, "now_ms": 1}));
+    assert_eq!(r, json!({"id": 3, "result": null}), "touch/after_commit is not declared, so the helper does not reach it");
+    assert_eq!(b.call(json!({"id": 4, "type": "arm_crash", "point": "put/after_kv", "nth": 1})), json!({"id": 4, "result": null}));
+    b.send(json!({"id": 5, "type": "op", "handle": h, "store": "kv", "op": "put", "args": {"key": "a", "value": 2}, "now_ms": 1}));
+    assert_eq!(b.wait(), Some(storecheck_backend::CRASH_EXIT_STATUS));
+}
+
+#[test]
+fn the_revision_helper_is_the_hex_sha256_of_the_bytes() {
+    let mut b = Backend::start();
+    let h = b.open(1, "kv", &tmp("revision"));
+    let r = b.call(json!({"id": 2, "type": "op", "handle": h, "store": "kv", "op": "revision", "args": {"key": "abc"}, "now_ms": 1}));
+    assert_eq!(r["result"], json!("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
     assert_eq!(b.wait(), Some(0));
 }

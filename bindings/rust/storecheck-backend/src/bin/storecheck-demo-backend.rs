@@ -1,10 +1,13 @@
 //! A small backend the crate's own tests speak to: a key-value store on
 //! SQLite through [`Db`], with a crash point between the two statements of
-//! a write, and a second store that declares capabilities of its own.
+//! a write, and a second store on the same code that declares capabilities
+//! of its own and no crash points (so its `put`, which reaches one, fails
+//! naming it; its `touch`, which reaches only the helper's `after_commit`,
+//! does not).
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use storecheck_backend::{Backend, Capabilities, Context, Db, Error, OpenRequest, Store, StoreDef, args};
+use storecheck_backend::{Backend, Capabilities, Context, Db, Durability, Error, OpenRequest, SnapshotRevision, Store, StoreDef, args};
 
 struct Kv {
     db: Db,
@@ -15,6 +18,10 @@ struct Kv {
 struct Put {
     key: String,
     value: i64,
+    /// The place of the crash point between the two statements, when not
+    /// `after_kv` (a test's misspelt point).
+    #[serde(default)]
+    crash_place: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -51,7 +58,7 @@ impl Store for Kv {
                         "INSERT INTO kv(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                         (&p.key, p.value),
                     )?;
-                    tx.crash_point("after_kv");
+                    tx.crash_point(p.crash_place.as_deref().unwrap_or("after_kv"));
                     tx.execute("INSERT INTO log(key, at_ms) VALUES(?1, ?2)", (&p.key, cx.now_ms()))?;
                     Ok(Value::Null)
                 })
@@ -64,6 +71,17 @@ impl Store for Kv {
                     Ok(json!({"value": v, "writes": n}))
                 })
             }
+            "touch" => {
+                let g: Get = args(op, a)?;
+                self.db.write(cx, |tx| {
+                    tx.execute("INSERT INTO log(key, at_ms) VALUES(?1, ?2)", (&g.key, cx.now_ms()))?;
+                    Ok(Value::Null)
+                })
+            }
+            "revision" => {
+                let g: Get = args(op, a)?;
+                Ok(json!(storecheck_backend::snapshot_revision(g.key.as_bytes())))
+            }
             "now" => Ok(json!({"now_ms": cx.now_ms(), "timeout_ms": cx.timeout_ms()})),
             "fail" => {
                 let f: Fail = args(op, a)?;
@@ -75,9 +93,25 @@ impl Store for Kv {
 }
 
 fn main() {
-    let caps = Capabilities { files: true, shared_files: true, in_memory: true, yields: true, ..Default::default() };
+    let caps = Capabilities {
+        files: true,
+        shared_files: true,
+        in_memory: true,
+        yields: true,
+        durability: Some(Durability::PowerLoss),
+        snapshot_revision: Some(SnapshotRevision::Sha256),
+        ..Default::default()
+    };
+    let alone = Capabilities {
+        files: true,
+        in_memory: true,
+        durability: Some(Durability::ProcessCrash),
+        atomic_reads: true,
+        snapshot_revision: Some(SnapshotRevision::Opaque),
+        ..Default::default()
+    };
     Backend::new("storecheck-backend demo", caps)
         .store(StoreDef::new("kv", Kv::open).crash_points(["put/after_kv", "put/after_commit"]))
-        .store(StoreDef::new("kv_alone", Kv::open).capabilities(Capabilities { files: true, in_memory: true, ..Default::default() }))
+        .store(StoreDef::new("kv_alone", Kv::open).capabilities(alone))
         .serve()
 }
