@@ -58,9 +58,9 @@ type Env interface {
 	Intercept(p Plan) error
 	// CutPower cuts the power of the backend's folder on a forgetful file
 	// system (package fault/lossyfs): everything never synced is lost but
-	// for torn's prefix, what runs on the folder dies, and the power comes
-	// back. The simulator then starts every process again.
-	CutPower(ctx context.Context, torn lossyfs.Torn) error
+	// for the writes kept names, what runs on the folder dies, and the
+	// power comes back. The simulator then starts every process again.
+	CutPower(ctx context.Context, kept lossyfs.Fates) error
 }
 
 func opOrAny(op string) string {

@@ -83,9 +83,11 @@ type Drawing struct {
 	Deadlines    func() []int64
 	BoundaryRate float64
 	MaxMS        int64
-	// Unsynced counts the unsynced writes of each file of the run's
-	// folder, on a run on a forgetful file system (else nil).
-	Unsynced func() (map[string]int, error)
+	// Unsynced is the unsynced writes and truncations of each file of the
+	// run's folder, in order, on a run on a forgetful file system (else
+	// nil): the sectors each write covers (lossyfs.SectorSize), 0 for a
+	// truncation.
+	Unsynced func() (map[string][]int, error)
 }
 
 // Kind is a registered kind of fault.

@@ -85,11 +85,11 @@ func (p *Parts) Intercept(plan Plan) error {
 	return nil
 }
 
-func (p *Parts) CutPower(ctx context.Context, torn lossyfs.Torn) error {
+func (p *Parts) CutPower(ctx context.Context, kept lossyfs.Fates) error {
 	if p.Disk == nil {
 		return errors.New("power cut: a power cut needs the database on a forgetful file system (fault/lossyfs); the env has none")
 	}
-	if _, err := p.Disk.Cut(p.Dir, torn); err != nil {
+	if _, err := p.Disk.Cut(p.Dir, kept); err != nil {
 		return err
 	}
 	if p.Down != nil {

@@ -11,52 +11,92 @@ import (
 
 // PowerCut cuts the power of the machine the backend runs on: every process
 // on the database dies at once, everything the backend never synced (with
-// fsync or fdatasync) is lost, and the processes start again on what was
-// durable. The operations in flight are indefinite. With File set the cut
-// is torn: the first Keep of that file's unsynced writes and truncations
-// survive, as on a disk that wrote some of them before it lost power. It
-// needs the database on a file system that forgets (package fault/lossyfs),
-// which the simulator mounts (and a spec, Parts.Disk); File names a file of
-// the run's folder.
+// fsync or fdatasync) is lost but for the writes Kept names, and the
+// processes start again on what was durable. The operations in flight are
+// indefinite. Each unsynced write has a fate of its own (lossyfs.Fates):
+// kept whole, torn (some of its sectors kept), or lost, so the writes
+// between two syncs may survive in any subset, across files, as on a disk
+// that reorders its writes and lost power with some of them done. It needs
+// the database on a file system that forgets (package fault/lossyfs), which
+// the simulator mounts (and a spec, Parts.Disk); Kept names files of the
+// run's folder.
 type PowerCut struct {
-	File string
-	Keep int
+	Kept lossyfs.Fates
 }
 
 func (f PowerCut) Inject(ctx context.Context, env Env) error {
-	return env.CutPower(ctx, lossyfs.Torn{File: f.File, Keep: f.Keep})
+	return env.CutPower(ctx, f.Kept)
 }
 
 func (f PowerCut) String() string {
-	if f.File == "" {
+	if len(f.Kept) == 0 {
 		return "cut the power (every unsynced write is lost)"
 	}
-	return fmt.Sprintf("cut the power, torn: the first %d unsynced writes of %s survive", f.Keep, f.File)
+	s := make([]string, len(f.Kept))
+	for i, k := range f.Kept {
+		s[i] = k.String()
+	}
+	return "cut the power; of the unsynced writes only these survive: " + strings.Join(s, ", ")
 }
 
+// powerCutJSON is a cut's fates; File and Keep are what a schedule saved
+// before writes had fates of their own wrote (the first Keep unsynced
+// writes of File survive), read and never written.
 type powerCutJSON struct {
-	File string `json:"file,omitempty"`
-	Keep int    `json:"keep,omitempty"`
+	Kept lossyfs.Fates `json:"kept,omitempty"`
+	File string        `json:"file,omitempty"`
+	Keep int           `json:"keep,omitempty"`
+}
+
+func unwirePowerCut(j powerCutJSON) (PowerCut, error) {
+	if j.Keep < 0 || (j.Keep > 0) != (j.File != "") {
+		return PowerCut{}, fmt.Errorf("fault power_cut: keep %d needs a file, a file needs keep, and keep is never negative", j.Keep)
+	}
+	if j.File != "" && len(j.Kept) > 0 {
+		return PowerCut{}, fmt.Errorf("fault power_cut: file and keep (a torn prefix) or kept, not both")
+	}
+	kept := j.Kept
+	for n := 1; n <= j.Keep; n++ {
+		kept = append(kept, lossyfs.Kept{File: j.File, N: n})
+	}
+	type write struct {
+		file string
+		n    int
+	}
+	seen := map[write]bool{}
+	for _, k := range kept {
+		id := write{k.File, k.N}
+		switch {
+		case k.File == "" || k.N < 1:
+			return PowerCut{}, fmt.Errorf("fault power_cut: kept %s: each kept write needs a file and a number from 1", k)
+		case seen[id]:
+			return PowerCut{}, fmt.Errorf("fault power_cut: kept %s#%d twice", k.File, k.N)
+		case !slices.IsSorted(k.Sectors) || len(slices.Compact(slices.Clone(k.Sectors))) != len(k.Sectors) || (len(k.Sectors) > 0 && k.Sectors[0] < 0):
+			return PowerCut{}, fmt.Errorf("fault power_cut: kept %s: a torn write's sectors are distinct, in order, from 0", k)
+		}
+		seen[id] = true
+	}
+	return PowerCut{Kept: kept}, nil
 }
 
 // Power cuts come from a stream of their own: half the seeds cut no power,
 // the others a few times a run (about 2 or 6 of the default run's 600
-// decisions). A cut loses all that was never synced, or (half the time,
-// when a file has two or more unsynced writes) keeps a torn prefix of one
-// file's. The -shm file of SQLite is never a torn one: the kernel writes
-// its mmap'd pages back when it likes, so what it holds unsynced is not the
-// schedule's to say. A torn cut shrinks to one that keeps half as much,
-// then to one torn nowhere.
+// decisions). Half the cuts lose all that was never synced; the others give
+// each unsynced write a fate: half of those keep a prefix of one file's
+// writes (the writes persisted in order, as far as the disk got), the other
+// half draw each write's fate on its own, across files (kept 4 in 8, lost
+// 3 in 8, torn 1 in 8 when it covers two sectors or more: each of its
+// sectors kept or not, some kept and some not). The -shm file of SQLite is
+// never given a fate (its unsynced writes are lost): the kernel writes its
+// mmap'd pages back when it likes, so what it holds unsynced is not the
+// schedule's to say. A cut shrinks toward the simplest, every write lost:
+// first its torn writes are lost, the last first; then its kept writes
+// halve, the later half lost.
 var _ = Register(Def[PowerCut, powerCutJSON]{
-	Name: "power_cut",
-	Rank: 90,
-	Wire: func(f PowerCut) powerCutJSON { return powerCutJSON{File: f.File, Keep: f.Keep} },
-	Unwire: func(j powerCutJSON) (PowerCut, error) {
-		if j.Keep < 0 || (j.Keep > 0 && j.File == "") {
-			return PowerCut{}, fmt.Errorf("fault power_cut: keep %d needs a file and is never negative", j.Keep)
-		}
-		return PowerCut{File: j.File, Keep: j.Keep}, nil
-	},
+	Name:          "power_cut",
+	Rank:          90,
+	Wire:          func(f PowerCut) powerCutJSON { return powerCutJSON{Kept: f.Kept} },
+	Unwire:        unwirePowerCut,
 	ForgetfulDisk: true,
 	Draw: &Draw{Rates: []float64{0, 0, 0.003, 0.01}, Stream: 0x9077e2, Make: func(d *Drawing) (Fault, int) {
 		if d.R.IntN(2) == 0 {
@@ -67,22 +107,67 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 			return PowerCut{}, 0
 		}
 		var files []string
-		for f, n := range unsynced {
-			if n >= 2 && !strings.HasSuffix(f, "-shm") && f != "(unlinked)" {
+		for f := range unsynced {
+			if !strings.HasSuffix(f, "-shm") && f != "(unlinked)" {
 				files = append(files, f)
 			}
 		}
-		if len(files) == 0 {
-			return PowerCut{}, 0
-		}
 		slices.Sort(files)
-		f := files[d.R.IntN(len(files))]
-		return PowerCut{File: f, Keep: 1 + d.R.IntN(unsynced[f]-1)}, 0
+		if d.R.IntN(2) == 0 {
+			return tornPrefix(d, files, unsynced), 0
+		}
+		var kept lossyfs.Fates
+		for _, f := range files {
+			for i, sectors := range unsynced[f] {
+				switch r := d.R.IntN(8); {
+				case r < 4:
+					kept = append(kept, lossyfs.Kept{File: f, N: i + 1})
+				case r == 7 && sectors >= 2:
+					kept = append(kept, lossyfs.Kept{File: f, N: i + 1, Sectors: someSectors(d, sectors)})
+				}
+			}
+		}
+		return PowerCut{Kept: kept}, 0
 	}},
 	Shrink: func(f PowerCut) (PowerCut, bool) {
-		if f.Keep > 1 {
-			return PowerCut{File: f.File, Keep: f.Keep / 2}, true
+		for i := len(f.Kept) - 1; i >= 0; i-- {
+			if len(f.Kept[i].Sectors) > 0 {
+				return PowerCut{Kept: slices.Delete(slices.Clone(f.Kept), i, i+1)}, true
+			}
 		}
-		return PowerCut{}, f.File != ""
+		if len(f.Kept) == 0 {
+			return PowerCut{}, false
+		}
+		return PowerCut{Kept: slices.Clone(f.Kept[:len(f.Kept)/2])}, true
 	},
 })
+
+// tornPrefix keeps the first writes of one file (one with two or more),
+// some but not all of them.
+func tornPrefix(d *Drawing, files []string, unsynced map[string][]int) PowerCut {
+	files = slices.DeleteFunc(slices.Clone(files), func(f string) bool { return len(unsynced[f]) < 2 })
+	if len(files) == 0 {
+		return PowerCut{}
+	}
+	f := files[d.R.IntN(len(files))]
+	var kept lossyfs.Fates
+	for n, keep := 1, 1+d.R.IntN(len(unsynced[f])-1); n <= keep; n++ {
+		kept = append(kept, lossyfs.Kept{File: f, N: n})
+	}
+	return PowerCut{Kept: kept}
+}
+
+// someSectors is some of a write's n sectors (n >= 2), never none and never
+// all, in order.
+func someSectors(d *Drawing, n int) []int {
+	var out []int
+	for len(out) == 0 || len(out) == n {
+		out = out[:0]
+		for s := range n {
+			if d.R.IntN(2) == 0 {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}

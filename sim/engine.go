@@ -405,8 +405,8 @@ func (s *struck) Intercept(plan fault.Plan) error {
 	return nil
 }
 
-func (s *struck) CutPower(ctx context.Context, torn lossyfs.Torn) error {
-	if !s.e.strikePower(s.i, s.st, torn) {
+func (s *struck) CutPower(ctx context.Context, kept lossyfs.Fates) error {
+	if !s.e.strikePower(s.i, s.st, kept) {
 		return errStopped
 	}
 	return nil

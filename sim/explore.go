@@ -275,7 +275,7 @@ func (x *explorer) next(e *engine) ([]Step, bool) {
 	d := fault.Drawing{Processes: x.p.Processes, NowMS: now, Deadlines: func() []int64 { return x.deadlinesAfter(now) },
 		BoundaryRate: sw.BoundaryRate, MaxMS: sw.MaxJumpMS}
 	if e.disk != nil {
-		d.Unsynced = func() (map[string]int, error) { return e.disk.Unsynced(e.work) }
+		d.Unsynced = func() (map[string][]int, error) { return e.disk.Unsynced(e.work) }
 	}
 	// The kinds of streams of their own first, each from its stream; then
 	// one draw of the run's stream picks among the others.

@@ -31,9 +31,9 @@ const (
 	// EventPowerCut: the power was cut (every process died at once and
 	// what was never synced was lost).
 	EventPowerCut = "power cut"
-	// EventPowerCutTorn: a cut kept a prefix of one file's unsynced
-	// writes. Only a backend that leaves writes unsynced when it answers
-	// reaches it.
+	// EventPowerCutTorn: a cut kept some of the unsynced writes but not
+	// all, or tore one. Only a backend that leaves writes unsynced when it
+	// answers reaches it.
 	EventPowerCutTorn = "power cut, torn"
 )
 
@@ -150,7 +150,7 @@ func diskFor(subj Subject, s Schedule, dir string) (*lossyfs.Disk, func(), error
 // close of its last connection checkpoints the WAL into the database and
 // syncs it, which would make unsynced commits durable; after the cut that
 // close fails, as it would with no power.
-func (e *engine) strikePower(i int, st Step, torn lossyfs.Torn) bool {
+func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates) bool {
 	if e.disk == nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("the run has no forgetful file system to cut the power of")})
 		return false
@@ -161,17 +161,20 @@ func (e *engine) strikePower(i int, st Step, torn lossyfs.Torn) bool {
 	for _, p := range e.procs {
 		doom(p.p)
 	}
-	c, err := e.disk.Cut(e.work, torn)
+	c, err := e.disk.Cut(e.work, kept)
 	if err != nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
 		return false
 	}
 	e.res.Coverage[EventPowerCut]++
 	e.cutAt = i
-	if torn.File != "" {
-		n := c.Unsynced[torn.File]
-		e.trace(i, st.Process, fmt.Sprintf("  torn: %d of the %d unsynced writes of %s survive", c.Kept, n, torn.File))
-		if c.Kept > 0 && c.Kept < n {
+	if len(kept) > 0 {
+		n := 0
+		for _, k := range c.Unsynced {
+			n += k
+		}
+		e.trace(i, st.Process, fmt.Sprintf("  %d of the %d unsynced writes survive whole, %d torn", c.Kept, n, c.Torn))
+		if c.Torn > 0 || (c.Kept > 0 && c.Kept < n) {
 			e.res.Coverage[EventPowerCutTorn]++
 		}
 	}

@@ -21,9 +21,10 @@ import (
 // wrote (to apply it again) and the bytes and size it replaced (to undo
 // it). A sync empties the log: the durable image is then the current one.
 // A cut undoes every logged change, newest first, which leaves each file as
-// it was at its last sync; a torn cut then applies again the first Keep
-// changes of one file, as a disk that wrote some of them before it lost
-// power.
+// it was at its last sync; then it applies again, in the order they were
+// made, the changes the cut's fates keep (any subset, across files; a torn
+// write only in some of its sectors), as a disk that wrote some of them
+// before it lost power.
 //
 // Metadata (create, unlink, rename, mkdir, chmod) is not logged: it is
 // durable as soon as it returns, as on a file system that journals its
@@ -179,32 +180,74 @@ func (f *file) truncate(size int64) syscall.Errno {
 	return 0
 }
 
-// forget undoes every unsynced change, newest first, then applies the
-// first keep of them again. f.mu is held.
-func (f *file) forget(keep int) error {
+// sectors is how many sectors (SectorSize) a write covers; 0 for a
+// truncation.
+func (c change) sectors() int {
+	if c.trunc || len(c.data) == 0 {
+		return 0
+	}
+	first, last := c.off/SectorSize, (c.off+int64(len(c.data))-1)/SectorSize
+	return int(last - first + 1)
+}
+
+// forget undoes every unsynced change, newest first, which leaves the file
+// as its last sync did; then it applies again, in order, those kept names
+// (by their number, from 1), a torn write only in the sectors it keeps.
+// It answers how many it kept whole and torn. f.mu is held.
+func (f *file) forget(kept map[int]Kept) (int, int, error) {
 	for i := len(f.log) - 1; i >= 0; i-- {
 		c := f.log[i]
 		if err := syscall.Ftruncate(f.fd, c.size); err != nil {
-			return err
+			return 0, 0, err
 		}
 		if len(c.old) > 0 {
 			if _, err := syscall.Pwrite(f.fd, c.old, c.oldAt); err != nil {
-				return err
+				return 0, 0, err
 			}
 		}
 	}
-	for _, c := range f.log[:min(max(keep, 0), len(f.log))] {
+	whole, torn := 0, 0
+	for i, c := range f.log {
+		k, ok := kept[i+1]
+		if !ok {
+			continue
+		}
 		var err error
-		if c.trunc {
+		switch {
+		case c.trunc:
+			whole++
 			err = syscall.Ftruncate(f.fd, c.off)
-		} else {
+		case len(k.Sectors) == 0:
+			whole++
 			_, err = syscall.Pwrite(f.fd, c.data, c.off)
+		default:
+			torn++
+			err = c.tear(f.fd, k.Sectors)
 		}
 		if err != nil {
-			return err
+			return whole, torn, err
 		}
 	}
 	f.log = nil
+	return whole, torn, nil
+}
+
+// tear writes again, of write c, only the bytes that fall in the sectors
+// keep names (numbered from 0, c's first); a number past c's last is
+// nothing.
+func (c change) tear(fd int, keep []int) error {
+	first := c.off / SectorSize
+	end := c.off + int64(len(c.data))
+	for _, s := range keep {
+		lo := max((first+int64(s))*SectorSize, c.off)
+		hi := min((first+int64(s)+1)*SectorSize, end)
+		if s < 0 || lo >= hi {
+			continue
+		}
+		if _, err := syscall.Pwrite(fd, c.data[lo-c.off:hi-c.off], lo); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -4,10 +4,29 @@
 // fdatasync apart, so that a power cut can lose them. It is how the kit
 // tells a backend that makes its writes durable from one that only hands
 // them to the operating system: a process kill keeps what the kernel
-// cached, a power cut keeps only what was synced. LazyFS (Ramos et al.,
-// "When Amnesia Strikes", VLDB 2024), which Jepsen uses, is the model; this
-// is a smaller one, with the same two ways of losing: everything unsynced,
-// or a prefix of one file's unsynced writes (a torn write sequence).
+// cached, a power cut keeps only what was synced.
+//
+// The crash model. A cut gives every write and truncation made since its
+// file's last fsync or fdatasync a fate of its own (Fates), across all the
+// files of the folder: kept, lost, or torn, a torn write persisting some of
+// its sectors (SectorSize, 512 bytes, aligned on the file's offset 0) whole
+// and none of the others, which keep what they held before it. So the
+// writes between two syncs may persist in any subset, not only in the order
+// they were made: a disk and its cache may reorder writes (POSIX says
+// nothing of what survives a crash without fsync, only that fsync's data
+// is on the medium when it returns), and SQLite's own crash VFS
+// (src/test6.c) gives each unsynced write, of any file, its own fate the
+// same way (written, dropped, or its sectors overwritten; it writes
+// garbage where this model keeps the old sectors). SQLite's atomic-commit
+// page (sqlite.org/atomiccommit.html, "Hardware Assumptions") assumes that
+// disks write whole sectors and that they may reorder writes between
+// syncs, and nothing more, so its files survive every state the model
+// allows; its powersafe-overwrite assumption (sqlite.org/psow.html), that
+// a write changes no byte outside its range, is what sector-whole tearing
+// keeps. LazyFS (Ramos et al., "When Amnesia Strikes", VLDB 2024), which
+// Jepsen uses, models the same losses ("torn-seq" and "torn-op" faults);
+// the model's "all lost" and "a prefix of one file's writes" are two of the
+// states this one allows.
 //
 // Any process in any language can run on the mount unmodified (SQLite in
 // WAL mode, with its mmap'd -shm and POSIX locks, which the kernel keeps).
@@ -67,20 +86,50 @@ type Disk struct {
 	closed bool
 }
 
-// Torn is what survives a cut of one file: the first Keep of its unsynced
-// writes and truncations. The zero Torn keeps nothing of any file.
-type Torn struct {
-	File string // relative to the folder cut
-	Keep int
+// SectorSize is the granularity a torn write persists at: a write covers
+// the sectors of SectorSize bytes (aligned on the file's offset 0) its bytes
+// fall in, and a torn one persists some of them whole and none of the
+// others, which keep what they held before it. SQLite's crash VFS
+// (src/test6.c) tears writes the same way, at the sector size a file
+// declares (512 bytes by default).
+const SectorSize = 512
+
+// Kept names one unsynced write (or truncation) that a cut keeps: the Nth,
+// from 1, that File (relative to the folder cut) got since its last sync.
+// With Sectors set the write is torn: only those of its sectors persist,
+// numbered from 0 (the sector of its first byte); a truncation is never
+// torn.
+type Kept struct {
+	File    string `json:"file"`
+	N       int    `json:"n"`
+	Sectors []int  `json:"sectors,omitempty"`
 }
+
+func (k Kept) String() string {
+	if len(k.Sectors) == 0 {
+		return fmt.Sprintf("%s#%d", k.File, k.N)
+	}
+	s := make([]string, len(k.Sectors))
+	for i, n := range k.Sectors {
+		s[i] = strconv.Itoa(n)
+	}
+	return fmt.Sprintf("%s#%d (torn: sectors %s)", k.File, k.N, strings.Join(s, ","))
+}
+
+// Fates is what a cut keeps of the unsynced writes and truncations of every
+// file in the folder: each one named survives (whole, or torn), each one
+// not named is lost. Every write has a fate of its own, so the writes made
+// between two syncs may persist in any subset, across files, not only in
+// the order they were made. The nil Fates keeps nothing.
+type Fates []Kept
 
 // Cut is what a power cut lost.
 type Cut struct {
 	// Unsynced is how many unsynced writes and truncations each file had,
 	// by its path relative to the folder.
 	Unsynced map[string]int
-	// Kept is how many of the torn file's survived.
-	Kept int
+	// Kept is how many of them survived whole, Torn how many torn.
+	Kept, Torn int
 }
 
 // Mount mounts a forgetful file system in a private folder under scratch.
@@ -231,17 +280,18 @@ func (d *Disk) folderOf(dir string) (string, error) {
 }
 
 // Cut cuts the power of folder dir (directly under Dir): every unsynced
-// write and truncation of its files is lost, but for torn's prefix; every
+// write and truncation of its files is lost, but for those fates keeps
+// (applied again in the order they were made); every
 // handle open there is dead (a change through it fails with EIO, a read
 // still reads); and every change to the folder fails until Thaw. End every
 // process on the folder before the thaw.
-func (d *Disk) Cut(dir string, torn Torn) (Cut, error) {
+func (d *Disk) Cut(dir string, fates Fates) (Cut, error) {
 	sub, err := d.folderOf(dir)
 	if err != nil {
 		return Cut{}, err
 	}
-	r, err := d.call(request{Op: "cut", Dir: sub, Torn: torn.File, Keep: torn.Keep})
-	return Cut{Unsynced: r.Unsynced, Kept: r.Kept}, err
+	r, err := d.call(request{Op: "cut", Dir: sub, Fates: fates})
+	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn}, err
 }
 
 // Thaw gives folder dir its power back: processes started now find the
@@ -255,18 +305,20 @@ func (d *Disk) Thaw(dir string) error {
 	return err
 }
 
-// Unsynced counts the unsynced writes and truncations of each file of
-// folder dir, by its path relative to dir.
-func (d *Disk) Unsynced(dir string) (map[string]int, error) {
+// Unsynced is the unsynced writes and truncations of each file of folder
+// dir, by its path relative to dir ("(unlinked)" for files open but no
+// longer named), in the order the file got them: how many sectors each
+// write covers (SectorSize), 0 for a truncation.
+func (d *Disk) Unsynced(dir string) (map[string][]int, error) {
 	sub, err := d.folderOf(dir)
 	if err != nil {
 		return nil, err
 	}
 	r, err := d.call(request{Op: "unsynced", Dir: sub})
-	if r.Unsynced == nil {
-		r.Unsynced = map[string]int{}
+	if r.Pending == nil {
+		r.Pending = map[string][]int{}
 	}
-	return r.Unsynced, err
+	return r.Pending, err
 }
 
 // Unmount undoes the mount (lazily if a process still holds a file there)

@@ -52,9 +52,9 @@ func mountForTest(t *testing.T) (*Disk, string) {
 	return d, run
 }
 
-func cut(t *testing.T, d *Disk, dir string, torn Torn) Cut {
+func cut(t *testing.T, d *Disk, dir string, fates Fates) Cut {
 	t.Helper()
-	c, err := d.Cut(dir, torn)
+	c, err := d.Cut(dir, fates)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestACutLosesWhatWasNeverSynced(t *testing.T) {
 	if got := read(t, p); got != "SYNCED bytes and more" {
 		t.Fatalf("before the cut the file reads %q", got)
 	}
-	c := cut(t, d, run, Torn{})
+	c := cut(t, d, run, nil)
 	if got := read(t, p); got != "synced bytes" {
 		t.Errorf("after the cut the file reads %q, want what was synced", got)
 	}
@@ -123,7 +123,7 @@ func TestACutUndoesTruncations(t *testing.T) {
 	if got := read(t, p); got != "012\x00\x00\x00x\x00" {
 		t.Fatalf("before the cut the file reads %q", got)
 	}
-	cut(t, d, run, Torn{})
+	cut(t, d, run, nil)
 	if got := read(t, p); got != "0123456789" {
 		t.Errorf("after the cut the file reads %q, want 0123456789", got)
 	}
@@ -144,15 +144,16 @@ func TestFdatasyncAndOSyncMakeWritesDurable(t *testing.T) {
 	}
 	b.WriteString("sync")
 	b.Close()
-	cut(t, d, run, Torn{})
+	cut(t, d, run, nil)
 	if got := read(t, filepath.Join(run, "a")) + read(t, filepath.Join(run, "b")); got != "datasync" {
 		t.Errorf("after the cut: %q, want datasync", got)
 	}
 }
 
-// A torn cut keeps a prefix of one file's unsynced changes, in order, and
-// loses the rest and every other file's.
-func TestATornCutKeepsAPrefixOfOneFile(t *testing.T) {
+// A cut may keep a prefix of one file's unsynced changes, in order, and
+// lose the rest and every other file's (the old model's torn cut, one of
+// the states the new one allows).
+func TestACutMayKeepAPrefixOfOneFile(t *testing.T) {
 	d, run := mountForTest(t)
 	p, other := filepath.Join(run, "wal"), filepath.Join(run, "db")
 	f, _ := os.Create(p)
@@ -162,18 +163,75 @@ func TestATornCutKeepsAPrefixOfOneFile(t *testing.T) {
 	f.Close()
 	os.WriteFile(other, []byte("lost"), 0o644)
 	u, err := d.Unsynced(run)
-	if err != nil || u["wal"] != 3 || u["db"] != 1 {
-		t.Fatalf("unsynced: %v %v, want wal: 3, db: 1", u, err)
+	if err != nil || !slices.Equal(u["wal"], []int{1, 1, 1}) || !slices.Equal(u["db"], []int{1}) {
+		t.Fatalf("unsynced: %v %v, want wal: three writes of one sector, db: one", u, err)
 	}
-	c := cut(t, d, run, Torn{File: "wal", Keep: 2})
+	c := cut(t, d, run, Fates{{File: "wal", N: 1}, {File: "wal", N: 2}})
 	if got := read(t, p); got != "one two " {
 		t.Errorf("the torn file reads %q, want its first two writes", got)
 	}
 	if got := read(t, other); got != "" {
 		t.Errorf("another file reads %q, want nothing", got)
 	}
-	if c.Kept != 2 {
-		t.Errorf("kept %d, want 2", c.Kept)
+	if c.Kept != 2 || c.Torn != 0 || c.Unsynced["wal"] != 3 || c.Unsynced["db"] != 1 {
+		t.Errorf("the cut says %+v, want 2 of wal's 3 and db's 1 kept", c)
+	}
+}
+
+// Every unsynced write has a fate of its own: a cut may keep a later write
+// of one file and lose an earlier one, and keep one file's write while it
+// loses an earlier one of another file's. The old model (all lost, or a
+// prefix of one file's) allowed neither state.
+func TestACutKeepsAnySubsetOfTheWritesAcrossFiles(t *testing.T) {
+	d, run := mountForTest(t)
+	wal, db := filepath.Join(run, "wal"), filepath.Join(run, "db")
+	os.WriteFile(db, []byte("old-page"), 0o644)
+	g, _ := os.OpenFile(db, os.O_RDWR, 0)
+	g.Sync()
+	g.WriteAt([]byte("NEW-"), 0) // db#1, before every write of wal's
+	f, _ := os.Create(wal)
+	f.WriteString("one ")        // wal#1
+	f.WriteString("two ")        // wal#2
+	f.WriteString("three")       // wal#3
+	g.WriteAt([]byte("PAGE"), 4) // db#2
+	g.Close()
+	f.Close()
+	c := cut(t, d, run, Fates{{File: "wal", N: 3}, {File: "db", N: 2}, {File: "wal", N: 1}})
+	if got, want := read(t, wal), "one \x00\x00\x00\x00three"; got != want {
+		t.Errorf("wal reads %q after keeping its writes 1 and 3, want %q (the lost second reads as the hole it left)", got, want)
+	}
+	if got, want := read(t, db), "old-PAGE"; got != want {
+		t.Errorf("db reads %q after keeping its second write and losing its first, want %q", got, want)
+	}
+	if c.Kept != 3 || c.Torn != 0 {
+		t.Errorf("the cut says %+v, want 3 kept", c)
+	}
+}
+
+// A torn write persists some of its sectors (SectorSize bytes, aligned on
+// the file's offset 0) whole and none of the others, which keep what they
+// held before it; the sectors are numbered from the write's first.
+func TestATornWriteKeepsSomeOfItsSectors(t *testing.T) {
+	d, run := mountForTest(t)
+	p := filepath.Join(run, "f")
+	f, _ := os.Create(p)
+	f.Write(bytes.Repeat([]byte("a"), 4*SectorSize))
+	f.Sync()
+	// Sectors 0 (from byte 256), 1, 2, 3 and 4 (past the synced end).
+	f.WriteAt(bytes.Repeat([]byte("b"), 4*SectorSize), SectorSize/2)
+	f.WriteAt([]byte("c"), 0)
+	f.Close()
+	u, _ := d.Unsynced(run)
+	if !slices.Equal(u["f"], []int{5, 1}) {
+		t.Fatalf("unsynced %v, want f: a write of 5 sectors and one of 1", u)
+	}
+	c := cut(t, d, run, Fates{{File: "f", N: 1, Sectors: []int{1, 4}}})
+	want := strings.Repeat("a", SectorSize) + strings.Repeat("b", SectorSize) + strings.Repeat("a", 2*SectorSize) + strings.Repeat("b", SectorSize/2)
+	if got := read(t, p); got != want {
+		t.Errorf("after the torn cut the file reads %d bytes, %q...; want sectors 1 and 4 of the write only (%d bytes)", len(got), got[:min(len(got), 40)], len(want))
+	}
+	if c.Kept != 0 || c.Torn != 1 {
+		t.Errorf("the cut says %+v, want one torn", c)
 	}
 }
 
@@ -190,7 +248,7 @@ func TestHandlesOpenedBeforeACutAreDead(t *testing.T) {
 	f.WriteString("durable")
 	f.Sync()
 	defer f.Close()
-	if _, err := d.Cut(run, Torn{}); err != nil {
+	if _, err := d.Cut(run, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.WriteAt([]byte("X"), 0); !errors.Is(err, syscall.EIO) {
@@ -255,7 +313,7 @@ func TestAWriteInFlightIsBeforeOrAfterTheCut(t *testing.T) {
 		}()
 	}
 	time.Sleep(20 * time.Millisecond)
-	if _, err := d.Cut(run, Torn{}); err != nil {
+	if _, err := d.Cut(run, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.WriteAt([]byte("late"), 0)
@@ -330,7 +388,7 @@ func TestSQLiteOnTheMountKeepsExactlyWhatItSynced(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := d.Cut(run, Torn{}); err != nil {
+			if _, err := d.Cut(run, nil); err != nil {
 				t.Fatal(err)
 			}
 			db.Close() // fails to checkpoint: the power is off
@@ -363,7 +421,7 @@ func TestClosingBeforeTheCutWouldSyncWhatTheCutMustLose(t *testing.T) {
 		}
 	}
 	db.Close()
-	cut(t, d, run, Torn{})
+	cut(t, d, run, nil)
 	db = sqliteDB(t, path, "NORMAL")
 	defer db.Close()
 	if n := rows(t, db); n != 20 {

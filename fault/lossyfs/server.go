@@ -41,20 +41,21 @@ type serveConfig struct {
 
 // request is what the program asks the server, one JSON line each.
 type request struct {
-	Op   string `json:"op"` // "cut", "thaw" or "unsynced"
-	Dir  string `json:"dir"`
-	Torn string `json:"torn,omitempty"`
-	Keep int    `json:"keep,omitempty"`
+	Op    string `json:"op"` // "cut", "thaw" or "unsynced"
+	Dir   string `json:"dir"`
+	Fates Fates  `json:"fates,omitempty"`
 }
 
 // reply is the server's answer to a request (the first line it writes is
 // its answer to mounting: ready or an error).
 type reply struct {
-	Ready    bool           `json:"ready,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Errno    int            `json:"errno,omitempty"`
-	Unsynced map[string]int `json:"unsynced,omitempty"`
-	Kept     int            `json:"kept,omitempty"`
+	Ready    bool             `json:"ready,omitempty"`
+	Error    string           `json:"error,omitempty"`
+	Errno    int              `json:"errno,omitempty"`
+	Unsynced map[string]int   `json:"unsynced,omitempty"`
+	Pending  map[string][]int `json:"pending,omitempty"`
+	Kept     int              `json:"kept,omitempty"`
+	Torn     int              `json:"torn,omitempty"`
 }
 
 func init() {
@@ -157,13 +158,13 @@ func (l *lossy) answer(req request) reply {
 	}
 	switch req.Op {
 	case "unsynced":
-		return reply{Unsynced: l.unsynced(req.Dir)}
+		return reply{Pending: l.unsynced(req.Dir)}
 	case "cut":
-		unsynced, kept, err := l.powerCut(req.Dir, req.Torn, req.Keep)
+		unsynced, kept, torn, err := l.powerCut(req.Dir, req.Fates)
 		if err != nil {
 			return reply{Error: err.Error()}
 		}
-		return reply{Unsynced: unsynced, Kept: kept}
+		return reply{Unsynced: unsynced, Kept: kept, Torn: torn}
 	case "thaw":
 		l.thaw(req.Dir)
 		return reply{}
@@ -190,19 +191,23 @@ func (l *lossy) names(sub string) map[uint64]string {
 	return out
 }
 
-// unsynced counts the unsynced changes of each file of folder sub (by its
-// path relative to sub; "(unlinked)" for files open but no longer named).
-func (l *lossy) unsynced(sub string) map[string]int {
+// unsynced is the unsynced changes of each file of folder sub (by its path
+// relative to sub; "(unlinked)" for files open but no longer named), in
+// order: the sectors each write covers, 0 for a truncation.
+func (l *lossy) unsynced(sub string) map[string][]int {
 	l.cut.Lock()
 	defer l.cut.Unlock()
 	names := l.names(sub)
-	out := map[string]int{}
+	out := map[string][]int{}
 	l.filesMu.Lock()
 	defer l.filesMu.Unlock()
 	for ino, f := range l.files {
 		f.mu.Lock()
 		if f.sub == sub && len(f.log) > 0 {
-			out[nameOr(names, ino)] += len(f.log)
+			name := nameOr(names, ino)
+			for _, c := range f.log {
+				out[name] = append(out[name], c.sectors())
+			}
 		}
 		f.mu.Unlock()
 	}
@@ -218,15 +223,22 @@ func nameOr(names map[uint64]string, ino uint64) string {
 
 // powerCut loses the power of folder sub: it is frozen (until thaw), every
 // handle open in it is dead, and every unsynced change of its files is
-// undone, except the first keep of file torn. It answers how many unsynced
-// changes each file had, and how many of torn's survived.
-func (l *lossy) powerCut(sub, torn string, keep int) (map[string]int, int, error) {
+// undone, but for those fates keeps. It answers how many unsynced changes
+// each file had, and how many survived whole and torn.
+func (l *lossy) powerCut(sub string, fates Fates) (map[string]int, int, int, error) {
 	l.cut.Lock()
 	defer l.cut.Unlock()
 	l.frozen[sub] = true
 	l.gens[sub]++
 	names := l.names(sub)
-	unsynced, kept := map[string]int{}, 0
+	byFile := map[string]map[int]Kept{}
+	for _, k := range fates {
+		if byFile[k.File] == nil {
+			byFile[k.File] = map[int]Kept{}
+		}
+		byFile[k.File][k.N] = k
+	}
+	unsynced, kept, torn := map[string]int{}, 0, 0
 	l.filesMu.Lock()
 	defer l.filesMu.Unlock()
 	var errs []error
@@ -236,15 +248,17 @@ func (l *lossy) powerCut(sub, torn string, keep int) (map[string]int, int, error
 		}
 		f.mu.Lock()
 		name := nameOr(names, ino)
-		n, k := len(f.log), 0
-		if n > 0 {
+		if n := len(f.log); n > 0 {
 			unsynced[name] += n
 		}
-		if torn != "" && name == torn {
-			k = min(max(keep, 0), n)
-			kept = k
+		// An unlinked file has no name a fate could give.
+		var mine map[int]Kept
+		if name != "(unlinked)" {
+			mine = byFile[name]
 		}
-		if err := f.forget(k); err != nil {
+		k, t, err := f.forget(mine)
+		kept, torn = kept+k, torn+t
+		if err != nil {
 			errs = append(errs, fmt.Errorf("lossyfs: forgetting %s: %w", name, err))
 		}
 		if f.open == 0 {
@@ -255,9 +269,9 @@ func (l *lossy) powerCut(sub, torn string, keep int) (map[string]int, int, error
 		f.mu.Unlock()
 	}
 	if len(errs) > 0 {
-		return unsynced, kept, errs[0]
+		return unsynced, kept, torn, errs[0]
 	}
-	return unsynced, kept, nil
+	return unsynced, kept, torn, nil
 }
 
 // thaw gives folder sub its power back, and has the kernel drop what it
