@@ -54,6 +54,13 @@ type lossy struct {
 
 	filesMu sync.Mutex
 	files   map[uint64]*file // by backing inode, while open or unsynced
+
+	// arms are the sync faults armed on each folder (sync.go); struck,
+	// for a folder whose power a sync crash cut, what it lost, until
+	// asked. struck is guarded by cut.
+	armsMu sync.Mutex
+	arms   map[string][]arm
+	struck map[string]reply
 }
 
 // file is a backing file that is open or has unsynced changes.
@@ -68,7 +75,11 @@ type file struct {
 
 // change is one write or truncation since the file's last sync.
 type change struct {
-	trunc bool
+	// dropped: a failed sync dropped it (syncFailed): never durable, so
+	// a cut loses it whatever its fate, and a later sync does not make
+	// it durable.
+	dropped bool
+	trunc   bool
 	off   int64  // a write's offset; a truncation's new size
 	data  []byte // a write's bytes
 	size  int64  // the file's size before
@@ -77,7 +88,8 @@ type change struct {
 }
 
 func newLossy(backing string) *lossy {
-	return &lossy{backing: backing, gens: map[string]uint64{}, frozen: map[string]bool{}, files: map[uint64]*file{}}
+	return &lossy{backing: backing, gens: map[string]uint64{}, frozen: map[string]bool{}, files: map[uint64]*file{},
+		arms: map[string][]arm{}, struck: map[string]reply{}}
 }
 
 // subOf is the folder under the mount point that rel (a path relative to
@@ -181,8 +193,11 @@ func (f *file) truncate(size int64) syscall.Errno {
 }
 
 // sectors is how many sectors (SectorSize) a write covers; 0 for a
-// truncation.
+// truncation, -1 for a change a failed sync dropped (it has no fate).
 func (c change) sectors() int {
+	if c.dropped {
+		return -1
+	}
 	if c.trunc || len(c.data) == 0 {
 		return 0
 	}
@@ -209,7 +224,7 @@ func (f *file) forget(kept map[int]Kept) (int, int, error) {
 	whole, torn := 0, 0
 	for i, c := range f.log {
 		k, ok := kept[i+1]
-		if !ok {
+		if !ok || c.dropped {
 			continue
 		}
 		var err error
@@ -335,7 +350,11 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		n.l.cut.Lock()
 		delete(n.l.gens, rel)
 		delete(n.l.frozen, rel)
+		delete(n.l.struck, rel)
 		n.l.cut.Unlock()
+		n.l.armsMu.Lock()
+		delete(n.l.arms, rel)
+		n.l.armsMu.Unlock()
 	}
 	return errno
 }
@@ -391,7 +410,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
-	h, errno := n.l.handle(fd, subOf(rel), flags)
+	h, errno := n.l.handle(fd, rel, flags)
 	return h, keepCache, errno
 }
 
@@ -413,7 +432,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		syscall.Close(fd)
 		return nil, nil, 0, errno
 	}
-	h, errno := n.l.handle(fd, subOf(rel), flags)
+	h, errno := n.l.handle(fd, rel, flags)
 	return ch, h, keepCache, errno
 }
 
@@ -422,15 +441,17 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 // backing file does, but after a cut, which a thaw has it drop.
 const keepCache = fuse.FOPEN_KEEP_CACHE
 
-// handle is a handle on fd of a file of folder sub, opened with flags (a
-// truncation they ask for is logged). l.cut is held.
-func (l *lossy) handle(fd int, sub string, flags uint32) (*handle, syscall.Errno) {
+// handle is a handle on fd of file rel (relative to the mount point),
+// opened with flags (a truncation they ask for is logged). l.cut is held.
+func (l *lossy) handle(fd int, rel string, flags uint32) (*handle, syscall.Errno) {
+	sub := subOf(rel)
 	f, errno := l.track(fd, sub, true)
 	if errno != 0 {
 		syscall.Close(fd)
 		return nil, errno
 	}
-	h := &handle{l: l, fd: fd, f: f, gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
+	name, _ := filepath.Rel(sub, rel)
+	h := &handle{l: l, fd: fd, f: f, name: filepath.ToSlash(name), gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
 	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		f.mu.Lock()
 		errno = f.truncate(0)
@@ -543,6 +564,7 @@ type handle struct {
 	l    *lossy
 	fd   int
 	f    *file
+	name string // the file's path in its folder when it was opened
 	gen  uint64 // its folder's generation when it was opened
 	sync bool   // opened O_SYNC or O_DSYNC: every write is synced
 }
@@ -578,22 +600,41 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	defer h.f.mu.Unlock()
 	n, errno := h.f.write(h.fd, data, off)
 	if h.sync {
-		h.f.log = nil
+		if err := h.f.synced(); err != nil && errno == 0 {
+			errno = fs.ToErrno(err)
+		}
 	}
 	return uint32(n), errno
 }
 
 // Fsync makes every change of the file durable (fdatasync as fsync: the
-// size is data here).
+// size is data here), but those a failed sync dropped; unless a sync fault
+// is armed on it (sync.go): then it fails, or the power goes.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	h.l.cut.RLock()
-	defer h.l.cut.RUnlock()
 	if !h.l.live(h.f.sub, h.gen) {
+		h.l.cut.RUnlock()
 		return syscall.EIO
 	}
+	switch a := h.l.armedAt(h.f.sub, h.name); a.kind {
+	case armFail:
+		defer h.l.cut.RUnlock()
+		h.f.mu.Lock()
+		defer h.f.mu.Unlock()
+		h.f.syncFailed()
+		return syscall.EIO
+	case armCrash:
+		gen := h.gen
+		h.l.cut.RUnlock()
+		h.l.crashAtSync(h.f.sub, gen, a)
+		return syscall.EIO
+	}
+	defer h.l.cut.RUnlock()
 	h.f.mu.Lock()
-	h.f.log = nil
-	h.f.mu.Unlock()
+	defer h.f.mu.Unlock()
+	if err := h.f.synced(); err != nil {
+		return fs.ToErrno(err)
+	}
 	return 0
 }
 

@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -608,5 +610,171 @@ func TestAStaleMountIsCleanedAtTheNextMount(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
 		t.Errorf("the stale folder %s is still there: %v", filepath.Dir(dir), err)
+	}
+}
+
+// A sync that fails answers EIO and drops the file's dirty data as Linux
+// does: the process still reads it, a later sync succeeds, and what that
+// sync makes durable is what came after the failure (over what was
+// synced before it), never the dropped bytes; a cut then shows the hole.
+// The counting is from the arming: the second sync fails, not the first.
+func TestAFailedSyncDropsTheDirtyDataAndALaterSyncSucceedsWithoutIt(t *testing.T) {
+	d, run := mountForTest(t)
+	p := filepath.Join(run, "f")
+	f, _ := os.Create(p)
+	defer f.Close()
+	f.WriteString("aaaaaaaa")
+	if err := d.FailSync(run, "f", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("the first sync after the arming: %v", err)
+	}
+	f.WriteAt([]byte("bbbbbbbb"), 0)
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the second sync answered %v, want EIO", err)
+	}
+	if got := read(t, p); got != "bbbbbbbb" {
+		t.Fatalf("after the failed sync the file reads %q, want the dropped bytes still (the cache keeps them)", got)
+	}
+	f.WriteAt([]byte("dd"), 0)
+	f.WriteAt([]byte("cc"), 8)
+	if err := f.Sync(); err != nil {
+		t.Fatalf("a later sync: %v, want success", err)
+	}
+	f.WriteAt([]byte("ee"), 10)
+	u, _ := d.Unsynced(run)
+	if !slices.Equal(u["f"], []int{-1, 1}) {
+		t.Fatalf("unsynced %v, want the dropped data (no fate: -1) and one write", u)
+	}
+	// Keeping #1 keeps nothing: a dropped change has no fate.
+	cut(t, d, run, Fates{{File: "f", N: 1}, {File: "f", N: 2}})
+	if got, want := read(t, p), "ddaaaaaacc"+"ee"; got != want {
+		t.Errorf("after the cut the file reads %q, want %q: what was synced, then what came after the failed sync, never the dropped bytes", got, want)
+	}
+}
+
+// A sync that answers EIO drops what the file had dirty, but not what
+// another file had.
+func TestAFailedSyncDropsOnlyItsFilesData(t *testing.T) {
+	d, run := mountForTest(t)
+	a, b := filepath.Join(run, "a"), filepath.Join(run, "b")
+	fa, _ := os.Create(a)
+	defer fa.Close()
+	fb, _ := os.Create(b)
+	defer fb.Close()
+	fa.WriteString("a")
+	fb.WriteString("b")
+	d.FailSync(run, "a", 1)
+	if err := fa.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("sync of a: %v, want EIO", err)
+	}
+	if err := fb.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	cut(t, d, run, nil)
+	if read(t, a) != "" || read(t, b) != "b" {
+		t.Errorf("after the cut a reads %q, b %q; want a's dropped write lost and b's synced one kept", read(t, a), read(t, b))
+	}
+}
+
+// The power goes at the Nth sync of a named file, counted from the arming,
+// as in SQLite's crash VFS: that sync never succeeds, every unsynced write
+// of the folder (the file's own too) is lost (seed 0), and the folder is
+// frozen until the thaw; Struck tells it once.
+func TestAPowerCutAtTheNthSyncOfAFile(t *testing.T) {
+	d, run := mountForTest(t)
+	wal, db := filepath.Join(run, "wal"), filepath.Join(run, "db")
+	fw, _ := os.Create(wal)
+	defer fw.Close()
+	fd, _ := os.Create(db)
+	defer fd.Close()
+	if err := d.CrashAtSync(run, "wal", 2, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	fw.WriteString("one ")
+	if err := fd.Sync(); err != nil {
+		t.Fatalf("a sync of another file: %v", err)
+	}
+	if err := fw.Sync(); err != nil {
+		t.Fatalf("the first sync of wal: %v", err)
+	}
+	if _, _, struck, _ := d.Struck(run); struck {
+		t.Fatal("struck before the second sync")
+	}
+	fd.WriteString("page")
+	fw.WriteString("two ")
+	if err := fw.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the second sync of wal answered %v, want EIO", err)
+	}
+	c, fates, struck, err := d.Struck(run)
+	if err != nil || !struck || fates != nil || c.Unsynced["wal"] != 1 || c.Unsynced["db"] != 1 {
+		t.Fatalf("struck %v (%v), cut %+v, fates %v: want struck, wal's and db's one unsynced write each lost", struck, err, c, fates)
+	}
+	if _, _, again, _ := d.Struck(run); again {
+		t.Error("Struck tells a cut twice")
+	}
+	if _, err := os.Create(filepath.Join(run, "new")); err == nil {
+		t.Error("a change to the folder after the cut succeeded before the thaw")
+	}
+	if err := d.Thaw(run); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, wal) != "one " || read(t, db) != "" {
+		t.Errorf("after the cut wal reads %q, db %q; want what was synced", read(t, wal), read(t, db))
+	}
+}
+
+// With a seed, the writes a cut at a sync finds unsynced get the fates
+// DrawFates draws from it, which Struck reports, and the files hold
+// exactly what those fates keep; a file named in noFate gets none.
+func TestAPowerCutAtASyncDrawsItsFatesFromItsSeed(t *testing.T) {
+	d, _ := mountForTest(t)
+	for seed := uint64(1); seed <= 40; seed++ {
+		sub := filepath.Join(d.Dir, fmt.Sprintf("s%d", seed))
+		os.Mkdir(sub, 0o755)
+		words := []string{"one ", "two ", "three "}
+		f, _ := os.Create(filepath.Join(sub, "wal"))
+		g, _ := os.Create(filepath.Join(sub, "db-shm"))
+		for _, w := range words {
+			f.WriteString(w)
+			g.WriteString(w)
+		}
+		if err := d.CrashAtSync(sub, "wal", 1, seed, []string{"-shm"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("seed %d: the sync answered %v, want EIO", seed, err)
+		}
+		f.Close()
+		g.Close()
+		_, fates, struck, err := d.Struck(sub)
+		if err != nil || !struck {
+			t.Fatalf("seed %d: struck %v %v", seed, struck, err)
+		}
+		want := DrawFates(rand.New(rand.NewPCG(seed, fatesStream)), map[string][]int{"wal": {1, 1, 1}, "db-shm": {1, 1, 1}}, []string{"-shm"})
+		if !reflect.DeepEqual(fates, want) {
+			t.Fatalf("seed %d: the cut drew %v, DrawFates %v", seed, fates, want)
+		}
+		d.Thaw(sub)
+		var b strings.Builder
+		for _, k := range fates {
+			if k.File != "wal" {
+				t.Fatalf("seed %d: a fate for %s", seed, k.File)
+			}
+			for len(b.String()) < len(strings.Join(words[:k.N-1], "")) {
+				b.WriteByte(0)
+			}
+			b.WriteString(words[k.N-1])
+		}
+		if got := read(t, filepath.Join(sub, "wal")); got != b.String() {
+			t.Errorf("seed %d: kept %v, wal reads %q, want %q", seed, fates, got, b.String())
+		}
+		if got := read(t, filepath.Join(sub, "db-shm")); got != "" {
+			t.Errorf("seed %d: db-shm reads %q, want nothing (no fate)", seed, got)
+		}
 	}
 }

@@ -41,9 +41,10 @@ type serveConfig struct {
 
 // request is what the program asks the server, one JSON line each.
 type request struct {
-	Op    string `json:"op"` // "cut", "thaw" or "unsynced"
-	Dir   string `json:"dir"`
-	Fates Fates  `json:"fates,omitempty"`
+	Op    string      `json:"op"` // "cut", "thaw", "unsynced", "arm" or "struck"
+	Dir   string      `json:"dir"`
+	Fates Fates       `json:"fates,omitempty"`
+	Arm   *armRequest `json:"arm,omitempty"`
 }
 
 // reply is the server's answer to a request (the first line it writes is
@@ -56,6 +57,8 @@ type reply struct {
 	Pending  map[string][]int `json:"pending,omitempty"`
 	Kept     int              `json:"kept,omitempty"`
 	Torn     int              `json:"torn,omitempty"`
+	Struck   bool             `json:"struck,omitempty"`
+	Fates    Fates            `json:"fates,omitempty"`
 }
 
 func init() {
@@ -168,6 +171,14 @@ func (l *lossy) answer(req request) reply {
 	case "thaw":
 		l.thaw(req.Dir)
 		return reply{}
+	case "arm":
+		if req.Arm == nil {
+			return reply{Error: "lossyfs server: arm: nothing to arm"}
+		}
+		l.armed(req.Dir, *req.Arm)
+		return reply{}
+	case "struck":
+		return l.struckReply(req.Dir)
 	}
 	return reply{Error: fmt.Sprintf("lossyfs server: unknown request %q", req.Op)}
 }
@@ -197,14 +208,24 @@ func (l *lossy) names(sub string) map[uint64]string {
 func (l *lossy) unsynced(sub string) map[string][]int {
 	l.cut.Lock()
 	defer l.cut.Unlock()
+	return l.unsyncedLocked(sub)
+}
+
+// unsyncedLocked is unsynced with l.cut held.
+func (l *lossy) unsyncedLocked(sub string) map[string][]int {
 	names := l.names(sub)
 	out := map[string][]int{}
 	l.filesMu.Lock()
 	defer l.filesMu.Unlock()
 	for ino, f := range l.files {
 		f.mu.Lock()
-		if f.sub == sub && len(f.log) > 0 {
+		if f.sub == sub {
+			// A file open with nothing unsynced is named too (with no
+			// writes): a sync fault may name it.
 			name := nameOr(names, ino)
+			if out[name] == nil {
+				out[name] = []int{}
+			}
 			for _, c := range f.log {
 				out[name] = append(out[name], c.sectors())
 			}
@@ -228,6 +249,15 @@ func nameOr(names map[uint64]string, ino uint64) string {
 func (l *lossy) powerCut(sub string, fates Fates) (map[string]int, int, int, error) {
 	l.cut.Lock()
 	defer l.cut.Unlock()
+	return l.powerCutLocked(sub, fates)
+}
+
+// powerCutLocked is powerCut with l.cut held. The cut disarms every sync
+// fault armed on the folder.
+func (l *lossy) powerCutLocked(sub string, fates Fates) (map[string]int, int, int, error) {
+	l.armsMu.Lock()
+	delete(l.arms, sub)
+	l.armsMu.Unlock()
 	l.frozen[sub] = true
 	l.gens[sub]++
 	names := l.names(sub)
