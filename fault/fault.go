@@ -61,6 +61,17 @@ type Env interface {
 	// for the writes kept names, what runs on the folder dies, and the
 	// power comes back. The simulator then starts every process again.
 	CutPower(ctx context.Context, kept lossyfs.Fates) error
+	// FailSync makes the nth sync (fsync or fdatasync) of file, in the
+	// backend's folder on a forgetful file system, from now, answer EIO
+	// and drop the file's dirty data as Linux does: never durable, though
+	// the backend still reads it, and a later sync succeeds without it.
+	FailSync(ctx context.Context, file string, nth int) error
+	// CutPowerAtSync cuts the power at the nth sync of file from now,
+	// instead of that sync, as CutPower does, with each write unsynced
+	// then given a fate drawn from seed (lossyfs.DrawFates, the files
+	// NoFate names given none; 0: every one lost). The simulator then
+	// starts every process again.
+	CutPowerAtSync(ctx context.Context, file string, nth int, seed uint64) error
 }
 
 func opOrAny(op string) string {

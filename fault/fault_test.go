@@ -112,7 +112,8 @@ func TestClockJump(t *testing.T) {
 // nothing.
 func TestFaultsRefuseAnEnvWithoutTheirPart(t *testing.T) {
 	for _, f := range []fault.Fault{fault.Kill{}, fault.CrashAt{Point: "x"}, fault.Restart{}, fault.ClockJump{By: time.Second},
-		fault.Busy{}, fault.IOError{}, fault.LostReply{}, fault.Pause{For: time.Second}, fault.PowerCut{}} {
+		fault.Busy{}, fault.IOError{}, fault.LostReply{}, fault.Pause{For: time.Second}, fault.PowerCut{},
+		fault.SyncError{File: "x"}, fault.SyncCrash{File: "x"}} {
 		if err := f.Inject(context.Background(), &fault.Parts{}); err == nil {
 			t.Errorf("%s injected into an empty env", f)
 		}
@@ -128,11 +129,13 @@ func TestSchedulesKeepTheirFaults(t *testing.T) {
 		`{"type":"crash_at","point":"upsert_continuity_record/after_commit","nth":2}`: fault.CrashAt{Point: "upsert_continuity_record/after_commit", Nth: 2},
 		`{"type":"clock_jump","by_ms":1500}`:                                          fault.ClockJump{By: 1500 * time.Millisecond},
 		`{"type":"busy","op":"max_fencing_token","times":3}`:                          fault.Busy{Op: "max_fencing_token", Times: 3},
-		`{"type":"busy"}`:                         fault.Busy{},
-		`{"type":"io_error","op":"resolve_many"}`: fault.IOError{Op: "resolve_many"},
-		`{"type":"lost_reply"}`:                   fault.LostReply{},
-		`{"type":"pause","op":"x","for_ms":20}`:   fault.Pause{Op: "x", For: 20 * time.Millisecond},
-		`{"type":"power_cut"}`:                    fault.PowerCut{},
+		`{"type":"busy"}`:                                        fault.Busy{},
+		`{"type":"io_error","op":"resolve_many"}`:                fault.IOError{Op: "resolve_many"},
+		`{"type":"lost_reply"}`:                                  fault.LostReply{},
+		`{"type":"pause","op":"x","for_ms":20}`:                  fault.Pause{Op: "x", For: 20 * time.Millisecond},
+		`{"type":"power_cut"}`:                                   fault.PowerCut{},
+		`{"type":"sync_error","file":"c.db-wal","nth":2}`:        fault.SyncError{File: "c.db-wal", Nth: 2},
+		`{"type":"sync_crash","file":"c.db","nth":3,"fates":17}`: fault.SyncCrash{File: "c.db", Nth: 3, Fates: 17},
 		`{"type":"power_cut","kept":[{"file":"c.db-wal","n":2},{"file":"c.db","n":1,"sectors":[0,3]}]}`: fault.PowerCut{Kept: lossyfs.Fates{{File: "c.db-wal", N: 2}, {File: "c.db", N: 1, Sectors: []int{0, 3}}}},
 	} {
 		b, err := fault.Marshal(f)
@@ -148,7 +151,8 @@ func TestSchedulesKeepTheirFaults(t *testing.T) {
 		`{"type":"power_cut","kept":[{"file":"w","n":0}]}`, `{"type":"power_cut","kept":[{"n":1}]}`,
 		`{"type":"power_cut","kept":[{"file":"w","n":1},{"file":"w","n":1,"sectors":[1]}]}`,
 		`{"type":"power_cut","kept":[{"file":"w","n":1,"sectors":[2,1]}]}`, `{"type":"power_cut","kept":[{"file":"w","n":1,"sectors":[-1,1]}]}`,
-		`{"type":"power_cut","file":"w","keep":1,"kept":[{"file":"w","n":2}]}`} {
+		`{"type":"power_cut","file":"w","keep":1,"kept":[{"file":"w","n":2}]}`,
+		`{"type":"sync_error"}`, `{"type":"sync_error","file":"w","nth":-1}`, `{"type":"sync_crash","nth":1}`} {
 		if f, err := fault.Unmarshal([]byte(bad)); err == nil {
 			t.Errorf("%s read as %v", bad, f)
 		}
@@ -186,6 +190,31 @@ func TestAPowerCutShrinksTowardEveryWriteLost(t *testing.T) {
 		"cut the power; of the unsynced writes only these survive: a#1, b#1, b#3",
 		"cut the power; of the unsynced writes only these survive: a#1",
 		"cut the power (every unsynced write is lost)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("shrinks as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A power cut at a sync shrinks to every write lost, then to the sooner
+// sync; a failing sync to the sooner sync.
+func TestSyncFaultsShrinkToTheSimplest(t *testing.T) {
+	var got []string
+	for _, f := range []fault.Fault{fault.SyncCrash{File: "w", Nth: 3, Fates: 9}, fault.SyncError{File: "w", Nth: 2}} {
+		for {
+			smaller, ok := fault.Smaller(f)
+			if !ok {
+				break
+			}
+			f = smaller
+			got = append(got, f.String())
+		}
+	}
+	want := []string{
+		"cut the power at sync 3 of w (every unsynced write lost)",
+		"cut the power at sync 2 of w (every unsynced write lost)",
+		"cut the power at sync 1 of w (every unsynced write lost)",
+		"fail sync 1 of w (EIO; its dirty data dropped)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("shrinks as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

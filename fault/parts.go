@@ -85,6 +85,25 @@ func (p *Parts) Intercept(plan Plan) error {
 	return nil
 }
 
+// FailSync arms the disk: the nth sync of file fails.
+func (p *Parts) FailSync(ctx context.Context, file string, nth int) error {
+	if p.Disk == nil {
+		return errors.New("failing sync: it needs the database on a forgetful file system (fault/lossyfs); the env has none")
+	}
+	return p.Disk.FailSync(p.Dir, file, nth)
+}
+
+// CutPowerAtSync arms the disk: the power goes at the nth sync of file.
+// The spec that holds the parts sees it go when its backend makes that
+// sync (it fails, as does every change after it); Disk.Struck says so,
+// and the spec ends what runs on the folder and thaws it (Disk.Thaw).
+func (p *Parts) CutPowerAtSync(ctx context.Context, file string, nth int, seed uint64) error {
+	if p.Disk == nil {
+		return errors.New("power cut at a sync: it needs the database on a forgetful file system (fault/lossyfs); the env has none")
+	}
+	return p.Disk.CrashAtSync(p.Dir, file, nth, seed, NoFate)
+}
+
 func (p *Parts) CutPower(ctx context.Context, kept lossyfs.Fates) error {
 	if p.Disk == nil {
 		return errors.New("power cut: a power cut needs the database on a forgetful file system (fault/lossyfs); the env has none")

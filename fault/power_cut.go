@@ -108,7 +108,7 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 		}
 		var files []string
 		for f := range unsynced {
-			if !strings.HasSuffix(f, "-shm") && f != "(unlinked)" {
+			if !slices.ContainsFunc(NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) && f != "(unlinked)" {
 				files = append(files, f)
 			}
 		}
@@ -116,18 +116,7 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 		if d.R.IntN(2) == 0 {
 			return tornPrefix(d, files, unsynced), 0
 		}
-		var kept lossyfs.Fates
-		for _, f := range files {
-			for i, sectors := range unsynced[f] {
-				switch r := d.R.IntN(8); {
-				case r < 4:
-					kept = append(kept, lossyfs.Kept{File: f, N: i + 1})
-				case r == 7 && sectors >= 2:
-					kept = append(kept, lossyfs.Kept{File: f, N: i + 1, Sectors: someSectors(d, sectors)})
-				}
-			}
-		}
-		return PowerCut{Kept: kept}, 0
+		return PowerCut{Kept: lossyfs.DrawFates(d.R, unsynced, NoFate)}, 0
 	}},
 	Shrink: func(f PowerCut) (PowerCut, bool) {
 		for i := len(f.Kept) - 1; i >= 0; i-- {
@@ -145,7 +134,9 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 // tornPrefix keeps the first writes of one file (one with two or more),
 // some but not all of them.
 func tornPrefix(d *Drawing, files []string, unsynced map[string][]int) PowerCut {
-	files = slices.DeleteFunc(slices.Clone(files), func(f string) bool { return len(unsynced[f]) < 2 })
+	// A file whose dirty data a failed sync dropped (-1: no fate) is kept
+	// in no prefix: it has none a disk could write.
+	files = slices.DeleteFunc(slices.Clone(files), func(f string) bool { return len(unsynced[f]) < 2 || slices.Contains(unsynced[f], -1) })
 	if len(files) == 0 {
 		return PowerCut{}
 	}
@@ -155,19 +146,4 @@ func tornPrefix(d *Drawing, files []string, unsynced map[string][]int) PowerCut 
 		kept = append(kept, lossyfs.Kept{File: f, N: n})
 	}
 	return PowerCut{Kept: kept}
-}
-
-// someSectors is some of a write's n sectors (n >= 2), never none and never
-// all, in order.
-func someSectors(d *Drawing, n int) []int {
-	var out []int
-	for len(out) == 0 || len(out) == n {
-		out = out[:0]
-		for s := range n {
-			if d.R.IntN(2) == 0 {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }

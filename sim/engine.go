@@ -49,6 +49,10 @@ type engine struct {
 	whole bool
 	// cutAt is the step of the run's last power cut (-1: none yet).
 	cutAt int
+	// syncArmed: a power cut at a sync is armed on the disk (the disk is
+	// asked, after each step, whether it struck); syncCut, once it has.
+	syncArmed bool
+	syncCut   *syncCut
 }
 
 // proc is one backend process of the run.
@@ -157,6 +161,14 @@ func (e *engine) start(p *proc) error {
 // failure, or a backend that broke).
 func (e *engine) do(i int, st Step) bool {
 	e.res.Schedule.Steps = append(e.res.Schedule.Steps, st)
+	ok := e.step(i, st)
+	if ok && e.syncArmed && e.struckAtSync() {
+		return e.strikeAtSync(i, st)
+	}
+	return ok
+}
+
+func (e *engine) step(i int, st Step) bool {
 	switch st.Kind {
 	case StepOp:
 		return e.send(i, st)
@@ -249,6 +261,14 @@ func (e *engine) await(i int, p *proc) bool {
 
 // returned judges what an operation answered.
 func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
+	if e.syncArmed && e.struckAtSync() {
+		// The power went at a sync while the operation was in flight:
+		// whatever it answered (or however its process died of it), it
+		// answered with no power, so it is indefinite.
+		e.trace(i, p.n, "  → ? (the power went at a sync under it)")
+		e.oracle.indefinite(f.call, f.op)
+		return true
+	}
 	if err != nil {
 		if bf := failedOf(p.p); bf != nil {
 			// The process broke the protocol, went silent or died by no
@@ -402,6 +422,24 @@ func (s *struck) Stall(op string, d time.Duration) error {
 
 func (s *struck) Intercept(plan fault.Plan) error {
 	s.p.inj.Plan(plan)
+	return nil
+}
+
+func (s *struck) FailSync(ctx context.Context, file string, nth int) error {
+	if s.e.disk == nil {
+		return fmt.Errorf("the run has no forgetful file system to fail a sync on")
+	}
+	return s.e.disk.FailSync(s.e.work, file, nth)
+}
+
+func (s *struck) CutPowerAtSync(ctx context.Context, file string, nth int, seed uint64) error {
+	if s.e.disk == nil {
+		return fmt.Errorf("the run has no forgetful file system to cut the power of")
+	}
+	if err := s.e.disk.CrashAtSync(s.e.work, file, nth, seed, fault.NoFate); err != nil {
+		return err
+	}
+	s.e.syncArmed = true
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/storecheck/storecheck/fault"
@@ -31,6 +32,8 @@ const (
 	// EventPowerCut: the power was cut (every process died at once and
 	// what was never synced was lost).
 	EventPowerCut = "power cut"
+	// EventPowerCutAtSync: the power went at a sync (fault.SyncCrash).
+	EventPowerCutAtSync = "power cut at a sync"
 	// EventPowerCutTorn: a cut kept some of the unsynced writes but not
 	// all, or tore one. Only a backend that leaves writes unsynced when it
 	// answers reaches it.
@@ -166,18 +169,77 @@ func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates) bool {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
 		return false
 	}
+	// A cut disarms a power cut at a sync.
+	e.syncArmed = false
 	e.res.Coverage[EventPowerCut]++
-	e.cutAt = i
 	if len(kept) > 0 {
-		n := 0
-		for _, k := range c.Unsynced {
-			n += k
-		}
-		e.trace(i, st.Process, fmt.Sprintf("  %d of the %d unsynced writes survive whole, %d torn", c.Kept, n, c.Torn))
-		if c.Torn > 0 || (c.Kept > 0 && c.Kept < n) {
-			e.res.Coverage[EventPowerCutTorn]++
-		}
+		e.traceKept(i, st.Process, c)
 	}
+	return e.restartAfterCut(i, st)
+}
+
+// traceKept says how many unsynced writes a cut kept.
+func (e *engine) traceKept(i, process int, c lossyfs.Cut) {
+	n := 0
+	for _, k := range c.Unsynced {
+		n += k
+	}
+	e.trace(i, process, fmt.Sprintf("  %d of the %d unsynced writes survive whole, %d torn", c.Kept, n, c.Torn))
+	if c.Torn > 0 || (c.Kept > 0 && c.Kept < n) {
+		e.res.Coverage[EventPowerCutTorn]++
+	}
+}
+
+// syncCut is a power cut at a sync that struck: what the disk lost and
+// kept.
+type syncCut struct {
+	cut   lossyfs.Cut
+	fates lossyfs.Fates
+}
+
+// struckAtSync reports whether the power cut at a sync armed on the disk
+// has struck (asking the disk once per step while it has not).
+func (e *engine) struckAtSync() bool {
+	if e.syncCut != nil {
+		return true
+	}
+	c, fates, ok, err := e.disk.Struck(e.work)
+	if err != nil {
+		// Told at the next step's strike, which fails on the same disk.
+		return false
+	}
+	if ok {
+		e.syncCut = &syncCut{cut: c, fates: fates}
+	}
+	return ok
+}
+
+// strikeAtSync ends the run's power cut at a sync, which struck during
+// step i: every process dies (what is in flight is indefinite), and each
+// starts again on what was durable, as after a PowerCut.
+func (e *engine) strikeAtSync(i int, st Step) bool {
+	sc := e.syncCut
+	e.syncArmed, e.syncCut = false, nil
+	for _, p := range e.procs {
+		doom(p.p)
+	}
+	e.res.Coverage[EventPowerCutAtSync]++
+	e.trace(i, st.Process, "  the power went at the sync")
+	if len(sc.fates) > 0 {
+		s := make([]string, len(sc.fates))
+		for j, k := range sc.fates {
+			s[j] = k.String()
+		}
+		e.trace(i, st.Process, "  of the unsynced writes only these survive: "+strings.Join(s, ", "))
+		e.traceKept(i, st.Process, sc.cut)
+	}
+	return e.restartAfterCut(i, st)
+}
+
+// restartAfterCut kills every process of the run, whose folder's power was
+// cut at step i, gives the power back and starts them again.
+func (e *engine) restartAfterCut(i int, st Step) bool {
+	e.cutAt = i
 	for _, p := range e.procs {
 		if p.flight != nil {
 			e.abandon(p)

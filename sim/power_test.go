@@ -63,10 +63,12 @@ func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 		if err != nil || on.Failure != nil {
 			t.Fatalf("seed %d with power cuts: %v %v", seed, err, on.Failure)
 		}
-		if drawPower(seed).rate == 0 {
+		// A seed whose rates are 0, or that happens to draw no fault on
+		// the disk in its steps.
+		if drawPower(seed).rate == 0 || cutsPower(on.Schedule) < 0 {
 			calm++
 			if on.Hash() != off.Hash() {
-				t.Errorf("seed %d draws no power cut, yet its trace changed with power cuts on", seed)
+				t.Errorf("seed %d draws no fault on the disk, yet its trace changed with power cuts on", seed)
 			}
 			// Such a seed runs on a plain folder; on the forgetful file
 			// system its schedule runs the same, step for step.
@@ -75,7 +77,7 @@ func TestPowerCutsComeFromAStreamOfTheirOwn(t *testing.T) {
 			}
 			continue
 		}
-		if cuts, _ := powerCuts(on.Schedule); cuts == 0 || on.Coverage[EventPowerCut] != cuts {
+		if cuts, _ := powerCuts(on.Schedule); on.Coverage[EventPowerCut] != cuts {
 			t.Errorf("seed %d: %d power cuts in the schedule, %d struck", seed, cuts, on.Coverage[EventPowerCut])
 			continue
 		}
@@ -254,4 +256,60 @@ func TestADeclaredProcessCrashDurabilityIsHeldToNoPowerCut(t *testing.T) {
 	if why := cont.Model.Contract().PowerLossExempt(caps); why != "" {
 		t.Errorf("continuity is exempt: %s", why)
 	}
+}
+
+// A power cut at a sync strikes when the backend makes that sync: the
+// operation in flight is indefinite, every process starts again on what
+// the fates kept, the reference keeps every acknowledged write (it syncs
+// its WAL before it answers), and the schedule replays to the same trace.
+func TestAPowerCutAtASyncStrikesAndReplays(t *testing.T) {
+	ctx := context.Background()
+	d := mountForTest(t)
+	for seed := int64(1); seed <= 60; seed++ {
+		res, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{PowerCuts: true}, "", d, "")
+		if err != nil || res.Failure != nil {
+			t.Fatalf("seed %d: %v %v", seed, err, res.Failure)
+		}
+		if res.Coverage[EventPowerCutAtSync] == 0 || !slices.ContainsFunc(res.Trace, func(l string) bool { return strings.Contains(l, "only these survive") }) {
+			continue
+		}
+		i := slices.IndexFunc(res.Trace, func(l string) bool { return strings.Contains(l, "the power went at the sync") })
+		if i < 1 || !strings.Contains(res.Trace[i-1], "→ ? (the power went at a sync under it)") {
+			t.Fatalf("seed %d: the cut at a sync traced as\n%s", seed, strings.Join(res.Trace[max(i-1, 0):i+3], "\n"))
+		}
+		replayed, err := run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), res.Schedule, "", d)
+		if err != nil || replayed.Hash() != res.Hash() {
+			t.Fatalf("seed %d: the schedule replays to another trace (%v)", seed, err)
+		}
+		return
+	}
+	t.Fatal("seeds 1..60 never cut the power at a sync with fates drawn")
+}
+
+// A failing sync reaches the backend: the next commit, which syncs the
+// WAL, answers io (indefinite), and the reference, which rewrites its
+// frames at the next commit, keeps every write it acknowledged after, even
+// across a later power cut.
+func TestAFailingSyncFailsTheCommitThatSyncs(t *testing.T) {
+	ctx := context.Background()
+	d := mountForTest(t)
+	for seed := int64(1); seed <= 60; seed++ {
+		res, err := explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, Params{PowerCuts: true}, "", d, "")
+		if err != nil || res.Failure != nil {
+			t.Fatalf("seed %d: %v %v", seed, err, res.Failure)
+		}
+		i := slices.IndexFunc(res.Trace, func(l string) bool { return strings.Contains(l, "fail sync 1 of continuity.db-wal") })
+		if i < 0 {
+			continue
+		}
+		for _, l := range res.Trace[i+1:] {
+			if strings.Contains(l, "fail sync") || strings.Contains(l, "cut the power") {
+				break
+			}
+			if strings.Contains(l, "→ ? (io)") {
+				return
+			}
+		}
+	}
+	t.Fatal("seeds 1..60: no failing sync of the WAL failed a commit")
 }

@@ -80,11 +80,11 @@ type change struct {
 	// it durable.
 	dropped bool
 	trunc   bool
-	off   int64  // a write's offset; a truncation's new size
-	data  []byte // a write's bytes
-	size  int64  // the file's size before
-	old   []byte // the bytes the change replaced, at oldAt
-	oldAt int64
+	off     int64  // a write's offset; a truncation's new size
+	data    []byte // a write's bytes
+	size    int64  // the file's size before
+	old     []byte // the bytes the change replaced, at oldAt
+	oldAt   int64
 }
 
 func newLossy(backing string) *lossy {

@@ -28,6 +28,10 @@
 // the model's "all lost" and "a prefix of one file's writes" are two of the
 // states this one allows.
 //
+// Two faults act at a sync (sync.go): a sync that fails with EIO and drops
+// the file's dirty data as Linux does (FailSync), and a power cut at the
+// Nth sync of a named file, as in SQLite's crash VFS (CrashAtSync).
+//
 // Any process in any language can run on the mount unmodified (SQLite in
 // WAL mode, with its mmap'd -shm and POSIX locks, which the kernel keeps).
 // Metadata (create, unlink, rename, mkdir) is durable at once. A power cut
