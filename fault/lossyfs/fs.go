@@ -3,6 +3,7 @@ package lossyfs
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,10 @@ type lossy struct {
 	armsMu sync.Mutex
 	arms   map[string][]arm
 	struck map[string]reply
+	// flags is the folder (the mount's private one, off the mount) where
+	// a struck folder's flag file tells the program, which looks for it
+	// after every step, without a round trip to the server.
+	flags string
 }
 
 // file is a backing file that is open or has unsynced changes.
@@ -79,6 +84,11 @@ type change struct {
 	// a cut loses it whatever its fate, and a later sync does not make
 	// it durable.
 	dropped bool
+	// durable: the change that takes the current image back to the
+	// durable one, which a sync after a failed one leaves first in the
+	// log (dropped too): its old bytes, from oldAt, are the durable
+	// image's, up to size; before oldAt the two images are the same.
+	durable bool
 	trunc   bool
 	off     int64  // a write's offset; a truncation's new size
 	data    []byte // a write's bytes
@@ -175,8 +185,10 @@ func (f *file) truncate(size int64) syscall.Errno {
 	if err := syscall.Fstat(f.fd, &st); err != nil {
 		return fs.ToErrno(err)
 	}
-	if size == st.Size {
-		return 0 // changes nothing, so nothing to lose
+	if size == st.Size && !slices.ContainsFunc(f.log, func(c change) bool { return c.dropped }) {
+		// Changes nothing, so nothing to lose; but where a failed sync
+		// dropped data, the durable size may not be the current one.
+		return 0
 	}
 	c := change{trunc: true, off: size, size: st.Size, oldAt: size}
 	if size < st.Size {

@@ -778,3 +778,83 @@ func TestAPowerCutAtASyncDrawsItsFatesFromItsSeed(t *testing.T) {
 		}
 	}
 }
+
+// The file system against a model of the durable image, over random
+// writes, truncations, syncs and failed syncs of one file: after a cut
+// that keeps nothing, the file is the model's durable image, the synced
+// image with every change a sync made durable applied in order, and never
+// a change a failed sync dropped (however many syncs came after it, and
+// wherever later dropped changes reach).
+func TestFailedSyncsAgainstAModel(t *testing.T) {
+	d, run := mountForTest(t)
+	r := rand.New(rand.NewPCG(27, 1))
+	type op struct {
+		trunc   bool
+		off     int
+		data    []byte
+		dropped bool
+	}
+	apply := func(img []byte, o op) []byte {
+		if o.trunc {
+			if o.off <= len(img) {
+				return img[:o.off]
+			}
+			return append(img, make([]byte, o.off-len(img))...)
+		}
+		if end := o.off + len(o.data); end > len(img) {
+			img = append(img, make([]byte, end-len(img))...)
+		}
+		copy(img[o.off:], o.data)
+		return img
+	}
+	for iter := range 60 {
+		name := fmt.Sprintf("f%d", iter)
+		p := filepath.Join(run, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var durable []byte
+		var pending []op
+		var history []string
+		for range 20 {
+			switch n := r.IntN(10); {
+			case n < 5:
+				o := op{off: r.IntN(40), data: bytes.Repeat([]byte{byte('a' + r.IntN(26))}, 1+r.IntN(8))}
+				f.WriteAt(o.data, int64(o.off))
+				pending = append(pending, o)
+				history = append(history, fmt.Sprintf("write %q at %d", o.data, o.off))
+			case n < 6:
+				o := op{trunc: true, off: r.IntN(40)}
+				f.Truncate(int64(o.off))
+				pending = append(pending, o)
+				history = append(history, fmt.Sprintf("truncate to %d", o.off))
+			case n < 8:
+				if err := f.Sync(); err != nil {
+					t.Fatalf("%s: after\n%s\nsync: %v", name, strings.Join(history, "\n"), err)
+				}
+				for _, o := range pending {
+					if !o.dropped {
+						durable = apply(durable, o)
+					}
+				}
+				pending = nil
+				history = append(history, "sync")
+			default:
+				d.FailSync(run, name, 1)
+				if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+					t.Fatalf("%s: a failing sync answered %v", name, err)
+				}
+				for i := range pending {
+					pending[i].dropped = true
+				}
+				history = append(history, "failed sync")
+			}
+		}
+		f.Close()
+		cut(t, d, run, nil)
+		if got := read(t, p); got != string(durable) {
+			t.Fatalf("%s: after\n%s\nand a cut the file reads %q, the model %q", name, strings.Join(history, "\n"), got, durable)
+		}
+	}
+}

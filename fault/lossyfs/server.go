@@ -83,6 +83,7 @@ func serve(cfgJSON string, in io.Reader, out io.Writer) int {
 		return 2
 	}
 	l := newLossy(cfg.Backing)
+	l.flags = filepath.Dir(cfg.Mount)
 	server, err := mount(l, cfg.Mount)
 	if err != nil {
 		r := reply{Error: err.Error()}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -87,6 +89,36 @@ func (f *file) synced() error {
 		f.log = nil
 		return nil
 	}
+	// A change dropped since that reaches below the durable tail makes
+	// the images differ where the tail does not say: computed afresh.
+	below := func(c change) bool { return c.dropped && c.off < f.log[0].oldAt }
+	if f.log[0].durable && !slices.ContainsFunc(f.log[1:], below) {
+		// The durable image's tail is kept: the changes since apply to
+		// it in memory, with no read of the file (syncs after a failed
+		// one stay cheap).
+		d := f.log[0]
+		img, lo := d.old, d.oldAt
+		for _, c := range f.log[1:] {
+			switch {
+			case c.dropped:
+			case c.trunc && c.off < lo:
+				img, lo = nil, c.off
+			case c.trunc:
+				img = resize(img, c.off-lo)
+			default:
+				end := c.off + int64(len(c.data))
+				if end > lo+int64(len(img)) {
+					img = resize(img, end-lo)
+				}
+				if end > lo {
+					from := max(c.off, lo)
+					copy(img[from-lo:], c.data[from-c.off:])
+				}
+			}
+		}
+		f.log = []change{{dropped: true, durable: true, size: lo + int64(len(img)), oldAt: lo, old: img}}
+		return nil
+	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
 		return err
@@ -99,7 +131,9 @@ func (f *file) synced() error {
 	for i := len(f.log) - 1; i >= 0; i-- {
 		c := f.log[i]
 		img = resize(img, c.size)
-		copy(img[c.oldAt:], c.old)
+		if len(c.old) > 0 {
+			copy(img[c.oldAt:], c.old)
+		}
 	}
 	for _, c := range f.log {
 		switch {
@@ -119,7 +153,7 @@ func (f *file) synced() error {
 	for lo < min(len(img), len(cur)) && img[lo] == cur[lo] {
 		lo++
 	}
-	f.log = []change{{dropped: true, size: int64(len(img)), oldAt: int64(lo), old: img[lo:]}}
+	f.log = []change{{dropped: true, durable: true, size: int64(len(img)), oldAt: int64(lo), old: img[lo:]}}
 	return nil
 }
 
@@ -151,6 +185,14 @@ func (l *lossy) crashAtSync(sub string, gen uint64, a arm) {
 		r.Error = err.Error()
 	}
 	l.struck[sub] = r
+	if l.flags != "" {
+		os.WriteFile(struckFlag(l.flags, sub), nil, 0o600)
+	}
+}
+
+// struckFlag is the file that says a sync crash struck folder sub.
+func struckFlag(folder, sub string) string {
+	return filepath.Join(folder, "struck-"+sub)
 }
 
 // fatesStream seeds, with a sync crash's seed, the stream its fates are
@@ -232,11 +274,16 @@ func (d *Disk) arm(dir string, a armRequest) error {
 }
 
 // Struck says whether a power cut at a sync (CrashAtSync) struck folder
-// dir since it was last asked, and what it lost and kept.
+// dir since it was last asked, and what it lost and kept. It is cheap
+// when none did (a look for a flag file, no round trip to the server), so
+// that it can be asked after every step.
 func (d *Disk) Struck(dir string) (Cut, Fates, bool, error) {
 	sub, err := d.folderOf(dir)
 	if err != nil {
 		return Cut{}, nil, false, err
+	}
+	if _, err := os.Stat(struckFlag(d.folder, sub)); err != nil {
+		return Cut{}, nil, false, nil
 	}
 	r, err := d.call(request{Op: "struck", Dir: sub})
 	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn}, r.Fates, r.Struck, err
@@ -269,5 +316,8 @@ func (l *lossy) struckReply(sub string) reply {
 	defer l.cut.Unlock()
 	r := l.struck[sub]
 	delete(l.struck, sub)
+	if l.flags != "" {
+		os.Remove(struckFlag(l.flags, sub))
+	}
 	return r
 }
