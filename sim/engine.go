@@ -206,7 +206,10 @@ func (e *engine) send(i int, st Step) bool {
 	e.res.Ops++
 	args := describeOp(op)
 	if f.armed != "" {
-		args += " [crash at " + f.armed + "]"
+		// The crash note before the arguments: a console cuts a cell's
+		// end, never this.
+		j, _ := json.Marshal(op)
+		args = op.Name() + " " + armedTag(f.armed) + " " + string(j)
 	}
 	e.trace(i, p.n, fmt.Sprintf("client %d: %s", st.Client, args))
 	ctx := e.ctx
