@@ -52,6 +52,17 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 	}
 	r := &runner{ctx: ctx, s: s, cfg: cfg, lines: ln,
 		result: reports.Run{Tool: "storecheck", Backend: s.info.Name, Seed: cfg.SeedsOf(cfg.Layers[0]).First}}
+	for _, l := range cfg.Layers {
+		sr := cfg.SeedsOf(l)
+		if l == LayerSpec {
+			// The specs run once, in the order of the first seed.
+			sr.Last = sr.First
+		}
+		r.result.Seeds = append(r.result.Seeds, reports.LayerSeeds{Layer: string(l), Seeds: sr.String()})
+	}
+	if cfg.Shard.N > 1 {
+		r.result.Shard = fmt.Sprintf("%d/%d", cfg.Shard.I, cfg.Shard.N)
+	}
 	started := time.Now()
 	err = r.layers()
 	if berr := s.err(); berr != nil && adapters.IsStall(berr) {

@@ -92,3 +92,26 @@ func TestWidthIsTheTerminalsThenColumnsThenAHundred(t *testing.T) {
 		t.Errorf("a terminal 77 wide, COLUMNS=132: %d", Width())
 	}
 }
+
+// The header names the seeds the run ran: one seed, a sweep's range, each
+// layer's when they differ, and the shard; never only the first seed of a
+// range.
+func TestTheHeaderSaysTheSeedRange(t *testing.T) {
+	for _, tc := range []struct {
+		run  Run
+		want string
+	}{
+		{Run{Seed: 9}, "seed 9"},
+		{Run{Seed: 3, Seeds: []LayerSeeds{{"spec", "3"}, {"linearizability", "3"}}}, "seed 3"},
+		{Run{Seed: 1, Seeds: []LayerSeeds{{"sim", "1..50"}}}, "seeds 1..50"},
+		{Run{Seed: 1, Seeds: []LayerSeeds{{"spec", "1"}, {"linearizability", "1"}, {"sim", "1..20"}}},
+			"spec seed 1, linearizability seed 1, sim seeds 1..20"},
+		{Run{Seed: 1, Seeds: []LayerSeeds{{"sim", "1..2000"}}, Shard: "2/4"}, "seeds 1..2000 (shard 2/4)"},
+	} {
+		var b strings.Builder
+		writeText(&b, tc.run, 100)
+		if head, _, _ := strings.Cut(b.String(), "\n"); head != "storecheck: backend , "+tc.want {
+			t.Errorf("header %q, want %q", head, "storecheck: backend , "+tc.want)
+		}
+	}
+}
