@@ -3,8 +3,8 @@ package sim
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 )
 
@@ -148,11 +148,6 @@ func (r Result) InterleavingText(width int) string {
 	return b.String()
 }
 
-// fit is s cut or padded to width runes.
-func fit(s string, width int) string {
-	if n := utf8.RuneCountInString(s); n <= width {
-		return s + strings.Repeat(" ", width-n)
-	}
-	rs := []rune(s)
-	return string(rs[:width-1]) + "…"
-}
+// fit is s cut or padded to width runes, the arguments that tell one step
+// from the next kept first (reports.FitCell).
+func fit(s string, width int) string { return reports.FitCell(s, width) }
