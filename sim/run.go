@@ -184,7 +184,7 @@ func (f *Failure) Error() string {
 	if f.Backend != nil {
 		return fmt.Sprintf("step %d: %s: backend failure: %v", f.Step, f.What, f.Backend)
 	}
-	got := f.Got.String()
+	got, f := f.differing()
 	if f.Message != "" {
 		got += " (its message: " + f.Message + ")"
 	}
