@@ -235,6 +235,9 @@ func report(t *testing.T, rep reports.Run, err error) {
 	for _, n := range rep.Notes {
 		t.Logf("not explored: %s", n)
 	}
+	// On stdout, not t.Log: GitHub reads a workflow command only at the
+	// start of a line, and the test log indents.
+	reports.WriteAnnotations(os.Stdout, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

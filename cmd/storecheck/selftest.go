@@ -67,6 +67,7 @@ func selftestCommand(inv invocation) int {
 		fmt.Fprintln(stdout, n)
 	}
 	code := writeTable(stdout, table.Rows, &result)
+	reports.WriteAnnotations(stdout, result)
 	writeReports(f, result, stderr)
 	return code
 }
