@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/storecheck/storecheck/reports"
@@ -20,9 +21,9 @@ type Row struct {
 // sees where one operation's check and another's write crossed: each
 // process's operations down its own column, a "┊" while one waits at a yield
 // point as the others move. A crash sits on the operation it hits: the
-// fault's own row (which only arms the process's next operation) is folded
-// into that operation's row, and its answer says whether it died at the
-// point. A power cut's row ends every operation in flight, each in its own
+// fault's own row (which only arms the process's next operation) moves to
+// a row of its own just below that operation's, and its answer says
+// whether it died at the point. A power cut's row ends every operation in flight, each in its own
 // column.
 func (r Result) Interleaving() (columns []string, rows []Row) {
 	n := max(r.Schedule.Processes, 1)
@@ -42,11 +43,18 @@ func (r Result) Interleaving() (columns []string, rows []Row) {
 				row.Cells[p] = "┊"
 			}
 		}
-		text := m.Text
+		text, note := m.Text, ""
 		switch {
 		case strings.HasPrefix(text, "client "):
 			flying[m.Process] = true
-			armed[m.Process] = armedPoint(text)
+			if point := armedPoint(text); point != "" {
+				// The operation's row keeps its arguments (a narrow
+				// column shows its fences); the crash gets a row of
+				// its own below it, on the same step.
+				armed[m.Process] = shortPoint(text, point)
+				text = strings.Replace(text, " "+armedTag(point), "", 1)
+				note = "  crash armed at " + armed[m.Process]
+			}
 		case strings.HasPrefix(text, "  → "):
 			if armed[m.Process] != "" {
 				text = crashAnswer(text, armed[m.Process])
@@ -57,8 +65,25 @@ func (r Result) Interleaving() (columns []string, rows []Row) {
 		}
 		row.Cells[m.Process] = text
 		rows = append(rows, row)
+		if note != "" {
+			below := Row{Step: m.Step, Cells: slices.Clone(row.Cells)}
+			below.Cells[m.Process] = note
+			rows = append(rows, below)
+		}
 	}
 	return columns, rows
+}
+
+// shortPoint is point as an operation's rows show it: "…/after_write" when
+// it is a point of the operation itself ("save/after_write" on a save),
+// whose name is right above.
+func shortPoint(text, point string) string {
+	_, rest, _ := strings.Cut(text, ": ")
+	name, _, _ := strings.Cut(rest, " ")
+	if tail, ok := strings.CutPrefix(point, name+"/"); ok {
+		return "…/" + tail
+	}
+	return point
 }
 
 // The answers of the operations a power cut hits, in the trace.
@@ -96,9 +121,9 @@ func crashAnswer(text, point string) string {
 		// The cut ended it first, and its row says so.
 		return text
 	case crashedAnswer:
-		return "  → ? crashed at " + point + " (the process died there and starts again)"
+		return "  → ? crashed at " + point + ": the process died there, and starts again"
 	}
-	note := "it never reached the crash at " + point + "; the process starts again"
+	note := "the crash at " + point + " was not reached; the process starts again"
 	if open, ok := strings.CutSuffix(text, ")"); ok {
 		return open + "; " + note + ")"
 	}

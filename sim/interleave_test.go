@@ -25,10 +25,11 @@ func cellsOf(r Result) []string {
 }
 
 // A crash sits on the operation it hits: the fault's row, which only arms
-// the process's next operation, is folded into that operation's row, the
-// point named before the arguments (a console cuts a cell's end), and the
-// answer says it died there; an armed operation that never reached its
-// point says so; an arming no operation followed keeps its row.
+// the process's next operation, moves to a row of its own just below that
+// operation's, on its step (the operation's row keeps its arguments, for a
+// narrow column to show its fences), and the answer says it died there;
+// an armed operation that never reached its point says so; an arming no
+// operation followed keeps its row.
 func TestACrashSitsOnTheOperationItHits(t *testing.T) {
 	r := Result{Schedule: Schedule{Processes: 2}, Moves: []Move{
 		{Step: 0, Process: 0, Text: "client 0: save " + armedTag("save/after_write") + ` {"id":1}`},
@@ -41,11 +42,13 @@ func TestACrashSitsOnTheOperationItHits(t *testing.T) {
 	}}
 	got := strings.Join(cellsOf(r), "\n")
 	want := strings.Join([]string{
-		`0|0|client 0: save [crash at save/after_write] {"id":1}`,
+		`0|0|client 0: save {"id":1}`,
+		"0|0|  crash armed at …/after_write",
 		"0|0|  … save/before_write",
-		"2|0|  → ? crashed at save/after_write (the process died there and starts again)",
-		`3|1|client 1: load [crash at load/after_read] {"id":1}`,
-		"3|1|  → ok (it never reached the crash at load/after_read; the process starts again)",
+		"2|0|  → ? crashed at …/after_write: the process died there, and starts again",
+		`3|1|client 1: load {"id":1}`,
+		"3|1|  crash armed at …/after_read",
+		"3|1|  → ok (the crash at …/after_read was not reached; the process starts again)",
 		"4|0|crash at save/after_write (time 1)",
 	}, "\n")
 	if got != want {
@@ -79,9 +82,11 @@ func TestACrashInARunIsShownWhereItHit(t *testing.T) {
 			for p, c := range row.Cells {
 				switch {
 				case strings.HasPrefix(c, "client "):
-					armed[p] = armedPoint(c)
+					armed[p] = ""
+				case strings.HasPrefix(c, "  crash armed at "):
+					armed[p] = strings.TrimPrefix(c, "  crash armed at ")
 				case strings.HasPrefix(c, "  → ? crashed at "):
-					if armed[p] == "" || !strings.HasPrefix(c, "  → ? crashed at "+armed[p]+" ") {
+					if armed[p] == "" || !strings.HasPrefix(c, "  → ? crashed at "+armed[p]+": ") {
 						t.Fatalf("seed %d: %q in column %d, whose operation was armed at %q:\n%s", seed, c, p, armed[p], res.InterleavingText(60))
 					}
 					shown++
