@@ -4,6 +4,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/storecheck/storecheck/internal/selftest"
+	"github.com/storecheck/storecheck/reports"
 )
 
 var annotation = regexp.MustCompile(`(?m)^::error title=storecheck ([a-z]+)/([a-z]+)%3A [^\n]*$`)
@@ -57,5 +60,31 @@ func TestFailuresAreAnnotatedInGitHubActions(t *testing.T) {
 		if strings.Contains(out, "::error") {
 			t.Errorf("%s outside GitHub Actions prints annotations:\n%s", tc.args[0], out)
 		}
+	}
+}
+
+// selftest's annotations are its failures: a flagged reference's checks,
+// and each bug no layer caught (a verdict with a note is no catch), with
+// the line that runs it again; a caught bug is none.
+func TestSelftestAnnotatesEachEscapedBug(t *testing.T) {
+	result := reports.Run{Checks: []reports.Check{
+		{Store: "all", Layer: "selftest sim", Name: "reference (no bug)", Outcome: reports.Failed, Message: "FLAGGED"},
+		{Store: "continuity", Layer: "selftest spec", Name: "caught_bug", Outcome: reports.Passed},
+	}}
+	rows := []selftest.Row{
+		{Store: "all", Verdicts: map[string]selftest.Verdict{"sim": {Ran: true, Caught: true}}},
+		{Bug: "caught_bug", Store: "continuity", Verdicts: map[string]selftest.Verdict{"spec": {Ran: true, Caught: true}}},
+		{Bug: "escaped_bug", Store: "runtime", Verdicts: map[string]selftest.Verdict{"spec": {Ran: true}, "sim": {Ran: true, Caught: true, Note: "inconclusive"}}},
+	}
+	var failed []string
+	for _, c := range selftestFailures(result, rows).Checks {
+		if c.Outcome == reports.Failed {
+			failed = append(failed, c.Store+"/"+c.Layer+"/"+c.Name+": "+c.Message+" | "+c.Reproduce)
+		}
+	}
+	want := []string{"all/selftest sim/reference (no bug): FLAGGED | ",
+		"runtime/selftest/escaped_bug: the deliberate bug escaped_bug escaped every layer | storecheck selftest --store runtime --bugs escaped_bug"}
+	if strings.Join(failed, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("selftest's failures:\n%s\nwant:\n%s", strings.Join(failed, "\n"), strings.Join(want, "\n"))
 	}
 }

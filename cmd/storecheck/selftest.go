@@ -67,7 +67,7 @@ func selftestCommand(inv invocation) int {
 		fmt.Fprintln(stdout, n)
 	}
 	code := writeTable(stdout, table.Rows, &result)
-	reports.WriteAnnotations(stdout, result)
+	reports.WriteAnnotations(stdout, selftestFailures(result, table.Rows))
 	writeReports(f, result, stderr)
 	return code
 }
