@@ -1,0 +1,113 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+)
+
+// settled is an operation of the run that is over: acknowledged (a
+// definite answer) or left indefinite by a crash at one of its crash
+// points, a kill or a lost answer. A failure after a crash or a power cut
+// names from these the operation the crash left half applied, or the
+// acknowledged writes the cut may have lost.
+type settled struct {
+	step, client int
+	op           spec.Op
+	// acked: the backend answered it, and the answer was no error.
+	acked bool
+	// crashedAt is the crash point it died at ("" for none): it was left
+	// indefinite inside its transaction.
+	crashedAt string
+	// answeredAt is the step its answer (or its crash) came at.
+	answeredAt int
+}
+
+// settle records an operation that is over.
+func (e *engine) settle(i int, f *flight, acked bool, crashedAt string) {
+	e.settledOps = append(e.settledOps, settled{step: f.step, client: f.client, op: f.op, acked: acked, crashedAt: crashedAt, answeredAt: i})
+}
+
+// touches reports whether ops a and b share a key of the model (a key
+// "<prefix>*" covers every key of the prefix; no keys: anything).
+func touches(m model.Model, a, b spec.Op) bool {
+	ka, kb := m.Keys(a), m.Keys(b)
+	if ka == nil || kb == nil {
+		return true
+	}
+	for _, x := range ka {
+		for _, y := range kb {
+			if keyCovers(x, y) || keyCovers(y, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func keyCovers(k, other string) bool {
+	if p, ok := strings.CutSuffix(k, "*"); ok {
+		return strings.HasPrefix(other, p)
+	}
+	return k == other
+}
+
+// isWrite reports whether op may change the store (it answers with no
+// result, or the model says so by a branch that leaves another state).
+func isWrite(m model.Model, op spec.Op) bool {
+	_, isRead := op.(interface{ ReadOnly() bool })
+	if isRead {
+		return false
+	}
+	s := m.Init()
+	for _, b := range m.Step(s, op, 0) {
+		if !b.Next.Equal(s) {
+			return true
+		}
+	}
+	// From the empty store a write may be refused; count it a write
+	// unless its name says it reads.
+	name := op.Name()
+	for _, read := range []string{"load_", "resolve_", "list_", "due_", "events_", "active_", "max_", "flush_order", "open_tasks", "task", "intent", "session_snapshot_matches"} {
+		if strings.HasPrefix(name, read) {
+			return false
+		}
+	}
+	return true
+}
+
+// crashNote says, for a failure of op after a crash or a power cut, which
+// operation the crash left half applied or which acknowledged writes the
+// cut may have lost, and at which step ("" when no crash came before, or
+// none touched what op reads).
+func (e *engine) crashNote(op spec.Op) string {
+	m := e.subj.Model
+	var notes []string
+	// The last operation that died at a crash point and touches what op
+	// does: it must have taken effect whole or not at all.
+	for j := len(e.settledOps) - 1; j >= 0; j-- {
+		s := e.settledOps[j]
+		if s.crashedAt != "" && touches(m, s.op, op) {
+			notes = append(notes, fmt.Sprintf("the crash at step %d inside client %d's %s (sent at step %d, crash point %s) may have left it half applied: it must take effect whole or not at all",
+				s.answeredAt, s.client, describeOp(s.op), s.step, s.crashedAt))
+			break
+		}
+	}
+	if e.cutAt >= 0 {
+		var lost []string
+		for j := len(e.settledOps) - 1; j >= 0 && len(lost) < 3; j-- {
+			s := e.settledOps[j]
+			if s.acked && s.answeredAt < e.cutAt && touches(m, s.op, op) && isWrite(m, s.op) {
+				lost = append(lost, fmt.Sprintf("step %d client %d's %s (acknowledged at step %d)", s.step, s.client, describeOp(s.op), s.answeredAt))
+			}
+		}
+		if len(lost) > 0 {
+			slices.Reverse(lost)
+			notes = append(notes, fmt.Sprintf("the power cut at step %d lost an acknowledged write this answer reads: the last of them before the cut are %s", e.cutAt, strings.Join(lost, "; ")))
+		}
+	}
+	return strings.Join(notes, "; ")
+}
