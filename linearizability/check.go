@@ -161,14 +161,19 @@ func stuck(m model.Model, parts [][]porcupine.Operation, info porcupine.Lineariz
 		}
 		st.Entry = next.Input.(*Entry)
 		states := stateSet{m.Init()}
+		var writers []spec.Op
 		for _, e := range st.Placed {
-			states = step(m, states, e)
+			next := step(m, states, e)
+			if !e.Indefinite && !next.equal(states) && model.Touches(m, e.Op, st.Entry.Op) {
+				writers = append(writers, e.Op)
+			}
+			states = next
 		}
 		var branches []model.Branch
 		for _, s := range states {
 			branches = append(branches, m.Step(s, st.Entry.Op, st.Entry.NowMS)...)
 		}
-		blame := model.BlameOf(m.Contract(), st.Entry.Op, st.Entry.Outcome, branches)
+		blame := model.BlameOf(m.Contract(), st.Entry.Op, st.Entry.Outcome, branches, writers)
 		st.Allowed, st.Rules, st.Why = model.Allowed(branches), blame.Rules, blame.Why
 		out = append(out, st)
 	}

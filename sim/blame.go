@@ -24,59 +24,25 @@ type settled struct {
 	crashedAt string
 	// answeredAt is the step its answer (or its crash) came at.
 	answeredAt int
+	// wrote: its answer changed the model's state (a write).
+	wrote bool
 }
 
 // settle records an operation that is over.
-func (e *engine) settle(i int, f *flight, acked bool, crashedAt string) {
-	e.settledOps = append(e.settledOps, settled{step: f.step, client: f.client, op: f.op, acked: acked, crashedAt: crashedAt, answeredAt: i})
+func (e *engine) settle(i int, f *flight, acked, wrote bool, crashedAt string) {
+	e.settledOps = append(e.settledOps, settled{step: f.step, client: f.client, op: f.op, acked: acked, wrote: wrote, crashedAt: crashedAt, answeredAt: i})
 }
 
-// touches reports whether ops a and b share a key of the model (a key
-// "<prefix>*" covers every key of the prefix; no keys: anything).
-func touches(m model.Model, a, b spec.Op) bool {
-	ka, kb := m.Keys(a), m.Keys(b)
-	if ka == nil || kb == nil {
-		return true
-	}
-	for _, x := range ka {
-		for _, y := range kb {
-			if keyCovers(x, y) || keyCovers(y, x) {
-				return true
-			}
+// writers are the acknowledged operations of the run that changed the
+// model's state and touch what op does, in the order they ended.
+func (e *engine) writers(op spec.Op) []spec.Op {
+	var out []spec.Op
+	for _, s := range e.settledOps {
+		if s.acked && s.wrote && model.Touches(e.subj.Model, s.op, op) {
+			out = append(out, s.op)
 		}
 	}
-	return false
-}
-
-func keyCovers(k, other string) bool {
-	if p, ok := strings.CutSuffix(k, "*"); ok {
-		return strings.HasPrefix(other, p)
-	}
-	return k == other
-}
-
-// isWrite reports whether op may change the store (it answers with no
-// result, or the model says so by a branch that leaves another state).
-func isWrite(m model.Model, op spec.Op) bool {
-	_, isRead := op.(interface{ ReadOnly() bool })
-	if isRead {
-		return false
-	}
-	s := m.Init()
-	for _, b := range m.Step(s, op, 0) {
-		if !b.Next.Equal(s) {
-			return true
-		}
-	}
-	// From the empty store a write may be refused; count it a write
-	// unless its name says it reads.
-	name := op.Name()
-	for _, read := range []string{"load_", "resolve_", "list_", "due_", "events_", "active_", "max_", "flush_order", "open_tasks", "task", "intent", "session_snapshot_matches"} {
-		if strings.HasPrefix(name, read) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 // crashNote says, for a failure of op after a crash or a power cut, which
@@ -90,7 +56,7 @@ func (e *engine) crashNote(op spec.Op) string {
 	// does: it must have taken effect whole or not at all.
 	for j := len(e.settledOps) - 1; j >= 0; j-- {
 		s := e.settledOps[j]
-		if s.crashedAt != "" && touches(m, s.op, op) {
+		if s.crashedAt != "" && model.Touches(m, s.op, op) {
 			notes = append(notes, fmt.Sprintf("the crash at step %d inside client %d's %s (sent at step %d, crash point %s) may have left it half applied: it must take effect whole or not at all",
 				s.answeredAt, s.client, describeOp(s.op), s.step, s.crashedAt))
 			break
@@ -100,7 +66,7 @@ func (e *engine) crashNote(op spec.Op) string {
 		var lost []string
 		for j := len(e.settledOps) - 1; j >= 0 && len(lost) < 3; j-- {
 			s := e.settledOps[j]
-			if s.acked && s.answeredAt < e.cutAt && touches(m, s.op, op) && isWrite(m, s.op) {
+			if s.acked && s.answeredAt < e.cutAt && s.wrote && model.Touches(m, s.op, op) {
 				lost = append(lost, fmt.Sprintf("step %d client %d's %s (acknowledged at step %d)", s.step, s.client, describeOp(s.op), s.answeredAt))
 			}
 		}

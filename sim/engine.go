@@ -296,13 +296,14 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		if crashed && f.armed != "" && !strings.HasSuffix(f.armed, "/after_commit") {
 			point = f.armed
 		}
-		e.settle(i, f, false, point)
+		e.settle(i, f, false, false, point)
 		return true
 	}
 	e.trace(i, p.n, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
+	before := e.oracle.first()
 	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if !ok && e.oracle.cut {
 		// The oracle cut its configurations past its limit, and the ones
@@ -313,7 +314,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	if !ok {
-		blame := model.BlameOf(contract, f.op, got, allowed)
+		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op))
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
 			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
 		if err != nil && got.Kind != "" {
@@ -327,7 +328,8 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
-	e.settle(i, f, got.Kind == "", "")
+	after := e.oracle.first()
+	e.settle(i, f, got.Kind == "", before != nil && after != nil && !before.Equal(after), "")
 	return true
 }
 

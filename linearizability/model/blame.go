@@ -31,7 +31,12 @@ type Blame struct {
 //     answer differs from the nearest allowed one;
 //   - else every rule of op (of the store, for an op without one), with
 //     why no fewer.
-func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch) Blame {
+//
+// writers are the operations before op that changed what it reads, the
+// latest last (none when unknown): for a wrong result, the rules of theirs
+// that name a field that differs are added, for a read that answers what a
+// write stored wrongly.
+func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers []spec.Op) Blame {
 	if rules := Rules(allowed); len(rules) > 0 {
 		why := "the rule that decides the answer the model allows here"
 		if len(rules) > 1 {
@@ -68,6 +73,14 @@ func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch) Blame {
 				named = append(named, id)
 			}
 		}
+		if w, wrote := writerRules(c, name, fields, writers); len(wrote) > 0 {
+			read := own
+			if len(named) > 0 {
+				read = named
+			}
+			return Blame{Rules: append(slices.Clone(read), wrote...), Why: fmt.Sprintf("the answer differs from the model's in %s: %s states what %s answers, and the writes before it that may have set %s (%s) are governed by %s",
+				strings.Join(fields, ", "), strings.Join(read, ", "), name, strings.Join(fields, ", "), w, strings.Join(wrote, ", "))}
+		}
 		if len(named) > 0 && len(named) < len(own) {
 			return Blame{Rules: named, Why: fmt.Sprintf("the answer differs from the model's in %s, which %s of %s's rules name", strings.Join(fields, ", "), countWord(len(named)), name)}
 		}
@@ -89,6 +102,56 @@ func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch) Blame {
 		what = fmt.Sprintf("answer %s where the model allows %s", clip(got.String(), 40), clip(allowed[0].Outcome.String(), 40))
 	}
 	return Blame{Rules: own, Why: fmt.Sprintf("every rule of %s decides this %s together; the answer alone cannot tell which one the backend broke", name, what)}
+}
+
+// writerRules are the rules of writers (not op itself) that name one of
+// fields, the latest writer's first, and the writers' names: the evidence
+// of a read does not tell which of the writes before it stored the wrong
+// value, so each is a suspect.
+func writerRules(c spec.Contract, op string, fields []string, writers []spec.Op) (string, []string) {
+	var names, out []string
+	for j := len(writers) - 1; j >= 0; j-- {
+		w := writers[j].Name()
+		if w == op || slices.Contains(names, w) {
+			continue
+		}
+		found := false
+		for _, id := range opRules(c, w) {
+			r, _ := c.Rule(id)
+			if mentionsAny(r, fields) && !slices.Contains(out, id) {
+				out, found = append(out, id), true
+			}
+		}
+		if found {
+			names = append(names, w)
+		}
+	}
+	return strings.Join(names, ", "), out
+}
+
+// Touches reports whether a and b share a key of m (a key "<prefix>*"
+// covers every key of the prefix; an operation of no keys touches
+// anything).
+func Touches(m Model, a, b spec.Op) bool {
+	ka, kb := m.Keys(a), m.Keys(b)
+	if ka == nil || kb == nil {
+		return true
+	}
+	for _, x := range ka {
+		for _, y := range kb {
+			if keyCovers(x, y) || keyCovers(y, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func keyCovers(k, other string) bool {
+	if p, ok := strings.CutSuffix(k, "*"); ok {
+		return strings.HasPrefix(other, p)
+	}
+	return k == other
 }
 
 func countWord(n int) string {
