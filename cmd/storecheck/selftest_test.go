@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestSelftestCatchesEveryBugAndNeverTheReference(t *testing.T) {
 // failure a layer gave of a deliberate bug it caught names a rule of the
 // bug's contract (by its ID), and, for the simulator and linearizability
 // layers, the rule the bug breaks where its entry says which
-// (bugs.Breaks): the bug corpus as a test that failures explain.
+// (bugs.Breaks: one of them, where it breaks several): the bug corpus as a test that failures explain.
 func checkFailuresNameRules(t *testing.T, path string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -87,13 +88,14 @@ func checkFailuresNameRules(t *testing.T, path string) {
 		if !strings.HasSuffix(layer, "sim") && !strings.HasSuffix(layer, "lin") && layer != "linearizability" {
 			continue
 		}
-		for _, want := range bugs.Breaks(b) {
+		breaks := bugs.Breaks(b)
+		for _, want := range breaks {
 			if _, ok := st.Contract.Rule(want); !ok {
 				t.Errorf("%s: bugs.Breaks names %s, no rule of the %s contract", b.Name(), want, b.Store())
 			}
-			if !strings.Contains(c.Details, want) {
-				t.Errorf("%s, caught by %s: its failure names %s, not %s, the rule the bug breaks:\n%s", b.Name(), layer, strings.Join(named, ", "), want, clipLines(c.Details, 30))
-			}
+		}
+		if len(breaks) > 0 && !slices.ContainsFunc(breaks, func(want string) bool { return strings.Contains(c.Details, want) }) {
+			t.Errorf("%s, caught by %s: its failure names %s, none of %s, the rules the bug breaks:\n%s", b.Name(), layer, strings.Join(named, ", "), strings.Join(breaks, ", "), clipLines(c.Details, 30))
 		}
 	}
 	if caught == 0 {

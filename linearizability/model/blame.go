@@ -60,6 +60,33 @@ func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers
 			return Blame{Rules: rules, Why: why}
 		}
 	}
+	if got.Kind == "" {
+		// The backend answered where the model refuses: the rules that
+		// make the refusals allowed are the ones it did not apply.
+		var kinds []string
+		var rules []string
+		for _, b := range allowed {
+			if b.Outcome.Kind == "" || b.Match != nil {
+				kinds = nil
+				break
+			}
+			for _, r := range c.Refusals[name] {
+				if r.Kind == b.Outcome.Kind && !slices.Contains(rules, r.Rule) {
+					rules = append(rules, r.Rule)
+				}
+			}
+			if !slices.Contains(kinds, string(b.Outcome.Kind)) {
+				kinds = append(kinds, string(b.Outcome.Kind))
+			}
+		}
+		if len(kinds) > 0 && len(rules) > 0 {
+			why := fmt.Sprintf("the model refuses %s here with %s, which only this rule makes, and the backend went ahead", name, strings.Join(kinds, " or "))
+			if len(rules) > 1 {
+				why = fmt.Sprintf("the model refuses %s here with %s, which these rules make (the kind alone cannot tell which one's condition holds), and the backend went ahead", name, strings.Join(kinds, " or "))
+			}
+			return Blame{Rules: rules, Why: why}
+		}
+	}
 	own := opRules(c, name)
 	if len(own) == 0 {
 		own = opRules(c, "")
@@ -95,13 +122,14 @@ func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers
 	case 1:
 		return Blame{Rules: own, Why: fmt.Sprintf("the one rule of %s", name)}
 	}
-	what := "answer"
+	what := "the answer " + clip(got.String(), 40)
 	if got.Kind != "" {
-		what = "refusal " + string(got.Kind)
-	} else if len(allowed) > 0 {
-		what = fmt.Sprintf("answer %s where the model allows %s", clip(got.String(), 40), clip(allowed[0].Outcome.String(), 40))
+		what = "the refusal " + string(got.Kind)
 	}
-	return Blame{Rules: own, Why: fmt.Sprintf("every rule of %s decides this %s together; the answer alone cannot tell which one the backend broke", name, what)}
+	if len(allowed) > 0 {
+		what += " where the model allows " + clip(allowed[0].Outcome.String(), 40)
+	}
+	return Blame{Rules: own, Why: fmt.Sprintf("%s: every rule of %s decides it together, and the answer alone cannot tell which one the backend broke", what, name)}
 }
 
 // writerRules are the rules of writers (not op itself) that name one of

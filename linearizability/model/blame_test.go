@@ -37,6 +37,8 @@ func TestBlameNarrowsToTheRuleBroken(t *testing.T) {
 			[]string{"continuity.upsert_continuity_record.fence_not_lower"}, "decides the answer"},
 		{"the refusal's rule", save, Fail(c.ErrStaleFencingToken), []Branch{{Outcome: OK(nil)}}, nil,
 			[]string{"continuity.save_session_snapshot.fence_not_lower"}, "the only rule that refuses"},
+		{"the refusal's rule the backend did not apply", save, OK(nil), []Branch{{Outcome: Fail(c.ErrStaleCheckpointVersion)}}, nil,
+			[]string{"continuity.save_session_snapshot.version_must_advance"}, "the model refuses"},
 		{"a read of a field a write set", read, OK(gotRead), []Branch{{Outcome: OK(want)}}, []spec.Op{upsert},
 			[]string{"continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity", "continuity.upsert_continuity_record.checkpoint_version_kept"}, "checkpoint_version"},
 		{"a read with no write to blame", read, OK(gotRead), []Branch{{Outcome: OK(want)}}, nil,
