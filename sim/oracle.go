@@ -275,7 +275,8 @@ func (o *oracle) events(op spec.Op, nowMS int64, got model.Outcome, definite boo
 }
 
 // first is the state of the oracle's first configuration (nil: none):
-// whether an answer changed it tells a write from a read.
+// whether an answer changed it (its hash, which every state keeps, so the
+// check costs nothing per operation) tells a write from a read.
 func (o *oracle) first() model.State {
 	if len(o.configs) == 0 {
 		return nil
