@@ -34,11 +34,13 @@ func (e *engine) settle(i int, f *flight, acked, wrote bool, crashedAt string) {
 }
 
 // writers are the acknowledged operations of the run that changed the
-// model's state and touch what op does, in the order they ended.
+// model's state and touch what op does, in the order they ended; after a
+// power cut only those since it: one before it is suspect of being lost
+// (the durability rule, named apart), not of breaking its own rules.
 func (e *engine) writers(op spec.Op) []spec.Op {
 	var out []spec.Op
 	for _, s := range e.settledOps {
-		if s.acked && s.wrote && model.Touches(e.subj.Model, s.op, op) {
+		if s.acked && s.wrote && s.answeredAt > e.cutAt && model.Touches(e.subj.Model, s.op, op) {
 			out = append(out, s.op)
 		}
 	}

@@ -41,4 +41,12 @@ func TestCrashNoteNamesTheHalfAppliedOperationAndTheLostWrites(t *testing.T) {
 		strings.Contains(note, "client 2's") {
 		t.Errorf("the lost write is not named alone: %q", note)
 	}
+	// Writes before the cut are suspects of the cut, not of their rules.
+	if w := e.writers(read); len(w) != 0 {
+		t.Errorf("writers after the cut: %v, want none", w)
+	}
+	e.cutAt = -1
+	if w := e.writers(read); len(w) != 1 || w[0].Name() != "upsert_continuity_record" {
+		t.Errorf("writers with no cut: %v, want client 1's upsert", w)
+	}
 }
