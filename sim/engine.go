@@ -49,6 +49,9 @@ type engine struct {
 	whole bool
 	// cutAt is the step of the run's last power cut (-1: none yet).
 	cutAt int
+	// settledOps are the operations over so far, in the order they
+	// ended: what a failure after a crash names (blame.go).
+	settledOps []settled
 }
 
 // proc is one backend process of the run.
@@ -292,12 +295,18 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	if !definite {
 		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
 		e.oracle.indefinite(f.call, f.op)
+		point := ""
+		if crashed && f.armed != "" && !strings.HasSuffix(f.armed, "/after_commit") {
+			point = f.armed
+		}
+		e.settle(i, f, false, false, point)
 		return true
 	}
 	e.trace(i, p.n, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
+	before := e.oracle.first()
 	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if !ok && e.oracle.cut {
 		// The oracle cut its configurations past its limit, and the ones
@@ -308,8 +317,9 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	if !ok {
+		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op))
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
-			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
+			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
 		if err != nil && got.Kind != "" {
 			failure.Message = errorText(err)
 		}
@@ -321,6 +331,8 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
+	after := e.oracle.first()
+	e.settle(i, f, got.Kind == "", before != nil && after != nil && before.Hash() != after.Hash(), "")
 	return true
 }
 

@@ -146,6 +146,10 @@ func writeTable(w io.Writer, rows []selftest.Row, result *reports.Run) int {
 				if bug != "" && !v.Caught {
 					c.Outcome, c.Message = reports.Skipped, "this layer does not catch this bug"
 				}
+				if v.Caught {
+					// What the layer said: it names the rule broken.
+					c.Details = v.Failure
+				}
 				result.Checks = append(result.Checks, c)
 			}
 		}
