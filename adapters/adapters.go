@@ -72,6 +72,8 @@ func (l *local[S]) Apply(ctx context.Context, op spec.Op) (any, error) {
 	point := l.armed
 	l.armed = ""
 	l.mu.Unlock()
+	// The store's hooks may name only the place: the operation is this one.
+	ctx = spec.WithOperation(ctx, op.Name())
 	if l.declares {
 		ctx = spec.DeclareCrashPoints(ctx, l.points)
 	}

@@ -69,6 +69,12 @@ type Config struct {
 	// Shard runs the i-th of n shares of the seeds, for CI matrix jobs
 	// (zero: every seed).
 	Shard Shard
+	// Spec, when set, narrows the spec layer to one spec, or one rule's
+	// specs: the specs labelled with the rule of that ID
+	// ("continuity.upsert_continuity_record.writes_record"), else the one
+	// of that full name (its check's Name). A spec failure's reproduce line
+	// sets it. A name no spec has is a *ConfigError.
+	Spec string
 	// Clients run at once: a history's, and a simulated schedule's.
 	Clients int
 	// Ops are the operations of one linearizability history.

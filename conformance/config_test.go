@@ -109,7 +109,11 @@ func TestReproduceLines(t *testing.T) {
 	cfg := Config{Steps: 60, ReplyTimeout: Defaults().ReplyTimeout * 4, CheckTimeout: Defaults().CheckTimeout}
 	ln := cfg.commandLines([]string{"./my backend", "--flag"})
 	for _, tc := range []struct{ got, want string }{
-		{ln.spec("continuity", 3), "storecheck run --store continuity --layers spec --seed 3 --reply-timeout 20s -- './my backend' --flag"},
+		{ln.spec("continuity", 3, "continuity save it's fenced"), `storecheck run --store continuity --layers spec --seed 3 --spec 'continuity save it'\''s fenced' --reply-timeout 20s -- './my backend' --flag`},
+		{goTestLines{test: "TestX", pkg: "example.com/mystore", given: map[string]string{"spec": "other", "steps": "60"}}.spec("continuity", 4, "continuity save a b"),
+			"go test -run '^TestX$/^spec$/^continuity$' example.com/mystore -storecheck.seed 4 -storecheck.spec 'continuity save a b'"},
+		{configLines{Config{}.WithDefaults()}.spec("client", 2, "client x"),
+			`conformance.Run with conformance.Config{Stores: []string{"client"}, Layers: []conformance.Layer{"spec"}, Seeds: conformance.Seed(2), Spec: "client x"}`},
 		{ln.linearize("runtime", 4), "storecheck linearize --clients 8 --ops 2000 --handles 2 --reply-timeout 20s --store runtime --seed 4 -- './my backend' --flag"},
 		{ln.sim("client", 5), "storecheck sim --steps 60 --reply-timeout 20s --store client --seed 5 -- './my backend' --flag"},
 		{ln.replay("out/s 1/schedule.json"), "storecheck replay --reply-timeout 20s 'out/s 1/schedule.json' -- './my backend' --flag"},

@@ -32,15 +32,20 @@
 // which the go test flags, the storecheck command's flags and config file
 // keys, and every reproduce line are made.
 //
-// A Go store opens its transactions through a helper of its own, which
-// reaches the kit's two hooks, both no-ops when no check is running:
-// spec.Yield before each transaction and after each commit (the places it
-// holds no lock: where the simulator lets another process move), and
-// spec.CrashPoint between the writes of a transaction and after its commit
-// (the places the simulator may crash it, declared per store in
-// suite.Harness.CrashPoints). The reference's transaction helper
-// (reference/sqlitedb) uses exactly these. Serve makes the same harness a
-// program over the wire protocol.
+// A Go author imports this package alone: the harness (Harness,
+// Capabilities, Options), the hooks, the error kinds and the contracts a
+// store implements (ContinuityStore, RuntimeStore, ClientStore and their
+// types, each under its contract's prefix: contracts.go) are re-exported
+// here. A Go store opens its transactions through a helper of its own,
+// which reaches the kit's two hooks, both no-ops when no check is running:
+// Yield before each transaction and after each commit (the places it holds
+// no lock: where the simulator lets another process move), and CrashPoint
+// between the writes of a transaction and after its commit (the places
+// the simulator may crash it, declared per store in Harness.CrashPoints).
+// Each takes the place alone ("after_commit"): the kit names the operation
+// it applies in the context (spec.PointName). The reference's transaction
+// helper (reference/sqlitedb) uses the same hooks of package spec. Serve
+// makes the same harness a program over the wire protocol.
 //
 // What the kit knows of each store (its contract, model, workload and the
 // rare events a sweep must reach) is Stores.

@@ -1,12 +1,10 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -153,17 +151,9 @@ func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 	}
 }
 
-// testSpecs runs the spec layer: in this process the first time (Ginkgo
-// runs one suite a process), else in a process of its own, this test
-// binary run again for this subtest alone.
+// testSpecs runs the spec layer, a subtest per store.
 func testSpecs(t *testing.T, b Backend, cfg Config, ln lines) {
-	if specsRan.Load() {
-		specsInChild(t)
-		return
-	}
 	rep, err := run(context.Background(), b, cfg, ln)
-	// Ginkgo's progress line ends without one.
-	fmt.Println()
 	if err != nil && !IsBackendFailure(err) {
 		t.Fatal(err)
 	}
@@ -181,26 +171,6 @@ func testSpecs(t *testing.T, b Backend, cfg Config, ln lines) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// specsInChild runs t, a spec layer's subtest, in a child process: this
-// test binary with -test.run narrowed to it and the storecheck flags given.
-func specsInChild(t *testing.T) {
-	args := []string{"-test.run=" + runPattern(strings.Split(t.Name(), "/")), "-test.v"}
-	given := givenFlags(flag.CommandLine)
-	for _, k := range knobs {
-		if v, ok := given[k.Name]; ok {
-			args = append(args, "-"+k.TestFlag()+"="+v)
-		}
-	}
-	cmd := exec.Command(os.Args[0], args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if err != nil {
-		t.Fatalf("the specs, run in a process of their own (Ginkgo runs one suite a process, and this one ran them already): %v\n%s", err, out.String())
-	}
-	t.Logf("the specs ran in a process of their own (Ginkgo runs one suite a process, and this one ran them already):\n%s", out.String())
 }
 
 // report turns a run's checks into t's verdict: every failure (and every
@@ -235,6 +205,9 @@ func report(t *testing.T, rep reports.Run, err error) {
 	for _, n := range rep.Notes {
 		t.Logf("not explored: %s", n)
 	}
+	// On stdout, not t.Log: GitHub reads a workflow command only at the
+	// start of a line, and the test log indents.
+	reports.WriteAnnotations(os.Stdout, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

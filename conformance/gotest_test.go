@@ -1,15 +1,19 @@
 package conformance
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -99,19 +103,74 @@ func TestTheGoTestLineNamesThePackageByItsImportPath(t *testing.T) {
 	}
 }
 
-// Ginkgo runs one suite a process: the specs of a second Test in one test
-// binary run in a process of their own, this binary again for that subtest
-// alone, and pass as the first did.
-func TestTheSpecsOfASecondTestRunInAProcessOfTheirOwn(t *testing.T) {
-	h := suite.HarnessOf(stores.Reference())
-	cfg := Config{Layers: []Layer{LayerSpec}, Stores: []string{"continuity"}}
-	TestWith(t, h, cfg)
-	// In the child, the first Test's subtest is not run: the second runs
-	// the specs there, in its process.
-	inChild := !specsRan.Load()
-	TestWith(t, h, cfg)
-	if !inChild && !specsRan.Load() {
-		t.Error("no Test ran the specs in this process")
+// Ginkgo keeps one suite a process; the kit resets it for each run: Run
+// may run the specs again in one process, twice at once, and each run
+// finds what the first did; Test's specs after them run in its process
+// too.
+func TestRunRunsTheSpecsAgainInOneProcess(t *testing.T) {
+	cfg := Config{Layers: []Layer{LayerSpec}, Stores: []string{"continuity"}, ReportDir: t.TempDir()}
+	names := func(rep reports.Run, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range rep.Checks {
+			if c.Outcome != reports.Passed && c.Outcome != reports.Skipped {
+				t.Errorf("%s: %s %s", c.Name, c.Outcome, c.Message)
+			}
+			out = append(out, c.Name+" "+string(c.Outcome))
+		}
+		slices.Sort(out)
+		return out
+	}
+	first := names(Run(context.Background(), Reference(), cfg))
+	if len(first) < 10 {
+		t.Fatalf("the first run ran %d specs", len(first))
+	}
+	var wg sync.WaitGroup
+	both := make([][]string, 2)
+	for i := range both {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := Run(context.Background(), Reference(), cfg)
+			if err == nil {
+				both[i] = names(rep, nil)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, got := range both {
+		if !slices.Equal(got, first) {
+			t.Errorf("run %d of two at once found %d specs, want the %d of the first", i, len(got), len(first))
+		}
+	}
+	TestWith(t, suite.HarnessOf(stores.Reference()), cfg)
+}
+
+// Config.Spec runs one spec, by its full name or by its rule's ID; a name
+// no spec has is a config error, not a pass.
+func TestConfigSpecRunsOneSpec(t *testing.T) {
+	const name = "continuity upsert_continuity_record accepts the stored fence again and a newer one"
+	cfg := Config{Layers: []Layer{LayerSpec}, Stores: []string{"continuity"}, ReportDir: t.TempDir(), Spec: name}
+	rep, err := Run(context.Background(), Reference(), cfg)
+	if err != nil || len(rep.Checks) != 1 || rep.Checks[0].Name != name || rep.Checks[0].Outcome != reports.Passed {
+		t.Fatalf("by its name: %v %+v", err, rep.Checks)
+	}
+	cfg.Spec = "continuity.upsert_continuity_record.fence_not_lower"
+	rep, err = Run(context.Background(), Reference(), cfg)
+	if err != nil || len(rep.Checks) == 0 {
+		t.Fatalf("by its rule: %v %+v", err, rep.Checks)
+	}
+	for _, c := range rep.Checks {
+		if !strings.HasPrefix(c.Name, "continuity upsert_continuity_record ") {
+			t.Errorf("the rule's run ran %q", c.Name)
+		}
+	}
+	cfg.Spec = "continuity no such spec"
+	if _, err := Run(context.Background(), Reference(), cfg); err == nil || !strings.Contains(err.Error(), `"continuity no such spec"`) {
+		t.Errorf("an unknown spec: %v, want a config error naming it", err)
 	}
 }
 
@@ -151,7 +210,21 @@ func brokenChild(t *testing.T, env []string, args ...string) (string, int) {
 
 // goTestLine is a go test reproduce line: the environment it sets, -run,
 // the package, the storecheck flags.
-var goTestLine = regexp.MustCompile(`(?m)^\s*reproduce: ((?:[A-Z_]+=\S+ )*)go test -run '([^']+)' (\S+)((?: -storecheck\.\S+ \S+)*)$`)
+var goTestLine = regexp.MustCompile(`(?m)^\s*reproduce: ((?:[A-Z_]+=\S+ )*)go test -run '([^']+)' (\S+)((?: -storecheck\.\S+ (?:'(?:[^']|'\\'')*'|\S+))*)$`)
+
+// flagWords are the storecheck flags of a go test line as the test binary
+// takes them: -NAME=VALUE, a quoted value unquoted.
+func flagWords(flags string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(` (-storecheck\.\S+) ('(?:[^']|'\\'')*'|\S+)`).FindAllStringSubmatch(flags, -1) {
+		v := m[2]
+		if strings.HasPrefix(v, "'") {
+			v = strings.ReplaceAll(v[1:len(v)-1], `'\''`, "'")
+		}
+		out = append(out, m[1]+"="+v)
+	}
+	return out
+}
 
 // A failure under go test is a test failure that shows what failed: a
 // spec's rule, a history's failure in words (its files outside the source
@@ -162,11 +235,14 @@ func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
 	for _, tc := range []struct {
 		bug, layer string
 		want       []string
+		// flags the line carries after its seed; ran, what its run tallies.
+		flags, ran string
 	}{
-		{"continuity_fence_rejects_equal", "spec", []string{"FAIL continuity/spec: continuity upsert_continuity_record accepts the stored fence again",
-			"rules: continuity.upsert_continuity_record.fence_not_lower"}},
+		{"continuity_fence_rejects_equal", "spec", []string{"FAIL continuity/spec: continuity upsert_continuity_record accepts the stored fence again and a newer one",
+			"rules: continuity.upsert_continuity_record.fence_not_lower"},
+			" -storecheck.spec 'continuity upsert_continuity_record accepts the stored fence again and a newer one'", "continuity spec: 0 passed, 1 failed, 0 skipped, 0 not run"},
 		{"continuity_fence_accepts_older", "linearizability", []string{"FAIL continuity/linearizability: 8 clients, 500 operations, 2 handles, seed 1",
-			"no sequential order of the history is one the contract allows"}},
+			"no sequential order of the history is one the contract allows"}, "", ""},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			tmp := t.TempDir()
@@ -175,7 +251,7 @@ func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
 				t.Fatalf("exit %d, want the %s subtest failed:\n%s", code, tc.layer, out)
 			}
 			reports := filepath.Join(tmp, "storecheck-report", "github.com", "storecheck", "storecheck", "conformance")
-			line := brokenEnv + "=" + tc.bug + " go test -run '^TestBrokenHarness$/^" + tc.layer + "$/^continuity$' github.com/storecheck/storecheck/conformance -storecheck.seed 1\n"
+			line := brokenEnv + "=" + tc.bug + " go test -run '^TestBrokenHarness$/^" + tc.layer + "$/^continuity$' github.com/storecheck/storecheck/conformance -storecheck.seed 1" + tc.flags + "\n"
 			for _, w := range append(tc.want, "failing checks keep their files in "+reports+"\n", "reproduce: "+line) {
 				if !strings.Contains(out, w) {
 					t.Errorf("the failure does not show %q:\n%s", w, out)
@@ -187,14 +263,18 @@ func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
 					t.Errorf("no history saved in %s:\n%s", reports, out)
 				}
 			}
-			m := goTestLine.FindStringSubmatch(out)
+			// The line that follows the failure wanted: its own.
+			m := goTestLine.FindStringSubmatch(out[max(strings.Index(out, tc.want[0]), 0):])
 			if m == nil {
 				t.Fatalf("no go test line:\n%s", out)
 			}
-			args := append([]string{"-test.run=" + m[2], "-storecheck.report-dir=" + t.TempDir()}, strings.Fields(m[4])...)
+			args := append([]string{"-test.run=" + m[2], "-storecheck.report-dir=" + t.TempDir()}, flagWords(m[4])...)
 			again, code := brokenChild(t, strings.Fields(m[1]), args...)
 			if code != 1 || !strings.Contains(again, tc.want[0]) {
 				t.Errorf("the line run again, exit %d, does not fail with %q:\n%s", code, tc.want[0], again)
+			}
+			if !strings.Contains(again, tc.ran) {
+				t.Errorf("the line run again does not run that spec alone (%q):\n%s", tc.ran, again)
 			}
 		})
 	}

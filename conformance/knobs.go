@@ -114,6 +114,8 @@ var knobs = []Knob{
 		Help: "the linearizability check's seeds, a history each, in place of the seeds of every layer", TestNote: "the seeds of every layer, else 1"},
 	{Name: "sim-seeds", Field: "SimSeeds", Kind: KindSeeds, Arg: "A..B",
 		Help: "the simulator's seeds, a schedule each, in place of the seeds of every layer", TestNote: "the seeds of every layer, else " + TestSimSeeds.String()},
+	{Name: "spec", Field: "Spec", Kind: KindString, Arg: "NAME", Layers: []Layer{LayerSpec}, Commands: []string{cmdRun},
+		Help: "run only the spec of this full name, or the specs of this rule ID; a spec failure's reproduce line names its spec"},
 	{Name: "shard", Field: "Shard", Kind: KindShard, Arg: "i/n", Commands: []string{cmdLinearize, cmdSim, cmdSelftest},
 		Help: "run the i-th of n shares of the seeds (or of selftest's bugs), for CI matrix jobs"},
 	{Name: "steps", Field: "Steps", Kind: KindInt, Arg: "N", Layers: []Layer{LayerSim}, Commands: []string{cmdSim},

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -16,7 +17,8 @@ import (
 // whose value changes the run and the backend after "--"; goTestLines, the
 // go test line of the test that ran the check.
 type lines interface {
-	spec(store string, seed int64) string
+	// spec runs the spec of full name name alone (Config.Spec).
+	spec(store string, seed int64, name string) string
 	linearize(store string, seed int64) string
 	sim(store string, seed int64) string
 	// replay runs a saved schedule again ("" when no command can).
@@ -77,9 +79,11 @@ func envPrefix(names []string) string {
 	return b.String()
 }
 
-func (l commandLines) spec(store string, seed int64) string {
+func (l commandLines) spec(store string, seed int64, name string) string {
+	cfg := l.cfg
+	cfg.Spec = name
 	return fmt.Sprintf("%sstorecheck run --store %s --layers spec --seed %d%s%s", envPrefix(l.cfg.Env), store, seed,
-		knobFlags(l.cfg, cmdRun, LayerSpec), backendSuffix(l.backend))
+		knobFlags(cfg, cmdRun, LayerSpec), backendSuffix(l.backend))
 }
 
 func (l commandLines) linearize(store string, seed int64) string {
@@ -144,7 +148,10 @@ func (l configLines) line(layer Layer, store string, seed int64) string {
 	return b.String() + "}"
 }
 
-func (l configLines) spec(store string, seed int64) string { return l.line(LayerSpec, store, seed) }
+func (l configLines) spec(store string, seed int64, name string) string {
+	l.cfg.Spec = name
+	return l.line(LayerSpec, store, seed)
+}
 func (l configLines) linearize(store string, seed int64) string {
 	return l.line(LayerLinearizability, store, seed)
 }
@@ -182,7 +189,14 @@ func (l goTestLines) line(layer Layer, store string, seed int64) string {
 	return fmt.Sprintf("%sgo test -run %s %s -%s %d%s", envPrefix(l.env), shellQuote(pattern), l.pkg, seedFlag, seed, flags.String())
 }
 
-func (l goTestLines) spec(store string, seed int64) string { return l.line(LayerSpec, store, seed) }
+func (l goTestLines) spec(store string, seed int64, name string) string {
+	l.given = maps.Clone(l.given)
+	if l.given == nil {
+		l.given = map[string]string{}
+	}
+	l.given["spec"] = name
+	return l.line(LayerSpec, store, seed)
+}
 func (l goTestLines) linearize(store string, seed int64) string {
 	return l.line(LayerLinearizability, store, seed)
 }

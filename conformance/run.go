@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -41,9 +41,6 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 	if err := cfg.validateFor(s.info, s.harness); err != nil {
 		return reports.Run{}, err
 	}
-	if cfg.runs(LayerSpec) && specsRan.Load() {
-		return reports.Run{}, errSpecsRan
-	}
 	if ln == nil && s.harness {
 		ln = configLines{cfg}
 	}
@@ -52,6 +49,17 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 	}
 	r := &runner{ctx: ctx, s: s, cfg: cfg, lines: ln,
 		result: reports.Run{Tool: "storecheck", Backend: s.info.Name, Seed: cfg.SeedsOf(cfg.Layers[0]).First}}
+	for _, l := range cfg.Layers {
+		sr := cfg.SeedsOf(l)
+		if l == LayerSpec {
+			// The specs run once, in the order of the first seed.
+			sr.Last = sr.First
+		}
+		r.result.Seeds = append(r.result.Seeds, reports.LayerSeeds{Layer: string(l), Seeds: sr.String()})
+	}
+	if cfg.Shard.N > 1 {
+		r.result.Shard = fmt.Sprintf("%d/%d", cfg.Shard.I, cfg.Shard.N)
+	}
 	started := time.Now()
 	err = r.layers()
 	if berr := s.err(); berr != nil && adapters.IsStall(berr) {
@@ -92,7 +100,7 @@ func (r *runner) layers() error {
 		var err error
 		switch l {
 		case LayerSpec:
-			r.specs()
+			err = r.specs()
 		case LayerLinearizability:
 			r.linearize()
 		case LayerSim:
@@ -105,26 +113,24 @@ func (r *runner) layers() error {
 	return nil
 }
 
-// specsRan says this process ran the specs: Ginkgo runs one suite a
-// process.
-var specsRan atomic.Bool
-
-var errSpecsRan = configError("Layers", "the specs already ran in this process, and Ginkgo runs one suite a process: run them in a process of their own")
-
 // specs is the spec layer: every spec of the stores asked, in the order of
 // the seed, each answer counted for the coverage matrix on its way back.
-func (r *runner) specs() {
-	specsRan.Store(true)
+func (r *runner) specs() error {
 	answers := &adapters.Answers{}
 	h := suite.HarnessOf(adapters.Counting(r.s.b, answers))
 	h.OwnProcess = r.s.ownProcess(r.cfg, answers)
 	seed := r.cfg.SeedsOf(LayerSpec).First
-	results := suite.Run(h, suite.Config{Seed: seed, Stores: r.cfg.Stores, FailFast: r.cfg.FailFast, Verbose: r.cfg.Verbose, BackendErr: r.s.err})
+	results := suite.Run(h, suite.Config{Seed: seed, Stores: r.cfg.Stores, Spec: r.cfg.Spec, FailFast: r.cfg.FailFast,
+		Verbose: r.cfg.Verbose, BackendErr: r.s.err})
+	if r.cfg.Spec != "" && len(results) == 0 {
+		return configError("Spec", "no spec of the stores %s has the full name or the rule ID %q", strings.Join(r.cfg.Stores, ", "), r.cfg.Spec)
+	}
 	for _, res := range results {
 		c := reports.Check{Store: res.Store, Layer: suite.Layer, Name: res.Name, Outcome: reports.Outcome(res.Outcome),
 			Message: res.Message, Duration: res.Duration}
 		if res.Outcome != suite.Passed && res.Outcome != suite.Skipped {
-			c.Reproduce = r.lines.spec(res.Store, seed)
+			// The line runs this spec alone, by its full name.
+			c.Reproduce = r.lines.spec(res.Store, seed, res.Name)
 		}
 		r.add(c)
 	}
@@ -133,6 +139,7 @@ func (r *runner) specs() {
 		counted[name] = answers.Of(name)
 	}
 	r.result.Coverage = append(r.result.Coverage, layerCoverage(r.cfg.Stores, suite.Layer, "", counted)...)
+	return nil
 }
 
 // backendFailure is a backend's own failure as the one check that reports

@@ -55,6 +55,9 @@ type Stuck struct {
 	// the rule that decides it; Rules the rules they name.
 	Allowed []string
 	Rules   []string
+	// Why says how Rules were narrowed from the answers (model.BlameOf),
+	// and why there are several when there are.
+	Why string
 }
 
 // Visualize writes porcupine's interactive HTML view of the check: each
@@ -158,14 +161,20 @@ func stuck(m model.Model, parts [][]porcupine.Operation, info porcupine.Lineariz
 		}
 		st.Entry = next.Input.(*Entry)
 		states := stateSet{m.Init()}
+		var writers []spec.Op
 		for _, e := range st.Placed {
-			states = step(m, states, e)
+			next := step(m, states, e)
+			if !e.Indefinite && !next.equal(states) && model.Touches(m, e.Op, st.Entry.Op) {
+				writers = append(writers, e.Op)
+			}
+			states = next
 		}
 		var branches []model.Branch
 		for _, s := range states {
 			branches = append(branches, m.Step(s, st.Entry.Op, st.Entry.NowMS)...)
 		}
-		st.Allowed, st.Rules = model.Allowed(branches), model.Rules(branches)
+		blame := model.BlameOf(m.Contract(), st.Entry.Op, st.Entry.Outcome, branches, writers)
+		st.Allowed, st.Rules, st.Why = model.Allowed(branches), blame.Rules, blame.Why
 		out = append(out, st)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })
@@ -232,17 +241,11 @@ func (r Result) Explain(contract spec.Contract) string {
 			e.Client, e.Op.Name(), args, e.NowMS, e.Outcome)
 		fmt.Fprintf(&b, "  but after the longest order of the operations before it (%d placed), the contract allows only %s\n",
 			len(st.Placed), strings.Join(st.Allowed, " or "))
+		if len(st.Rules) > 0 {
+			fmt.Fprintf(&b, "  broken: %s (%s)\n", strings.Join(st.Rules, ", "), st.Why)
+		}
 		for _, id := range st.Rules {
 			fmt.Fprintf(&b, "  rule %s\n", contract.Explain(id))
-		}
-		if len(st.Rules) == 0 {
-			// No answer names a rule of its own: the operation's rules
-			// all agree on it, and each is the rule broken.
-			for _, r := range contract.Rules {
-				if r.Op == e.Op.Name() {
-					fmt.Fprintf(&b, "  rule %s: %s\n", r.ID, r.Says)
-				}
-			}
 		}
 		if n := len(st.Placed); n > 0 {
 			from := max(0, n-5)

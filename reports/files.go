@@ -116,6 +116,9 @@ func WriteJUnit(w io.Writer, r Run) error {
 			i = len(out.Suites)
 			idx[k] = i
 			props := []junitProperty{{"backend", r.Backend}, {"seed", fmt.Sprint(r.Seed)}}
+			if seeds := r.seedsOf(c.Layer); seeds != "" {
+				props = append(props, junitProperty{"seeds", seeds})
+			}
 			for _, n := range r.Notes {
 				props = append(props, junitProperty{"not explored", n})
 			}

@@ -35,7 +35,7 @@ table.coverage td { padding: .1em .6em; font-size: 13px; }
 </head>
 <body>
 <h1>storecheck {{if .Failed}}<span class="failed">failed</span>{{else if .Inconclusive}}<span class="inconclusive">inconclusive</span>{{else}}<span class="passed">passed</span>{{end}}</h1>
-<p>Backend <code>{{.Run.Backend}}</code>, seed <code>{{.Run.Seed}}</code>, {{dur .Run.Duration}}.{{if .Run.Command}} Command: <code>{{.Run.Command}}</code>{{end}}</p>
+<p>Backend <code>{{.Run.Backend}}</code>, <code>{{.Run.SeedText}}</code>, {{dur .Run.Duration}}.{{if .Run.Command}} Command: <code>{{.Run.Command}}</code>{{end}}</p>
 <table>
 <tr><th>store</th><th>layer</th><th>passed</th><th>failed</th><th>inconclusive</th><th>skipped</th><th>not run</th></tr>
 {{range .Tallies}}<tr><td>{{.Store}}</td><td>{{.Layer}}</td><td class="n">{{.Passed}}</td><td class="n{{if .Failed}} failed{{end}}">{{.Failed}}</td><td class="n{{if .Inconclusive}} inconclusive{{end}}">{{.Inconclusive}}</td><td class="n">{{.Skipped}}</td><td class="n">{{.NotRun}}</td></tr>

@@ -5,6 +5,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -74,10 +75,15 @@ type Artifact struct {
 
 // Run is everything one invocation found.
 type Run struct {
-	Tool     string        `json:"tool"`
-	Command  string        `json:"command,omitempty"`
-	Backend  string        `json:"backend"`
-	Seed     int64         `json:"seed"`
+	Tool    string `json:"tool"`
+	Command string `json:"command,omitempty"`
+	Backend string `json:"backend"`
+	// Seed is the first seed of the first layer; Seeds the seeds each
+	// layer ran, which the header names.
+	Seed  int64        `json:"seed"`
+	Seeds []LayerSeeds `json:"seeds,omitempty"`
+	// Shard is the share of the seeds this run took ("2/4"; "" for all).
+	Shard    string        `json:"shard,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	Checks   []Check       `json:"checks"`
 	// Notes say what the run could not explore, and why: an event no run
@@ -90,6 +96,51 @@ type Run struct {
 	// Reach is what each simulator sweep reached of its store's rare
 	// events.
 	Reach []Reach `json:"reach,omitempty"`
+}
+
+// LayerSeeds are the seeds one layer ran: "7", or a range "1..50".
+type LayerSeeds struct {
+	Layer string `json:"layer"`
+	Seeds string `json:"seeds"`
+}
+
+// SeedText names the seeds the run ran, for its header: "seed 7", "seeds
+// 1..50", or each layer's when they differ ("spec seed 1, sim seeds
+// 1..20"), with the shard when the run took a share of them.
+func (r Run) SeedText() string {
+	word := func(seeds string) string {
+		if strings.Contains(seeds, "..") {
+			return "seeds " + seeds
+		}
+		return "seed " + seeds
+	}
+	var text string
+	switch {
+	case len(r.Seeds) == 0:
+		text = word(fmt.Sprint(r.Seed))
+	case !slices.ContainsFunc(r.Seeds, func(l LayerSeeds) bool { return l.Seeds != r.Seeds[0].Seeds }):
+		text = word(r.Seeds[0].Seeds)
+	default:
+		parts := make([]string, len(r.Seeds))
+		for i, l := range r.Seeds {
+			parts[i] = l.Layer + " " + word(l.Seeds)
+		}
+		text = strings.Join(parts, ", ")
+	}
+	if r.Shard != "" {
+		text += " (shard " + r.Shard + ")"
+	}
+	return text
+}
+
+// seedsOf is the seeds layer ran ("" when the run does not say).
+func (r Run) seedsOf(layer string) string {
+	for _, l := range r.Seeds {
+		if l.Layer == layer {
+			return l.Seeds
+		}
+	}
+	return ""
 }
 
 // Tally counts a store's checks in one layer.
@@ -166,7 +217,7 @@ func WriteText(w io.Writer, r Run) { writeText(w, r, Width()) }
 
 // writeText is WriteText width runes wide.
 func writeText(w io.Writer, r Run, width int) {
-	fmt.Fprintf(w, "storecheck: backend %s, seed %d", r.Backend, r.Seed)
+	fmt.Fprintf(w, "storecheck: backend %s, %s", r.Backend, r.SeedText())
 	if r.Duration > 0 {
 		fmt.Fprintf(w, ", took %v", r.Duration.Round(time.Millisecond))
 	}

@@ -92,3 +92,68 @@ func TestWidthIsTheTerminalsThenColumnsThenAHundred(t *testing.T) {
 		t.Errorf("a terminal 77 wide, COLUMNS=132: %d", Width())
 	}
 }
+
+// The header names the seeds the run ran: one seed, a sweep's range, each
+// layer's when they differ, and the shard; never only the first seed of a
+// range.
+func TestTheHeaderSaysTheSeedRange(t *testing.T) {
+	for _, tc := range []struct {
+		run  Run
+		want string
+	}{
+		{Run{Seed: 9}, "seed 9"},
+		{Run{Seed: 3, Seeds: []LayerSeeds{{"spec", "3"}, {"linearizability", "3"}}}, "seed 3"},
+		{Run{Seed: 1, Seeds: []LayerSeeds{{"sim", "1..50"}}}, "seeds 1..50"},
+		{Run{Seed: 1, Seeds: []LayerSeeds{{"spec", "1"}, {"linearizability", "1"}, {"sim", "1..20"}}},
+			"spec seed 1, linearizability seed 1, sim seeds 1..20"},
+		{Run{Seed: 1, Seeds: []LayerSeeds{{"sim", "1..2000"}}, Shard: "2/4"}, "seeds 1..2000 (shard 2/4)"},
+	} {
+		var b strings.Builder
+		writeText(&b, tc.run, 100)
+		if head, _, _ := strings.Cut(b.String(), "\n"); head != "storecheck: backend , "+tc.want {
+			t.Errorf("header %q, want %q", head, "storecheck: backend , "+tc.want)
+		}
+	}
+}
+
+// A cell too wide for its column keeps its start and shows the arguments
+// that tell one step from the next first: fences, tokens, then versions
+// and generations, then ids, then the rest, as many as fit, "…" saying
+// some were cut; a cell with no JSON end is cut at its end.
+func TestACutCellShowsTheDistinguishingArgumentsFirst(t *testing.T) {
+	cell := `client 0: upsert {"record":{"identity":"agent-1","agent_runtime_id":"rt-attempt","session_id":"session-2","generation":3,"checkpoint_version":0},"fence":5}`
+	for _, tc := range []struct {
+		width int
+		want  string
+	}{
+		{200, cell},
+		{40, "client 0: upsert fence=5 generation=3…"},
+		{60, "client 0: upsert fence=5 generation=3 checkpoint_version=0…"},
+		{90, "client 0: upsert fence=5 generation=3 checkpoint_version=0 identity=agent-1…"},
+		{110, "client 0: upsert fence=5 generation=3 checkpoint_version=0 identity=agent-1 agent_runtime_id=rt-attempt…"},
+		{120, "client 0: upsert fence=5 generation=3 checkpoint_version=0 identity=agent-1 agent_runtime_id=rt-attempt…"},
+		// Every argument fits as key=value: none is cut.
+		{130, "client 0: upsert fence=5 generation=3 checkpoint_version=0 identity=agent-1 agent_runtime_id=rt-attempt session_id=session-2"},
+	} {
+		if got := strings.TrimRight(FitCell(cell, tc.width), " "); got != tc.want {
+			t.Errorf("width %d: %q, want %q", tc.width, got, tc.want)
+		}
+		if n := len([]rune(FitCell(cell, tc.width))); n != tc.width {
+			t.Errorf("width %d: %d runes", tc.width, n)
+		}
+	}
+	// A crash note before the arguments stays whole; an answer's value
+	// is ranked the same way; an array of scalars is one argument.
+	for cell, want := range map[string]string{
+		`client 1: save [crash at s/a] {"write":{"identity":"a","data":"eA==","fencing_token":7}}`:                                  "client 1: save [crash at s/a] fencing_token=7 identity=a…",
+		`  → {"session_id":"s","owner_id":"o","lease_token":"s:o:1767225600047:1","fencing_token":1,"claimed_at_ms":1767225600047}`: "  → fencing_token=1 lease_token=s:o:1767225600047:1…",
+		`client 0: resolve_many {"identities":["agent-1","agent-0"],"other":"a long value that will not fit"}`:                      "client 0: resolve_many identities=[agent-1,agent-0]…",
+		// A fence that does not fit is never traded for a lesser argument.
+		`client 1: save_session_snapshot_of_a_long_name {"write":{"identity":"agent-1","fencing_token":5,"data":""}}`: "client 1: save_session_snapshot_of_a_long_name …",
+		"  … a_yield_point_whose_name_is_far_too_long_for_the_column_it_is_in":                                        "  … a_yield_point_whose_name_is_far_too_long_for_the_col…",
+	} {
+		if got := strings.TrimRight(FitCell(cell, 57), " "); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", cell, got, want)
+		}
+	}
+}

@@ -53,6 +53,9 @@ type engine struct {
 	// asked, after each step, whether it struck); syncCut, once it has.
 	syncArmed bool
 	syncCut   *syncCut
+	// settledOps are the operations over so far, in the order they
+	// ended: what a failure after a crash names (blame.go).
+	settledOps []settled
 }
 
 // proc is one backend process of the run.
@@ -218,7 +221,10 @@ func (e *engine) send(i int, st Step) bool {
 	e.res.Ops++
 	args := describeOp(op)
 	if f.armed != "" {
-		args += " [crash at " + f.armed + "]"
+		// The crash note before the arguments: a console cuts a cell's
+		// end, never this.
+		j, _ := json.Marshal(op)
+		args = op.Name() + " " + armedTag(f.armed) + " " + string(j)
 	}
 	e.trace(i, p.n, fmt.Sprintf("client %d: %s", st.Client, args))
 	ctx := e.ctx
@@ -309,12 +315,18 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	if !definite {
 		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
 		e.oracle.indefinite(f.call, f.op)
+		point := ""
+		if crashed && f.armed != "" && !strings.HasSuffix(f.armed, "/after_commit") {
+			point = f.armed
+		}
+		e.settle(i, f, false, false, point)
 		return true
 	}
 	e.trace(i, p.n, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
+	before := e.oracle.first()
 	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if !ok && e.oracle.cut {
 		// The oracle cut its configurations past its limit, and the ones
@@ -325,8 +337,9 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	if !ok {
+		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op))
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
-			Allowed: model.Allowed(allowed), Rules: model.Rules(allowed)}
+			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
 		if err != nil && got.Kind != "" {
 			failure.Message = errorText(err)
 		}
@@ -338,6 +351,8 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
+	after := e.oracle.first()
+	e.settle(i, f, got.Kind == "", before != nil && after != nil && before.Hash() != after.Hash(), "")
 	return true
 }
 

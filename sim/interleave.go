@@ -2,8 +2,11 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // Row is one line of a run laid out by process: the step, and what each
@@ -17,15 +20,21 @@ type Row struct {
 // Interleaving lays the run out one column per process, so that a person
 // sees where one operation's check and another's write crossed: each
 // process's operations down its own column, a "┊" while one waits at a yield
-// point as the others move.
+// point as the others move. A crash sits on the operation it hits: the
+// fault's own row (which only arms the process's next operation) moves to
+// a row of its own just below that operation's, and its answer says
+// whether it died at the point. A power cut's row ends every operation in flight, each in its own
+// column.
 func (r Result) Interleaving() (columns []string, rows []Row) {
 	n := max(r.Schedule.Processes, 1)
 	for p := range n {
 		columns = append(columns, fmt.Sprintf("process %d", p))
 	}
+	folded := foldedCrashes(r.Moves)
 	flying := make([]bool, n)
-	for _, m := range r.Moves {
-		if m.Process < 0 || m.Process >= n {
+	armed := make([]string, n)
+	for k, m := range r.Moves {
+		if m.Process < 0 || m.Process >= n || folded[k] {
 			continue
 		}
 		row := Row{Step: m.Step, Cells: make([]string, n)}
@@ -34,16 +43,110 @@ func (r Result) Interleaving() (columns []string, rows []Row) {
 				row.Cells[p] = "┊"
 			}
 		}
-		row.Cells[m.Process] = m.Text
+		text, note := m.Text, ""
 		switch {
-		case strings.HasPrefix(m.Text, "client "):
+		case strings.HasPrefix(text, "client "):
 			flying[m.Process] = true
-		case strings.HasPrefix(m.Text, "  → "), m.Text == "kill the backend (SIGKILL)":
-			flying[m.Process] = false
+			if point := armedPoint(text); point != "" {
+				// The operation's row keeps its arguments (a narrow
+				// column shows its fences); the crash gets a row of
+				// its own below it, on the same step.
+				armed[m.Process] = shortPoint(text, point)
+				text = strings.Replace(text, " "+armedTag(point), "", 1)
+				note = "  crash armed at " + armed[m.Process]
+			}
+		case strings.HasPrefix(text, "  → "):
+			if armed[m.Process] != "" {
+				text = crashAnswer(text, armed[m.Process])
+			}
+			flying[m.Process], armed[m.Process] = false, ""
+		case text == "kill the backend (SIGKILL)":
+			flying[m.Process], armed[m.Process] = false, ""
 		}
+		row.Cells[m.Process] = text
 		rows = append(rows, row)
+		if note != "" {
+			below := Row{Step: m.Step, Cells: slices.Clone(row.Cells)}
+			below.Cells[m.Process] = note
+			rows = append(rows, below)
+		}
 	}
 	return columns, rows
+}
+
+// shortPoint is point as an operation's rows show it: "…/after_write" when
+// it is a point of the operation itself ("save/after_write" on a save),
+// whose name is right above.
+func shortPoint(text, point string) string {
+	_, rest, _ := strings.Cut(text, ": ")
+	name, _, _ := strings.Cut(rest, " ")
+	if tail, ok := strings.CutPrefix(point, name+"/"); ok {
+		return "…/" + tail
+	}
+	return point
+}
+
+// The answers of the operations a power cut hits, in the trace.
+const (
+	cutBeforeWrite = "  → never ran: the power was cut at its first yield point"
+	cutInFlight    = "  → ? (the power was cut under it: it may have taken effect)"
+)
+
+// crashedAnswer is the trace's answer of an operation that died at its
+// crash point.
+const crashedAnswer = "  → ? (" + string(spec.ErrCrashed) + ")"
+
+// armedTag marks an operation armed to crash at point, between its name
+// and its arguments.
+func armedTag(point string) string { return "[crash at " + point + "]" }
+
+// armedPoint is the crash point an operation's row is armed at ("" for
+// none): "client N: NAME [crash at POINT] {ARGS}".
+func armedPoint(text string) string {
+	_, rest, _ := strings.Cut(text, ": ")
+	_, rest, _ = strings.Cut(rest, " ")
+	tag, ok := strings.CutPrefix(rest, "[crash at ")
+	if !ok {
+		return ""
+	}
+	point, _, _ := strings.Cut(tag, "]")
+	return point
+}
+
+// crashAnswer is the answer row of an operation armed at point: it died
+// there, or never reached it; either way its process starts again.
+func crashAnswer(text, point string) string {
+	switch text {
+	case cutBeforeWrite, cutInFlight:
+		// The cut ended it first, and its row says so.
+		return text
+	case crashedAnswer:
+		return "  → ? crashed at " + point + ": the process died there, and starts again"
+	}
+	note := "the crash at " + point + " was not reached; the process starts again"
+	if open, ok := strings.CutSuffix(text, ")"); ok {
+		return open + "; " + note + ")"
+	}
+	return text + " (" + note + ")"
+}
+
+// foldedCrashes are the moves that arm a crash ("crash at POINT (time N)")
+// whose process's next operation carries it: the crash is shown on that
+// operation's row. An arming no operation followed keeps its row.
+func foldedCrashes(moves []Move) map[int]bool {
+	folded := map[int]bool{}
+	for k, m := range moves {
+		if !strings.HasPrefix(m.Text, "crash at ") {
+			continue
+		}
+		for _, next := range moves[k+1:] {
+			if next.Process == m.Process && strings.HasPrefix(next.Text, "client ") {
+				folded[k] = armedPoint(next.Text) != ""
+				break
+			}
+		}
+	}
+	return folded
 }
 
 // InterleavingText is Interleaving as text, each column width runes wide.
@@ -70,11 +173,6 @@ func (r Result) InterleavingText(width int) string {
 	return b.String()
 }
 
-// fit is s cut or padded to width runes.
-func fit(s string, width int) string {
-	if n := utf8.RuneCountInString(s); n <= width {
-		return s + strings.Repeat(" ", width-n)
-	}
-	rs := []rune(s)
-	return string(rs[:width-1]) + "…"
-}
+// fit is s cut or padded to width runes, the arguments that tell one step
+// from the next kept first (reports.FitCell).
+func fit(s string, width int) string { return reports.FitCell(s, width) }

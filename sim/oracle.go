@@ -274,6 +274,16 @@ func (o *oracle) events(op spec.Op, nowMS int64, got model.Outcome, definite boo
 	return ev.Events(s, op, nowMS, got)
 }
 
+// first is the state of the oracle's first configuration (nil: none):
+// whether an answer changed it (its hash, which every state keeps, so the
+// check costs nothing per operation) tells a write from a read.
+func (o *oracle) first() model.State {
+	if len(o.configs) == 0 {
+		return nil
+	}
+	return o.configs[0].state
+}
+
 func (o *oracle) bounded(cs []config) []config {
 	if len(cs) > o.limit {
 		o.cut = true

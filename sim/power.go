@@ -242,6 +242,13 @@ func (e *engine) restartAfterCut(i int, st Step) bool {
 	e.cutAt = i
 	for _, p := range e.procs {
 		if p.flight != nil {
+			// Each operation the cut hits ends on the cut's row, in its
+			// own column, as abandon judges it.
+			if p.flight.yields == 1 {
+				e.trace(i, p.n, cutBeforeWrite)
+			} else {
+				e.trace(i, p.n, cutInFlight)
+			}
 			e.abandon(p)
 		}
 		p.p.Kill()

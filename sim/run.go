@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,6 +170,14 @@ type Failure struct {
 	// decides it; Rules the rules they name.
 	Allowed []string
 	Rules   []string
+	// Why says how Rules were narrowed (model.BlameOf), and why there are
+	// several when there are.
+	Why string
+	// AfterCrash, when a crash or a power cut came before the failure and
+	// touched what the failing operation reads, names the operation the
+	// crash left half applied, or the acknowledged writes the cut may
+	// have lost, with their steps.
+	AfterCrash string
 	// Backend is set when the backend itself failed (could not start,
 	// broke the protocol) rather than answering against the contract.
 	Backend error
@@ -184,13 +193,25 @@ func (f *Failure) Error() string {
 	if f.Backend != nil {
 		return fmt.Sprintf("step %d: %s: backend failure: %v", f.Step, f.What, f.Backend)
 	}
-	got := f.Got.String()
+	got, f := f.differing()
 	if f.Message != "" {
 		got += " (its message: " + f.Message + ")"
 	}
 	msg := fmt.Sprintf("step %d: %s: the backend answered %s, the model allows %s", f.Step, f.What, got, strings.Join(f.Allowed, " or "))
+	if len(f.Rules) > 0 {
+		broken := f.Rules
+		if f.AfterPowerCut != "" {
+			broken = slices.DeleteFunc(slices.Clone(broken), func(r string) bool { return r == f.AfterPowerCut })
+		}
+		if len(broken) > 0 {
+			msg += fmt.Sprintf("; broken: %s (%s)", strings.Join(broken, ", "), f.Why)
+		}
+	}
 	if f.AfterPowerCut != "" {
 		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)
+	}
+	if f.AfterCrash != "" {
+		msg += "; " + f.AfterCrash
 	}
 	return msg
 }

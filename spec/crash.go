@@ -11,7 +11,8 @@ import (
 // crash would leave the operation half done if the transaction were not
 // atomic: between two of its writes, and just after its commit (where the
 // answer is lost). A store reaches one by calling CrashPoint from its own
-// transaction helper; points are named "<operation>/<place>"
+// transaction helper, naming the place (the operation's name comes from the
+// context: PointName); points are named "<operation>/<place>"
 // ("save_session_snapshot/after_snapshot_upsert", ".../after_commit"), and a
 // backend declares the ones of each store it implements (a Go harness in
 // suite.Harness.CrashPoints, a program in its hello's crash_points), so the
@@ -31,13 +32,16 @@ import (
 //     process on the spot the Nth time an armed point is reached, without
 //     closing anything: what "storecheck serve" and conformance.Serve do.
 
-// CrashPoint reaches the crash point named point. It returns an error when
+// CrashPoint reaches the crash point at point: a place ("after_commit"),
+// which the operation's name in ctx completes ("<operation>/after_commit",
+// PointName), or a full name. It returns an error when
 // ctx was armed at this point (ArmCrash), and when the kit runs the
 // operation and the backend did not declare the point (DeclareCrashPoints):
 // a point the kit does not know of is one it can never crash at, so the
 // silence would hide a transaction it never tests. The store must return
 // the error at once, committing nothing more.
 func CrashPoint(ctx context.Context, point string) error {
+	point = PointName(ctx, point)
 	if d, _ := ctx.Value(declaredKey{}).(declared); d.set && !slices.Contains(d.points, point) {
 		return Errorf(ErrBadRequest, "crash point %q reached but not declared, so it is never crashed at: declare it with the others of its store (a Go harness's CrashPoints, a program's hello crash_points; declared: %s)",
 			point, declaredList(d.points))

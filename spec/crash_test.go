@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/storecheck/storecheck/spec"
@@ -72,5 +75,40 @@ func TestAStoreThatIgnoresItsCrashCommitsNothing(t *testing.T) {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM t`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d rows after the crash (%v), want none", n, err)
+	}
+}
+
+// A store's hooks may name only the place: the operation's name in the
+// context completes it, so an armed point, a declared one and a yield are
+// the full names; a full name still works as it is, and a bare place with
+// no operation in the context stays bare (so it fails a declaration).
+func TestHooksTakeTheOperationsNameFromTheContext(t *testing.T) {
+	ctx := spec.WithOperation(context.Background(), "save")
+	armed, release := spec.ArmCrash(ctx, "save/written")
+	defer release()
+	if err := spec.CrashPoint(armed, "written"); spec.KindOf(err) != spec.ErrCrashed {
+		t.Fatalf("the place alone, armed as save/written: %v, want crashed", err)
+	}
+	declared := spec.DeclareCrashPoints(ctx, []string{"save/written", "save/after_commit"})
+	if err := spec.CrashPoint(declared, "after_commit"); err != nil {
+		t.Errorf("a declared point by its place: %v", err)
+	}
+	if err := spec.CrashPoint(declared, "save/after_commit"); err != nil {
+		t.Errorf("a declared point by its full name: %v", err)
+	}
+	err := spec.CrashPoint(declared, "typo")
+	if spec.KindOf(err) != spec.ErrBadRequest || !strings.Contains(err.Error(), `"save/typo" reached but not declared`) {
+		t.Errorf("an undeclared place: %v, want bad_request naming save/typo", err)
+	}
+	bare := spec.DeclareCrashPoints(context.Background(), []string{"save/written"})
+	if err := spec.CrashPoint(bare, "written"); !strings.Contains(fmt.Sprint(err), `"written" reached but not declared`) {
+		t.Errorf("a place with no operation in the context: %v, want it undeclared as it is", err)
+	}
+	var yielded []string
+	y := spec.WithYield(ctx, func(place string) error { yielded = append(yielded, place); return nil })
+	spec.Yield(y, "before_tx")
+	spec.Yield(y, "other/after_tx")
+	if want := []string{"save/before_tx", "other/after_tx"}; !slices.Equal(yielded, want) {
+		t.Errorf("the yielder saw %q, want %q", yielded, want)
 	}
 }

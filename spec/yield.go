@@ -32,11 +32,13 @@ func YielderOf(ctx context.Context) Yielder {
 	return y
 }
 
-// Yield reaches the yield point place: it waits for the scheduler, if ctx
-// has one, and returns the error the operation must stop with, if any.
+// Yield reaches the yield point at place ("before_tx", which the
+// operation's name in ctx completes, PointName; or a full name): it waits
+// for the scheduler, if ctx has one, and returns the error the operation
+// must stop with, if any. The scheduler sees the full name.
 func Yield(ctx context.Context, place string) error {
 	if y := YielderOf(ctx); y != nil {
-		return y(place)
+		return y(PointName(ctx, place))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,12 @@ func TestPowerCutsCatchTheDurabilityBugs(t *testing.T) {
 			}
 			if caught.AfterPowerCut != spec.PowerLossRule(k.Name()) {
 				t.Errorf("seed %d failed with no power cut before it: %v", seed, caught)
+			}
+			// It says which acknowledged writes the cut may have lost, and
+			// at which steps.
+			if !strings.Contains(caught.AfterCrash, fmt.Sprintf("the power cut at step %d lost an acknowledged write", caught.PowerCutStep)) ||
+				!strings.Contains(caught.AfterCrash, "acknowledged at step") {
+				t.Errorf("seed %d: the failure names no acknowledged write the cut lost: %v", seed, caught)
 			}
 			t.Logf("caught at seed %d: %v", seed, caught)
 			correct := sim.InProcess(stores.Reference(), k.Name())

@@ -216,6 +216,7 @@ func (inv invocation) check(name string, cfg conformance.Config, printed func(re
 	}
 	rep.Command = "storecheck " + name + " " + strings.Join(inv.f.line, " ") + backendText(inv.backend)
 	printed(rep)
+	reports.WriteAnnotations(inv.stdout, rep)
 	writeReports(inv.f, rep, inv.stderr)
 	var be *conformance.BackendError
 	if errors.As(err, &be) {

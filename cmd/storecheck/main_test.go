@@ -15,9 +15,10 @@ import (
 	"github.com/storecheck/storecheck/internal/stores"
 )
 
-// Ginkgo runs one suite per process, so tests that run the suite start this
-// test binary again as the storecheck command (see TestMain), with the
-// harness named in harnessEnv.
+// Tests that run the command as a shell would start this test binary again
+// as the storecheck command (see TestMain), with the harness named in
+// harnessEnv: its exit, its stdout and stderr are its own, and the runs
+// overlap (t.Parallel).
 const harnessEnv = "STORECHECK_TEST_HARNESS"
 
 func TestMain(m *testing.M) {
@@ -237,7 +238,7 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	h := conformance.Reference()
-	runAccepted := "accepted flags: --store, --layers, --seed, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --verbose"
+	runAccepted := "accepted flags: --store, --layers, --seed, --spec, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --verbose"
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -128,8 +128,8 @@ func failures(out string) []string {
 }
 
 // rerun runs a printed reproduce command against the reference of this
-// test binary in a folder of its own (the suite's in a process of its own:
-// Ginkgo runs one suite per process; the others through cli in this one).
+// test binary in a folder of its own (storecheck run as the command, in a
+// process of its own; the others through cli in this one).
 func rerun(t *testing.T, command string) (string, int) {
 	t.Helper()
 	words := shellWords(command)
@@ -234,6 +234,10 @@ func TestEveryReproduceCommandFailsTheSameWay(t *testing.T) {
 				}
 				if !same {
 					t.Errorf("%s fails otherwise:\n%s\nthe first run's failures:\n%s", command, again, strings.Join(failures(out.String()), "\n"))
+				}
+				// A spec's line runs that spec alone (--spec, its full name).
+				if m := tally("continuity", "spec").FindStringSubmatch(again); layer == "spec" && (m == nil || m[1] != "0" || m[2] != "1" || m[3] != "0") {
+					t.Errorf("%s runs more than its spec (tally %q):\n%s", command, m, again)
 				}
 			}
 			if tc.name == "run" && (!layers["spec"] || !layers["linearize"]) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/storecheck/storecheck/conformance"
@@ -22,8 +21,6 @@ func run(inv invocation) int {
 	}
 	cfg := inv.config()
 	cfg.Seeds = conformance.Seed(seed)
-	return inv.check("run", cfg, func(r reports.Run) {
-		fmt.Fprintln(inv.stdout)
-		reports.WriteText(inv.stdout, r)
-	})
+	// The suite ends Ginkgo's line itself: the report follows it.
+	return inv.check("run", cfg, func(r reports.Run) { reports.WriteText(inv.stdout, r) })
 }

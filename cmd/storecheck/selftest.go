@@ -67,6 +67,7 @@ func selftestCommand(inv invocation) int {
 		fmt.Fprintln(stdout, n)
 	}
 	code := writeTable(stdout, table.Rows, &result)
+	reports.WriteAnnotations(stdout, selftestFailures(result, table.Rows))
 	writeReports(f, result, stderr)
 	return code
 }
@@ -144,6 +145,10 @@ func writeTable(w io.Writer, rows []selftest.Row, result *reports.Run) int {
 				}
 				if bug != "" && !v.Caught {
 					c.Outcome, c.Message = reports.Skipped, "this layer does not catch this bug"
+				}
+				if v.Caught {
+					// What the layer said: it names the rule broken.
+					c.Details = v.Failure
 				}
 				result.Checks = append(result.Checks, c)
 			}

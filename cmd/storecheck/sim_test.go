@@ -32,6 +32,10 @@ func TestSimFindsABugAndItsScheduleReplays(t *testing.T) {
 	if !strings.Contains(out, "reproduce: storecheck sim --store continuity --seed 1\n") {
 		t.Fatalf("no reproduce command:\n%s", out)
 	}
+	// The header names the sweep's seeds, not only its first.
+	if !strings.Contains(out, "storecheck: backend reference with bug continuity_write_behind, seeds 1..4, took ") {
+		t.Errorf("the header does not name seeds 1..4:\n%s", out)
+	}
 	// The console shows what the shrinking found: the interleaving one
 	// column per process, the folder it is saved in, the replay line.
 	schedule := filepath.Join(dir, "sim-continuity-seed-1", "schedule.json")

@@ -8,12 +8,11 @@ import (
 
 	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/examples/harness/mystore"
-	"github.com/storecheck/storecheck/reports"
 )
 
 // simulate runs the simulator alone over the store with crash points
 // points in place of its own, seeds 1..n.
-func simulate(t *testing.T, points []string, n int64) reports.Run {
+func simulate(t *testing.T, points []string, n int64) conformance.Report {
 	t.Helper()
 	h := mystore.Harness(mystore.Options{})
 	h.CrashPoints = map[string][]string{"continuity": points}
@@ -33,9 +32,9 @@ func TestACrashPointReachedButNotDeclaredFailsNamingIt(t *testing.T) {
 	const hidden = "save_session_snapshot/snapshot_written"
 	points := slices.DeleteFunc(slices.Clone(mystore.CrashPoints), func(p string) bool { return p == hidden })
 	run := simulate(t, points, 20)
-	var failed []reports.Check
+	var failed []conformance.Check
 	for _, c := range run.Checks {
-		if c.Outcome == reports.Failed {
+		if c.Outcome == conformance.Failed {
 			failed = append(failed, c)
 		}
 	}
@@ -55,7 +54,7 @@ func TestADeclaredCrashPointNeverReachedIsNotExplored(t *testing.T) {
 	points := append(slices.Clone(mystore.CrashPoints), typo)
 	run := simulate(t, points, 20)
 	for _, c := range run.Checks {
-		if c.Outcome != reports.Passed {
+		if c.Outcome != conformance.Passed {
 			t.Fatalf("%s: %s %s", c.Name, c.Outcome, c.Message)
 		}
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
-// Ginkgo runs one suite per process, so each test starts this test binary
-// again with suiteEnv set; TestMain then runs the whole suite against the
-// Python backend through the exec adapter, as "storecheck run -- python3
-// backend.py" would.
+// Each test starts this test binary again with suiteEnv set, so that the
+// two readings' runs (readingsEnv, which the backend inherits) overlap;
+// TestMain then runs the whole suite against the Python backend through
+// the exec adapter, as "storecheck run -- python3 backend.py" would.
 const suiteEnv = "STORECHECK_PYTHON_BACKEND_SUITE"
 
 // readingsEnv is the backend's attribution switch (readings.py): unset, the

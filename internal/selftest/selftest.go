@@ -20,6 +20,7 @@ import (
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/reports"
 )
 
 // Layers are the layers a subject runs through, in table order.
@@ -31,6 +32,10 @@ type Verdict struct {
 	Caught bool
 	Took   time.Duration
 	Note   string
+	// Failure is what the layer said of the bug it caught: the first
+	// failed check's message (a layer in a process of its own: what the
+	// process printed), so a test can hold that it names the rule.
+	Failure string
 }
 
 // Row is one subject of the table: a deliberate bug (Bug "" for the
@@ -232,7 +237,7 @@ func (o Options) check(b bugs.Bug, names []string, every bool) map[string]Verdic
 		switch code := cmd.ProcessState.ExitCode(); {
 		case err == nil:
 		case code == exitFailed:
-			v.Caught = true
+			v.Caught, v.Failure = true, string(outb)
 		default:
 			v.Note = fmt.Sprintf("exit %d: %s", code, lastLine(string(outb)))
 		}
@@ -246,6 +251,12 @@ func (o Options) check(b bugs.Bug, names []string, every bool) map[string]Verdic
 		start := time.Now()
 		rep, err := conformance.Run(context.Background(), ref, cfg)
 		v := Verdict{Ran: true, Caught: rep.Failed(), Took: time.Since(start)}
+		for _, c := range rep.Checks {
+			if c.Outcome == reports.Failed {
+				v.Failure = c.Message
+				break
+			}
+		}
 		switch {
 		case err != nil:
 			v.Note = err.Error()

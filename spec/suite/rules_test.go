@@ -33,10 +33,11 @@ var (
 	dryRunSpecs []specLabels
 )
 
-// dryRun walks the suite without running it (Ginkgo runs one suite a
-// process, so once for every test here) and gives its specs.
+// dryRun walks the suite without running it (once for every test here)
+// and gives its specs.
 func dryRun(t *testing.T) []specLabels {
 	dryRunOnce.Do(func() {
+		defer freshSuite()()
 		var reports []types.SpecReport
 		RegisterFailHandler(Fail)
 		Define(Harness{

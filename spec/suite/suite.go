@@ -8,25 +8,32 @@
 //	func TestConformance(t *testing.T) { conformance.Test(t, myHarness) }
 //
 // Test here runs the specs alone; the storecheck binary and package
-// conformance run the very same specs through Run. Ginkgo runs one suite per
-// process, so each of these may be called once per process (conformance.Test
-// runs a second one in a process of its own).
+// conformance run the very same specs through Run. Ginkgo keeps one suite
+// a process, in globals; Run and Test reset it before each run and take
+// turns, so either may be called again, and from several goroutines.
 package suite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/extensions/globals"
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
 	"github.com/storecheck/storecheck/spec"
+	cli "github.com/storecheck/storecheck/spec/client"
+	cont "github.com/storecheck/storecheck/spec/continuity"
+	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Epoch is where every spec's fake clock starts: a fixed instant, so that
@@ -39,6 +46,20 @@ const Layer = "spec"
 // Define adds the suite's specs for h to Ginkgo's tree. Call it before
 // RunSpecs, once.
 func Define(h Harness) { define(h, nil) }
+
+// ginkgoTurn is held by the run that owns Ginkgo's one global suite: a
+// run resets it (globals.Reset: what RunSpecs refuses twice is the
+// suite, not the process), defines its specs and runs them, and the next
+// run waits its turn. This is the one place the kit meets Ginkgo's rule of
+// one suite a process.
+var ginkgoTurn sync.Mutex
+
+// freshSuite takes Ginkgo's suite for a run, empty: release ends the turn.
+func freshSuite() (release func()) {
+	ginkgoTurn.Lock()
+	globals.Reset()
+	return ginkgoTurn.Unlock
+}
 
 // storeSpecs are the stores' specs, in the suite's order.
 var storeSpecs = []struct {
@@ -64,9 +85,10 @@ func define(h Harness, stores []string) {
 
 // Test runs the whole suite against h from a go test function.
 func Test(t GinkgoTestingT, h Harness) bool {
+	defer freshSuite()()
 	RegisterFailHandler(Fail)
 	Define(h)
-	return RunSpecs(t, "storecheck conformance: "+h.Name)
+	return RunSpecs(t, description(h))
 }
 
 // Config selects what Run runs.
@@ -75,6 +97,12 @@ type Config struct {
 	Seed int64
 	// Stores limits the run to these stores; empty means all.
 	Stores []string
+	// Spec, when set, runs one spec, or the specs of one rule: those
+	// labelled with the rule Spec names (a spec.Rule ID,
+	// "continuity.upsert_continuity_record.fence_not_lower"), else the one
+	// whose full name (its store, operation and sentence, Result.Name) is
+	// Spec.
+	Spec string
 	// FailFast stops at the first failure.
 	FailFast bool
 	// Verbose prints every spec as it runs, not only failures.
@@ -122,6 +150,7 @@ type Result struct {
 
 // Run runs the suite against h and returns one result per spec.
 func Run(h Harness, cfg Config) []Result {
+	defer freshSuite()()
 	RegisterFailHandler(Fail)
 	// The spec in flight when the backend failed, and every spec after it,
 	// did not run: they are no verdict on the backend's conformance.
@@ -141,7 +170,7 @@ func Run(h Harness, cfg Config) []Result {
 	define(h, cfg.Stores)
 	var checks []Result
 	ReportAfterSuite("storecheck", func(r Report) {
-		checks = convert(r)
+		checks = convert(r, cfg.Spec)
 		for i, c := range checks {
 			switch {
 			case c.Name == inFlight:
@@ -158,16 +187,57 @@ func Run(h Harness, cfg Config) []Result {
 	rc.Succinct = !cfg.Verbose
 	rc.Verbose = cfg.Verbose
 	rc.NoColor = true
-	RunSpecs(&failer{}, "storecheck conformance: "+h.Name, sc, rc)
+	if cfg.Spec != "" {
+		sc.LabelFilter, sc.FocusStrings = focus(cfg.Spec, description(h))
+	}
+	f := &failer{}
+	RunSpecs(f, description(h), sc, rc)
+	if rc.Succinct && !f.failed {
+		// Ginkgo's succinct line ends without a newline when the suite
+		// passed: end it, so what follows starts a line of its own.
+		fmt.Println()
+	}
 	return checks
 }
 
-// convert turns Ginkgo's report into results: the store is a spec's first
-// container, the operation its second.
-func convert(r Report) []Result {
+// description is the suite's name for Ginkgo.
+func description(h Harness) string { return "storecheck conformance: " + h.Name }
+
+// focus is the label filter or the focus of Ginkgo's that runs the specs
+// of name (Config.Spec) in the suite of description: a rule's label when
+// name is a rule's ID, else the full name (which Ginkgo's focus matches
+// after the description), each as a pattern matching it alone.
+func focus(name, description string) (labelFilter string, focusStrings []string) {
+	if isRule(name) {
+		return "/^" + regexp.QuoteMeta(RuleLabel+name) + "$/", nil
+	}
+	return "", []string{"^" + regexp.QuoteMeta(description+" "+name) + "$"}
+}
+
+// isRule says whether name is the ID of a rule of one of the contracts.
+func isRule(name string) bool {
+	for _, rules := range [][]spec.Rule{cont.Rules, rt.Rules, cli.Rules} {
+		if slices.ContainsFunc(rules, func(r spec.Rule) bool { return r.ID == name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// focused says whether the spec of report s is among those name selects
+// (Config.Spec; every spec when it is ""): a spec Ginkgo's filter left
+// out is no result of the run, not a skip.
+func focused(s types.SpecReport, name string) bool {
+	return name == "" || slices.Contains(s.Labels(), RuleLabel+name) || s.FullText() == name
+}
+
+// convert turns Ginkgo's report into results, those of the specs name
+// selects (Config.Spec): the store is a spec's first container, the
+// operation its second.
+func convert(r Report, name string) []Result {
 	var out []Result
 	for _, s := range r.SpecReports {
-		if s.LeafNodeType != types.NodeTypeIt {
+		if s.LeafNodeType != types.NodeTypeIt || !focused(s, name) {
 			continue
 		}
 		c := Result{Name: s.FullText(), Duration: s.RunTime}

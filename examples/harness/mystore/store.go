@@ -7,12 +7,15 @@
 // (conformance.Serve, ../serve).
 //
 // Every operation is one transaction through one helper (Store.tx), which
-// is where the kit's two hooks are reached: spec.Yield before the
+// is where the kit's two hooks are reached: conformance.Yield before the
 // transaction begins and after it commits (the places the store holds no
 // lock, where the simulator lets another process move), and
-// spec.CrashPoint between the writes of a transaction and after its commit
-// (the places the simulator may crash it: CrashPoints). Both do nothing
-// when no check is running.
+// conformance.CrashPoint between the writes of a transaction and after its
+// commit (the places the simulator may crash it: CrashPoints). Each names
+// the place alone: the kit puts the operation's name in the context. Both
+// do nothing when no check is running. The package imports conformance and
+// nothing else of the kit: the harness, the hooks and the contract
+// (ContinuityStore and its types) are all there.
 //
 // Options.Racy is its deliberate bug, there for the example's own test: an
 // upsert checks the fence in one transaction and writes in another, a race
@@ -27,9 +30,7 @@ import (
 	"errors"
 	"net/url"
 
-	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/suite"
+	"github.com/storecheck/storecheck/conformance"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -37,25 +38,25 @@ import (
 // Harness is the store as the kit opens it: a file per store (Files),
 // which two handles may share as two processes would (SharedFiles), and
 // its crash points. Each store is opened with o on the path the kit gives.
-func Harness(o Options) suite.Harness {
+func Harness(o Options) conformance.Harness {
 	name := "mystore"
 	if o.Racy {
 		name += " (racy)"
 	}
-	return suite.Harness{
+	return conformance.Harness{
 		Name:         name,
-		Capabilities: suite.Capabilities{Files: true, SharedFiles: true},
-		CrashPoints:  map[string][]string{c.StoreName: CrashPoints},
-		Continuity: func(ctx context.Context, so suite.Options) (c.Store, error) {
+		Capabilities: conformance.Capabilities{Files: true, SharedFiles: true},
+		CrashPoints:  map[string][]string{conformance.ContinuityStoreName: CrashPoints},
+		Continuity: func(ctx context.Context, so conformance.Options) (conformance.ContinuityStore, error) {
 			o.Path = so.Path
 			return Open(ctx, o)
 		},
 	}
 }
 
-// CrashPoints are the places the store reaches spec.CrashPoint: between
-// the two writes of every operation that has two, and after every commit
-// of a write.
+// CrashPoints are the places the store reaches conformance.CrashPoint,
+// each "<operation>/<place>": between the two writes of every operation
+// that has two, and after every commit of a write.
 var CrashPoints = []string{
 	"save_session_snapshot/snapshot_written",
 	"save_session_snapshot/after_commit",
@@ -83,7 +84,7 @@ type Store struct {
 	racy bool
 }
 
-var _ c.Store = (*Store)(nil)
+var _ conformance.ContinuityStore = (*Store)(nil)
 
 const schema = `
 CREATE TABLE IF NOT EXISTS records (
@@ -108,17 +109,17 @@ CREATE TABLE IF NOT EXISTS snapshots (
 // IMMEDIATE) and waits up to five seconds for another handle's.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Path == "" {
-		return nil, spec.Errorf(c.ErrIO, "open: no path (the store keeps a file)")
+		return nil, conformance.Errorf(conformance.ErrContinuityIO, "open: no path (the store keeps a file)")
 	}
 	q := url.Values{"_pragma": {"busy_timeout(5000)", "journal_mode(WAL)"}, "_txlock": {"immediate"}}
 	db, err := sql.Open("sqlite", "file:"+o.Path+"?"+q.Encode())
 	if err != nil {
-		return nil, spec.Errorf(c.ErrIO, "open %s: %w", o.Path, err)
+		return nil, conformance.Errorf(conformance.ErrContinuityIO, "open %s: %w", o.Path, err)
 	}
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		db.Close()
-		return nil, spec.Errorf(c.ErrIO, "open %s: schema: %w", o.Path, err)
+		return nil, conformance.Errorf(conformance.ErrContinuityIO, "open %s: schema: %w", o.Path, err)
 	}
 	return &Store{db: db, racy: o.Racy}, nil
 }
@@ -126,46 +127,46 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
-// tx runs fn as one transaction of operation op, committed when fn
-// returns nil: the store's one way to its database. It yields before the
+// tx runs fn as one transaction of operation op (named in its errors),
+// committed when fn returns nil: the store's one way to its database. It yields before the
 // transaction and after the commit; a write reaches its after_commit crash
 // point once committed. A contract error of fn passes through; any other
 // failure is the contract's io.
 func (s *Store) tx(ctx context.Context, op string, write bool, fn func(*sql.Tx) error) error {
-	if err := spec.Yield(ctx, op+"/before_tx"); err != nil {
+	if err := conformance.Yield(ctx, "before_tx"); err != nil {
 		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return spec.Errorf(c.ErrIO, "%s: begin: %w", op, err)
+		return conformance.Errorf(conformance.ErrContinuityIO, "%s: begin: %w", op, err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		var kind *spec.Error
+		var kind *conformance.Error
 		if errors.As(err, &kind) {
 			return err
 		}
-		return spec.Errorf(c.ErrIO, "%s: %w", op, err)
+		return conformance.Errorf(conformance.ErrContinuityIO, "%s: %w", op, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return spec.Errorf(c.ErrIO, "%s: commit: %w", op, err)
+		return conformance.Errorf(conformance.ErrContinuityIO, "%s: commit: %w", op, err)
 	}
 	if write {
-		if err := spec.CrashPoint(ctx, op+"/after_commit"); err != nil {
+		if err := conformance.CrashPoint(ctx, "after_commit"); err != nil {
 			return err
 		}
 	}
-	return spec.Yield(ctx, op+"/after_tx")
+	return conformance.Yield(ctx, "after_tx")
 }
 
 // stored is a record as the store keeps it: with its fence.
 type stored struct {
-	c.Record
-	fence c.FencingToken
+	conformance.ContinuityRecord
+	fence conformance.ContinuityFencingToken
 }
 
-func record(ctx context.Context, tx *sql.Tx, id c.Identity) (*stored, error) {
-	r := stored{Record: c.Record{Identity: id}}
+func record(ctx context.Context, tx *sql.Tx, id conformance.ContinuityIdentity) (*stored, error) {
+	r := stored{ContinuityRecord: conformance.ContinuityRecord{Identity: id}}
 	err := tx.QueryRowContext(ctx, `SELECT runtime, session, generation, version, fence FROM records WHERE identity = ?`, id).
 		Scan(&r.AgentRuntimeID, &r.SessionID, &r.Generation, &r.CheckpointVersion, &r.fence)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -179,14 +180,14 @@ func record(ctx context.Context, tx *sql.Tx, id c.Identity) (*stored, error) {
 
 // snapshotRow is a session's snapshot row.
 type snapshotRow struct {
-	identity   c.Identity
-	generation c.Generation
-	version    c.CheckpointVersion
-	fence      c.FencingToken
+	identity   conformance.ContinuityIdentity
+	generation conformance.ContinuityGeneration
+	version    conformance.ContinuityCheckpointVersion
+	fence      conformance.ContinuityFencingToken
 	data       []byte
 }
 
-func snapshot(ctx context.Context, tx *sql.Tx, session c.SessionID) (*snapshotRow, error) {
+func snapshot(ctx context.Context, tx *sql.Tx, session conformance.ContinuitySessionID) (*snapshotRow, error) {
 	var r snapshotRow
 	err := tx.QueryRowContext(ctx, `SELECT identity, generation, version, fence, data FROM snapshots WHERE session = ?`, session).
 		Scan(&r.identity, &r.generation, &r.version, &r.fence, &r.data)
@@ -202,21 +203,21 @@ func snapshot(ctx context.Context, tx *sql.Tx, session c.SessionID) (*snapshotRo
 	return &r, nil
 }
 
-func staleFence(id c.Identity, presented, current c.FencingToken) error {
-	return spec.Errorf(c.ErrStaleFencingToken, "identity %s: fence %d is older than %d", id, presented, current)
+func staleFence(id conformance.ContinuityIdentity, presented, current conformance.ContinuityFencingToken) error {
+	return conformance.Errorf(conformance.ErrContinuityStaleFencingToken, "identity %s: fence %d is older than %d", id, presented, current)
 }
 
-func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
-	out := map[c.Identity]c.Resolution{}
+func (s *Store) ResolveMany(ctx context.Context, ids []conformance.ContinuityIdentity) (map[conformance.ContinuityIdentity]conformance.ContinuityResolution, error) {
+	out := map[conformance.ContinuityIdentity]conformance.ContinuityResolution{}
 	err := s.tx(ctx, "resolve_many", false, func(tx *sql.Tx) error {
 		for _, id := range ids {
 			r, err := record(ctx, tx, id)
 			if err != nil {
 				return err
 			}
-			out[id] = c.Resolution{State: c.Uninitialized}
+			out[id] = conformance.ContinuityResolution{State: conformance.ContinuityUninitialized}
 			if r != nil {
-				out[id] = c.Resolution{State: c.Ready, Record: &r.Record}
+				out[id] = conformance.ContinuityResolution{State: conformance.ContinuityReady, Record: &r.ContinuityRecord}
 			}
 		}
 		return nil
@@ -227,19 +228,19 @@ func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identi
 	return out, nil
 }
 
-func (s *Store) LoadSessionSnapshot(ctx context.Context, session c.SessionID) (*c.Snapshot, error) {
-	var out *c.Snapshot
+func (s *Store) LoadSessionSnapshot(ctx context.Context, session conformance.ContinuitySessionID) (*conformance.ContinuitySnapshot, error) {
+	var out *conformance.ContinuitySnapshot
 	err := s.tx(ctx, "load_session_snapshot", false, func(tx *sql.Tx) error {
 		row, err := snapshot(ctx, tx, session)
 		if row != nil {
-			out = &c.Snapshot{Data: row.data}
+			out = &conformance.ContinuitySnapshot{Data: row.data}
 		}
 		return err
 	})
 	return out, err
 }
 
-func (s *Store) SessionSnapshotMatchesCurrent(ctx context.Context, m c.MatchCandidate) (bool, error) {
+func (s *Store) SessionSnapshotMatchesCurrent(ctx context.Context, m conformance.ContinuityMatchCandidate) (bool, error) {
 	var match bool
 	err := s.tx(ctx, "session_snapshot_matches_current", false, func(tx *sql.Tx) error {
 		row, err := snapshot(ctx, tx, m.SessionID)
@@ -266,7 +267,7 @@ func revision(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *Store) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session c.SessionID, expected string) (bool, error) {
+func (s *Store) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session conformance.ContinuitySessionID, expected string) (bool, error) {
 	var deleted bool
 	err := s.tx(ctx, "delete_session_snapshot_if_current_revision", true, func(tx *sql.Tx) error {
 		row, err := snapshot(ctx, tx, session)
@@ -280,7 +281,7 @@ func (s *Store) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, sess
 	return deleted, err
 }
 
-func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) error {
+func (s *Store) SaveSessionSnapshot(ctx context.Context, w conformance.ContinuitySnapshotWrite) error {
 	const op = "save_session_snapshot"
 	return s.tx(ctx, op, true, func(tx *sql.Tx) error {
 		r, err := record(ctx, tx, w.Identity)
@@ -290,11 +291,11 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 		if r != nil {
 			switch {
 			case r.SessionID != w.SessionID || r.Generation != w.Generation:
-				return spec.Errorf(c.ErrNotFound, "identity %s is at session %s generation %d", w.Identity, r.SessionID, r.Generation)
+				return conformance.Errorf(conformance.ErrContinuityNotFound, "identity %s is at session %s generation %d", w.Identity, r.SessionID, r.Generation)
 			case w.FencingToken < r.fence:
 				return staleFence(w.Identity, w.FencingToken, r.fence)
 			case w.CheckpointVersion <= r.CheckpointVersion:
-				return spec.Errorf(c.ErrStaleCheckpointVersion, "identity %s is at checkpoint version %d", w.Identity, r.CheckpointVersion)
+				return conformance.Errorf(conformance.ErrContinuityStaleCheckpointVersion, "identity %s is at checkpoint version %d", w.Identity, r.CheckpointVersion)
 			}
 		}
 		row, err := snapshot(ctx, tx, w.SessionID)
@@ -302,7 +303,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 			return err
 		}
 		if row != nil && (row.identity != w.Identity || row.generation != w.Generation) {
-			return spec.Errorf(c.ErrCorruption, "session %s's snapshot belongs to %s generation %d", w.SessionID, row.identity, row.generation)
+			return conformance.Errorf(conformance.ErrContinuityCorruption, "session %s's snapshot belongs to %s generation %d", w.SessionID, row.identity, row.generation)
 		}
 		data := w.Data
 		if data == nil {
@@ -312,7 +313,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 			VALUES (?, ?, ?, ?, ?, ?)`, w.SessionID, w.Identity, w.Generation, w.CheckpointVersion, w.FencingToken, data); err != nil {
 			return err
 		}
-		if err := spec.CrashPoint(ctx, op+"/snapshot_written"); err != nil {
+		if err := conformance.CrashPoint(ctx, "snapshot_written"); err != nil {
 			return err
 		}
 		if r == nil {
@@ -325,33 +326,33 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 
 // decideUpsert is what an upsert of rec under fence writes over r (nil:
 // no record), or why it may not.
-func decideUpsert(r *stored, rec c.Record, fence c.FencingToken) (c.Record, error) {
+func decideUpsert(r *stored, rec conformance.ContinuityRecord, fence conformance.ContinuityFencingToken) (conformance.ContinuityRecord, error) {
 	switch {
 	case r == nil:
 		return rec, nil
 	case fence < r.fence:
 		return rec, staleFence(rec.Identity, fence, r.fence)
 	case rec.Generation < r.Generation:
-		return rec, spec.Errorf(c.ErrStaleContinuityGeneration, "identity %s is at generation %d", rec.Identity, r.Generation)
+		return rec, conformance.Errorf(conformance.ErrContinuityStaleContinuityGeneration, "identity %s is at generation %d", rec.Identity, r.Generation)
 	case rec.Generation == r.Generation:
 		rec.CheckpointVersion = max(rec.CheckpointVersion, r.CheckpointVersion)
 	}
 	return rec, nil
 }
 
-func writeRecord(ctx context.Context, tx *sql.Tx, rec c.Record, fence c.FencingToken) error {
+func writeRecord(ctx context.Context, tx *sql.Tx, rec conformance.ContinuityRecord, fence conformance.ContinuityFencingToken) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO records (identity, runtime, session, generation, version, fence)
 		VALUES (?, ?, ?, ?, ?, ?)`, rec.Identity, rec.AgentRuntimeID, rec.SessionID, rec.Generation, rec.CheckpointVersion, fence)
 	return err
 }
 
-func (s *Store) UpsertContinuityRecord(ctx context.Context, rec c.Record, fence c.FencingToken) error {
+func (s *Store) UpsertContinuityRecord(ctx context.Context, rec conformance.ContinuityRecord, fence conformance.ContinuityFencingToken) error {
 	const op = "upsert_continuity_record"
 	if s.racy {
 		// The deliberate bug: the decision in a transaction of its own,
 		// the write in another. Between them another process may write a
 		// newer fence, which this older one then overwrites.
-		var decided c.Record
+		var decided conformance.ContinuityRecord
 		if err := s.tx(ctx, op, false, func(tx *sql.Tx) error {
 			r, err := record(ctx, tx, rec.Identity)
 			if err == nil {
@@ -375,10 +376,10 @@ func (s *Store) UpsertContinuityRecord(ctx context.Context, rec c.Record, fence 
 	})
 }
 
-func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, previous *c.Record, fence c.FencingToken) error {
+func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt conformance.ContinuityRecord, previous *conformance.ContinuityRecord, fence conformance.ContinuityFencingToken) error {
 	const op = "rollback_continuity_record"
 	if previous != nil && previous.Identity != attempt.Identity {
-		return spec.Errorf(c.ErrCorruption, "rollback of %s to a record of %s", attempt.Identity, previous.Identity)
+		return conformance.Errorf(conformance.ErrContinuityCorruption, "rollback of %s to a record of %s", attempt.Identity, previous.Identity)
 	}
 	return s.tx(ctx, op, true, func(tx *sql.Tx) error {
 		r, err := record(ctx, tx, attempt.Identity)
@@ -386,16 +387,16 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 		case err != nil:
 			return err
 		case r == nil:
-			return spec.Errorf(c.ErrNotFound, "identity %s has no record", attempt.Identity)
+			return conformance.Errorf(conformance.ErrContinuityNotFound, "identity %s has no record", attempt.Identity)
 		case r.fence != fence:
 			return staleFence(attempt.Identity, fence, r.fence)
 		case r.AgentRuntimeID != attempt.AgentRuntimeID || r.SessionID != attempt.SessionID || r.Generation != attempt.Generation:
-			return spec.Errorf(c.ErrStaleContinuityGeneration, "identity %s has moved on from the attempt", attempt.Identity)
+			return conformance.Errorf(conformance.ErrContinuityStaleContinuityGeneration, "identity %s has moved on from the attempt", attempt.Identity)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE identity = ? AND generation = ?`, attempt.Identity, attempt.Generation); err != nil {
 			return err
 		}
-		if err := spec.CrashPoint(ctx, op+"/snapshots_dropped"); err != nil {
+		if err := conformance.CrashPoint(ctx, "snapshots_dropped"); err != nil {
 			return err
 		}
 		if previous == nil {
@@ -406,7 +407,7 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 	})
 }
 
-func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence c.FencingToken) error {
+func (s *Store) DeleteContinuityRecord(ctx context.Context, id conformance.ContinuityIdentity, fence conformance.ContinuityFencingToken) error {
 	const op = "delete_continuity_record"
 	return s.tx(ctx, op, true, func(tx *sql.Tx) error {
 		r, err := record(ctx, tx, id)
@@ -419,7 +420,7 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 		if _, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE identity = ?`, id); err != nil {
 			return err
 		}
-		if err := spec.CrashPoint(ctx, op+"/snapshots_dropped"); err != nil {
+		if err := conformance.CrashPoint(ctx, "snapshots_dropped"); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM records WHERE identity = ?`, id)
@@ -427,8 +428,8 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 	})
 }
 
-func (s *Store) MaxFencingToken(ctx context.Context) (c.FencingToken, error) {
-	var fence c.FencingToken
+func (s *Store) MaxFencingToken(ctx context.Context) (conformance.ContinuityFencingToken, error) {
+	var fence conformance.ContinuityFencingToken
 	err := s.tx(ctx, "max_fencing_token", false, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT MAX(
 			(SELECT COALESCE(MAX(fence), 0) FROM records),

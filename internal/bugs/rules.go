@@ -1,0 +1,39 @@
+package bugs
+
+// breaksRules names, for a deliberate bug whose broken rule the
+// simulator's and the linearizability check's failures can tell from what
+// the backend answered, that rule (a spec.Rule ID; a bug of one decision
+// shared by several operations breaks one rule of each): the bug corpus
+// test (cmd/storecheck) holds that those layers' failures name one of them. A bug seen
+// only through a later read of what it wrote, where the answer cannot
+// single out the write's rule, is not listed; its failures must still name
+// some rule of its contract.
+var breaksRules = map[Bug][]string{
+	ContinuityFenceRejectsEqual: {"continuity.upsert_continuity_record.fence_not_lower", "continuity.save_session_snapshot.fence_not_lower",
+		"continuity.delete_continuity_record.fence_not_lower"},
+	ContinuityFenceAcceptsOlder: {"continuity.upsert_continuity_record.fence_not_lower", "continuity.save_session_snapshot.fence_not_lower",
+		"continuity.delete_continuity_record.fence_not_lower"},
+	ContinuitySnapshotVersionAcceptsEqual: {"continuity.save_session_snapshot.version_must_advance"},
+	ClientEnqueueOverwrites:               {"client.enqueue_intent.existing_untouched"},
+	RuntimeHeadRevisionUnchecked:          {"runtime.commit_runtime_state.expected_revision"},
+	RuntimeCommitWithoutLease:             {"runtime.commit_runtime_state.lease_required", "runtime.commit_runtime_state.lease_live"},
+	ContinuityDeleteSkipsFence:            {"continuity.delete_continuity_record.fence_not_lower"},
+	ContinuityGenerationRegression:        {"continuity.upsert_continuity_record.generation_not_lower"},
+	ContinuitySnapshotOwnerUnchecked:      {"continuity.save_session_snapshot.snapshot_owner"},
+	ContinuityRollbackFenceNotLower:       {"continuity.rollback_continuity_record.fence_exact"},
+	ContinuityMaxFenceRecordsOnly:         {"continuity.max_fencing_token.over_both_tables"},
+	ClientSessionGateAcceptsEqual:         {"client.upsert_session.gate"},
+	ClientSessionGateSeqOnly:              {"client.upsert_session.gate"},
+	ClientEventSeqFromClock:               {"client.append_event.seq_increasing"},
+	ClientFaultIDFromTime:                 {"client.insert_fault.id_increasing"},
+	RuntimeAppendOverwritesNode:           {"runtime.commit_runtime_state.graph_repeated_node"},
+	RuntimeRevisionNotBumped:              {"runtime.commit_runtime_state.checkpoint"},
+	RuntimeLoadNodeShowsTombstoned:        {"runtime.load_node.live_only"},
+	ContinuitySynchronousOff:              {"continuity.survives_power_loss"},
+	RuntimeSynchronousOff:                 {"runtime.survives_power_loss"},
+	ClientSynchronousOff:                  {"client.survives_power_loss"},
+}
+
+// Breaks are the rules b breaks, where its entry says which (none where
+// the failing answers cannot single them out).
+func Breaks(b Bug) []string { return breaksRules[b] }
