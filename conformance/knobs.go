@@ -93,6 +93,7 @@ const (
 	cmdSim       = "sim"
 	cmdReplay    = "replay"
 	cmdSelftest  = "selftest"
+	cmdMerge     = "merge"
 )
 
 // knobs are the run's knobs, in the order help lists them.
@@ -141,7 +142,7 @@ var knobs = []Knob{
 	{Name: "reply-timeout", Alias: "timeout", Field: "ReplyTimeout", Kind: KindDuration, Arg: "D", Wire: true,
 		Layers: []Layer{LayerSpec, LayerLinearizability, LayerSim}, Commands: []string{cmdRun, cmdLinearize, cmdSim, cmdReplay},
 		Help: "how long to wait for each reply of BACKEND before it counts as failed (--timeout is a deprecated spelling)"},
-	{Name: "report-dir", Field: "ReportDir", Kind: KindString, Arg: "DIR", Commands: []string{cmdRun, cmdLinearize, cmdSim, cmdSelftest},
+	{Name: "report-dir", Field: "ReportDir", Kind: KindString, Arg: "DIR", Commands: []string{cmdRun, cmdLinearize, cmdSim, cmdSelftest, cmdMerge},
 		Help:     "where failing checks keep their files; given to the command, the JUnit XML, JSON and HTML reports are written there too",
 		TestNote: "storecheck-report/IMPORT/PATH of the test's package in the system's temp folder (os.TempDir), outside the source tree"},
 	{Name: "fail-fast", Field: "FailFast", Kind: KindBool, Commands: []string{cmdRun, cmdLinearize, cmdSim},

@@ -80,7 +80,9 @@ func (r *runner) simulate() error {
 		if err != nil {
 			return &BackendError{err}
 		}
-		r.result.Notes = append(r.result.Notes, unexplored(reg, caps, coverage, sweep, backend.CrashPoints(), len(seeds), r.lines.widen())...)
+		notes, gaps := unexplored(reg, caps, coverage, sweep, backend.CrashPoints(), len(seeds), r.lines.widen())
+		r.result.Notes = append(r.result.Notes, notes...)
+		r.result.Gaps = append(r.result.Gaps, gaps...)
 		if oneProcess != "" {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
@@ -167,10 +169,11 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 // the capability it needs or the rarity that kept it away, and each
 // declared crash point no run crashed at (declared: the backend's for the
 // store; widen names what runs more seeds).
-func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep sim.Result, declared []string, seeds int, widen string) []string {
+func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep sim.Result, declared []string, seeds int, widen string) ([]string, []reports.Gap) {
 	var notes []string
+	var gaps []reports.Gap
 	if seeds == 0 {
-		return nil
+		return nil, nil
 	}
 	store, rare := st.Name(), rareEvents(st)
 	var chosen map[string]string
@@ -181,7 +184,7 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep s
 		notes = append(notes, store+": "+u)
 	}
 	for _, e := range c.Missing(rare) {
-		why := fmt.Sprintf("rare: none of the %d seeds reached it (a longer sweep may: %s)", seeds, widen)
+		why := "rare: none of the {seeds} seeds reached it (a longer sweep may: " + widen + ")"
 		// Both are an armed crash point firing: inside the operation, or
 		// after its commit.
 		if (e == sim.EventCrashInside || e == sim.EventAnswerLost) && !sweep.CrashPoints {
@@ -193,17 +196,20 @@ func unexplored(st stores.Store, caps spec.Capabilities, c sim.Coverage, sweep s
 		if r, ok := chosen[e]; ok {
 			why = r
 		}
-		notes = append(notes, fmt.Sprintf("%s: %q was not reached: %s", store, e, why))
+		gaps = append(gaps, reports.Gap{Store: store, Kind: reports.GapEvent, Name: e, Why: why, Seeds: seeds})
 	}
 	points, armed := c.CrashPointsUnreached(declared)
 	for i, p := range points {
-		why := fmt.Sprintf("no operation of the %d seeds was armed at it (a longer sweep may: %s)", seeds, widen)
+		why := "no operation of the {seeds} seeds was armed at it (a longer sweep may: " + widen + ")"
 		if armed[i] > 0 {
-			why = fmt.Sprintf("armed %d times, no armed operation reached it (they took other paths; a longer sweep may: %s; if it stays unreached, is it misspelt, or does the store no longer call it?)", armed[i], widen)
+			why = "armed {armed} times, no armed operation reached it (they took other paths; a longer sweep may: " + widen + "; if it stays unreached, is it misspelt, or does the store no longer call it?)"
 		}
-		notes = append(notes, fmt.Sprintf("%s: crash point %q was not explored: %s", store, p, why))
+		gaps = append(gaps, reports.Gap{Store: store, Kind: reports.GapCrashPoint, Name: p, Why: why, Seeds: seeds, Armed: armed[i]})
 	}
-	return notes
+	for _, g := range gaps {
+		notes = append(notes, g.Text())
+	}
+	return notes, gaps
 }
 
 // Replay runs a saved (shrunk) schedule again, once, against b: the store

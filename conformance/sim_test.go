@@ -216,7 +216,8 @@ func TestSimReproducesEveryRacyBugFromOneSeed(t *testing.T) {
 func TestAnEventOutOfReachOfADeclaredChoiceSaysWhy(t *testing.T) {
 	st, _ := stores.Lookup("continuity")
 	note := func(caps spec.Capabilities) string {
-		for _, n := range unexplored(st, caps, sim.Coverage{}, sim.Result{Yielded: true, CrashPoints: true}, nil, 8, "--seeds") {
+		notes, _ := unexplored(st, caps, sim.Coverage{}, sim.Result{Yielded: true, CrashPoints: true}, nil, 8, "--seeds")
+		for _, n := range notes {
 			if strings.Contains(n, model.EventSnapshotDeletedAtRevision) {
 				return n
 			}
@@ -280,7 +281,7 @@ func TestARareEventNamesHowToWidenTheSweep(t *testing.T) {
 		l    lines
 		want string
 	}{{Config{}.commandLines(nil), "(a longer sweep may: --seeds)"}, {goTestLines{test: "T", pkg: "./x"}, "(a longer sweep may: -storecheck.seeds)"}} {
-		notes := unexplored(st, spec.Capabilities{}, sim.Coverage{}, sim.Result{Yielded: true, CrashPoints: true}, nil, 8, c.l.widen())
+		notes, _ := unexplored(st, spec.Capabilities{}, sim.Coverage{}, sim.Result{Yielded: true, CrashPoints: true}, nil, 8, c.l.widen())
 		if len(notes) == 0 || !strings.Contains(notes[0], c.want) {
 			t.Errorf("%T: %q; want %q", c.l, notes, c.want)
 		}

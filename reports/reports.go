@@ -90,6 +90,10 @@ type Run struct {
 	// reached, a capability the backend lacks (less is explored, nothing
 	// is refused).
 	Notes []string `json:"notes,omitempty"`
+	// Gaps are the notes that say a rare event or a declared crash point
+	// was not reached (their texts are among Notes too), kept whole so
+	// that shards merge (Merge).
+	Gaps []Gap `json:"gaps,omitempty"`
 	// Coverage is what each layer reached of each store's coverage
 	// matrix.
 	Coverage []Coverage `json:"coverage,omitempty"`

@@ -32,7 +32,7 @@ type command struct {
 	name    string
 	summary string
 	// positional names the arguments it takes after its flags ("" none);
-	// nargs is how many.
+	// nargs is how many (-1: one or more).
 	positional string
 	nargs      int
 	// backend: it takes a BACKEND after "--".
@@ -69,6 +69,8 @@ func init() {
 			summary: "the deterministic simulator: seeded schedules of clients, clock jumps and\ncrashes, checked step by step; failures shrunk and saved"},
 		{name: "replay", backend: true, positional: "SCHEDULE.json", nargs: 1, run: replay,
 			summary: "run a saved (shrunk) schedule again"},
+		{name: "merge", positional: "SHARD_DIR...", nargs: -1, run: merge,
+			summary: "merge the report folders of a sweep's shards (CI matrix jobs) into one report\nin --report-dir, with the sweep's exit code"},
 		{name: "selftest", run: selftestCommand,
 			summary: "every deliberate bug of the reference through every layer: the detection\ntable; fails if a bug escapes every layer or the reference is flagged"},
 		{name: "serve", run: serveCommand,

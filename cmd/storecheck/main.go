@@ -9,6 +9,7 @@
 //	storecheck check    a saved history checked again, offline
 //	storecheck sim      the deterministic simulator: seeded schedules, shrunk
 //	storecheck replay   a saved schedule run again
+//	storecheck merge    the report folders of a sweep's shards made one report
 //	storecheck selftest every deliberate bug through every layer: the table
 //	storecheck serve    the reference stores over the wire protocol
 //	storecheck help     every command's flags with their defaults

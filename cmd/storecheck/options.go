@@ -285,10 +285,13 @@ func parse(cmd *command, args []string, stdout, stderr io.Writer) (*flags, []str
 		fmt.Fprintf(stderr, "storecheck %s: %v; %s\n", cmd.name, err, cmd.accepted())
 		return nil, nil, exitUsage, false
 	}
-	if want := cmd.nargs; f.fs.NArg() != want {
-		if want == 0 {
+	if want := cmd.nargs; want >= 0 && f.fs.NArg() != want || want < 0 && f.fs.NArg() == 0 {
+		switch {
+		case want < 0:
+			fmt.Fprintf(stderr, "storecheck %s: want one or more %s; usage: %s\n", cmd.name, cmd.positional, cmd.synopsis())
+		case want == 0:
 			fmt.Fprintf(stderr, "storecheck %s: unexpected argument %q; %s\n", cmd.name, f.fs.Arg(0), cmd.accepted())
-		} else {
+		default:
 			fmt.Fprintf(stderr, "storecheck %s: want exactly %d %s, got %d arguments; usage: %s\n", cmd.name, want, cmd.positional, f.fs.NArg(), cmd.synopsis())
 		}
 		return nil, nil, exitUsage, false
