@@ -13,7 +13,7 @@ import (
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
@@ -122,7 +122,7 @@ func BenchmarkRuntimeDefaultRun(b *testing.B) {
 // recorded and checked.
 func BenchmarkClientDefaultRun(b *testing.B) {
 	for b.Loop() {
-		h, err := Run(context.Background(), client.Contract, clientOpener(b, bugs.Bug{}), DefaultClientWorkload.New(), Config{Seed: 1})
+		h, err := Run(context.Background(), cli.Contract, clientOpener(b, bugs.Bug{}), DefaultClientWorkload.New(), Config{Seed: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

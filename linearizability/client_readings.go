@@ -8,7 +8,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // OtherClientReadings is a client store Target that answers as a backend
@@ -61,8 +61,8 @@ func otherPreview(head string) string {
 
 func sec(t time.Time) time.Time { return t.Truncate(time.Second) }
 
-func secIntents(in []c.Intent) []c.Intent {
-	out := make([]c.Intent, len(in))
+func secIntents(in []cli.Intent) []cli.Intent {
+	out := make([]cli.Intent, len(in))
 	for i, x := range in {
 		x.NextAttemptAt, x.CreatedAt, x.UpdatedAt = sec(x.NextAttemptAt), sec(x.CreatedAt), sec(x.UpdatedAt)
 		out[i] = x
@@ -70,7 +70,7 @@ func secIntents(in []c.Intent) []c.Intent {
 	return out
 }
 
-func secTask(t c.Task) c.Task {
+func secTask(t cli.Task) cli.Task {
 	t.OpenedAt = sec(t.OpenedAt)
 	if t.SettledAt != nil {
 		s := sec(*t.SettledAt)
@@ -81,25 +81,25 @@ func secTask(t c.Task) c.Task {
 
 func (r otherReadings) Apply(ctx context.Context, op spec.Op) (any, error) {
 	switch o := op.(type) {
-	case c.BumpIntent:
+	case cli.BumpIntent:
 		o.NextAttemptAt = sec(o.NextAttemptAt)
 		op = o
-	case c.DeferIntent:
+	case cli.DeferIntent:
 		o.NextAttemptAt = sec(o.NextAttemptAt)
 		op = o
-	case c.DueIntents:
+	case cli.DueIntents:
 		o.Now = sec(o.Now)
 		op = o
-	case c.EventsSince:
+	case cli.EventsSince:
 		o.Seq = seqIn(o.Seq)
 		op = o
-	case c.PutOutHead:
+	case cli.PutOutHead:
 		o.Head = otherPreview(o.Head)
 		op = o
-	case c.UpsertSession:
+	case cli.UpsertSession:
 		o.Version.UpdatedAt = sec(o.Version.UpdatedAt)
 		op = o
-	case c.InsertFault:
+	case cli.InsertFault:
 		o.Fault.CreatedAt = sec(o.Fault.CreatedAt)
 		op = o
 	}
@@ -108,45 +108,45 @@ func (r otherReadings) Apply(ctx context.Context, op spec.Op) (any, error) {
 		return res, err
 	}
 	switch v := res.(type) {
-	case *c.Intent:
+	case *cli.Intent:
 		if v != nil {
-			x := secIntents([]c.Intent{*v})[0]
+			x := secIntents([]cli.Intent{*v})[0]
 			return &x, nil
 		}
-	case []c.Intent:
+	case []cli.Intent:
 		return secIntents(v), nil
-	case []c.Event:
-		out := make([]c.Event, len(v))
+	case []cli.Event:
+		out := make([]cli.Event, len(v))
 		for i, e := range v {
 			e.Seq, e.CreatedAt = seqOut(e.Seq), sec(e.CreatedAt)
 			out[i] = e
 		}
 		return out, nil
-	case *c.Prose:
+	case *cli.Prose:
 		if v != nil {
 			p := *v
 			p.CachedAt = sec(p.CachedAt)
 			return &p, nil
 		}
-	case *c.SessionRecord:
+	case *cli.SessionRecord:
 		if v != nil {
 			s := *v
 			s.UpdatedAt = sec(s.UpdatedAt)
 			return &s, nil
 		}
-	case *c.Task:
+	case *cli.Task:
 		if v != nil {
 			t := secTask(*v)
 			return &t, nil
 		}
-	case []c.Task:
-		out := make([]c.Task, len(v))
+	case []cli.Task:
+		out := make([]cli.Task, len(v))
 		for i, t := range v {
 			out[i] = secTask(t)
 		}
 		return out, nil
-	case []c.Fault:
-		out := make([]c.Fault, len(v))
+	case []cli.Fault:
+		out := make([]cli.Fault, len(v))
 		for i, f := range v {
 			f.ID, f.CreatedAt = faultOut(f.ID), sec(f.CreatedAt)
 			out[i] = f
@@ -154,14 +154,14 @@ func (r otherReadings) Apply(ctx context.Context, op spec.Op) (any, error) {
 		return out, nil
 	case int64:
 		switch op.(type) {
-		case c.AppendEvent:
+		case cli.AppendEvent:
 			return seqOut(v), nil
-		case c.EventHead:
+		case cli.EventHead:
 			if v == 0 {
 				return v, nil
 			}
 			return seqOut(v), nil
-		case c.InsertFault:
+		case cli.InsertFault:
 			return faultOut(v), nil
 		}
 	}

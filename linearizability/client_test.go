@@ -17,7 +17,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability/model"
 	refclient "github.com/storecheck/storecheck/reference/client"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 func clientOpener(t testing.TB, bug bugs.Bug) Opener { return referenceOpener(t, "client", bug) }
@@ -56,8 +56,8 @@ func TestClientModelAgreesWithTheReference(t *testing.T) {
 		states := []model.State{m.Init()}
 		step := 0
 		clientSequence(seed, DefaultClientWorkload.New(), 400, clock, func(op spec.Op, nowMS int64) {
-			res, err := c.Apply(ctx, s, op)
-			got, _ := Outcome(c.Contract, res, err)
+			res, err := cli.Apply(ctx, s, op)
+			got, _ := Outcome(cli.Contract, res, err)
 			next, allowed := model.Follow(m, states, op, nowMS, got)
 			if next == nil {
 				want := model.Allowed(allowed)
@@ -99,7 +99,7 @@ func TestClientModelAcceptsOtherReadings(t *testing.T) {
 		step := 0
 		clientSequence(seed, DefaultClientWorkload.New(), 400, clock, func(op spec.Op, nowMS int64) {
 			res, err := s.Apply(ctx, op)
-			got, _ := Outcome(c.Contract, res, err)
+			got, _ := Outcome(cli.Contract, res, err)
 			next, allowed := model.Follow(m, states, op, nowMS, got)
 			if next == nil {
 				t.Fatalf("seed %d step %d: %s %+v: the other readings answered %s, the model allows %s\nmodel state:\n%s",
@@ -119,7 +119,7 @@ func TestClientOtherReadingsAreLinearizable(t *testing.T) {
 		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {
 			return openOtherClientReadings(ctx, spec.OpenOptions{Path: path, Clock: clock})
 		}
-		h, err := Run(ctx, c.Contract, open, DefaultClientWorkload.New(), Config{Seed: seed, Ops: 1200})
+		h, err := Run(ctx, cli.Contract, open, DefaultClientWorkload.New(), Config{Seed: seed, Ops: 1200})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestClientBranchesNameRulesOfTheTable(t *testing.T) {
 		state, _ = model.Expect(m, state, op, now)
 	})
 	for id := range named {
-		if _, ok := c.Contract.Rule(id); !ok {
+		if _, ok := cli.Contract.Rule(id); !ok {
 			t.Errorf("a branch names rule %q, which spec/client's table does not have", id)
 		}
 	}
@@ -213,7 +213,7 @@ func TestClientWorkloadReachesEveryOutcome(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range c.Ops {
+	for _, op := range cli.Ops {
 		if len(seen[op.Name()]) == 0 {
 			t.Errorf("%s was never issued", op.Name())
 		}
@@ -224,7 +224,7 @@ func TestClientWorkloadReachesEveryOutcome(t *testing.T) {
 		}
 	}
 	if testing.Verbose() {
-		for _, op := range c.Ops {
+		for _, op := range cli.Ops {
 			t.Logf("%-22s %v", op.Name(), seen[op.Name()])
 		}
 		for _, e := range model.ClientEvents {
@@ -276,7 +276,7 @@ func TestClientKeysNeverSplitWhatInteracts(t *testing.T) {
 func TestClientReferenceIsLinearizable(t *testing.T) {
 	ctx := context.Background()
 	for _, w := range []ClientWorkload{DefaultClientWorkload, {Intents: 4, Tasks: 3, Sessions: 2, Groups: 12}} {
-		h, err := Run(ctx, c.Contract, clientOpener(t, bugs.Bug{}), w.New(), Config{Seed: 3, Ops: 1200})
+		h, err := Run(ctx, cli.Contract, clientOpener(t, bugs.Bug{}), w.New(), Config{Seed: 3, Ops: 1200})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestRacyClientSettleIsIllegal(t *testing.T) {
 // A default client history (refused operations with values that are not
 // JSON included) is saved, read back and checked again offline.
 func TestClientHistorySavesAndChecksAgain(t *testing.T) {
-	h, err := Run(context.Background(), c.Contract, clientOpener(t, bugs.Bug{}), DefaultClientWorkload.New(), Config{Seed: 1, Ops: 1000})
+	h, err := Run(context.Background(), cli.Contract, clientOpener(t, bugs.Bug{}), DefaultClientWorkload.New(), Config{Seed: 1, Ops: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestClientHistorySavesAndChecksAgain(t *testing.T) {
 	if err := h.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	again, err := ReadFile(path, []spec.Contract{c.Contract})
+	again, err := ReadFile(path, []spec.Contract{cli.Contract})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // ClientWorkload configures the client store's workload. Intents and tasks
@@ -169,7 +169,7 @@ var (
 	// longHead is a head the reference's preview cuts, and longHead less
 	// its tail one it keeps whole; another backend's preview is its own
 	// (client.put_out_head.preview), learned by the model.
-	longHead = strings.Repeat("é", c.HeadPreviewRunes) + "tail"
+	longHead = strings.Repeat("é", cli.HeadPreviewRunes) + "tail"
 )
 
 // Next is the step-th operation of client; the ids it names are kept for
@@ -182,23 +182,23 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 		w.seen = map[string]bool{}
 	}
 	switch o := op.(type) {
-	case c.EnqueueIntent:
+	case cli.EnqueueIntent:
 		w.seen["op:"+o.OpID] = true
-	case c.UpsertSession:
+	case cli.UpsertSession:
 		w.seen["task:"+o.TaskID] = true
-	case c.BindTask:
+	case cli.BindTask:
 		w.seen["task:"+o.TaskID] = true
-	case c.OpenTask:
+	case cli.OpenTask:
 		w.seen["task:"+o.Causality.Task] = true
-	case c.SettleTask:
+	case cli.SettleTask:
 		w.seen["task:"+o.TaskID] = true
-	case c.InsertFault:
+	case cli.InsertFault:
 		w.seen["task:"+o.Fault.TaskID] = true
-	case c.PutOutHead:
+	case cli.PutOutHead:
 		w.seen["head:"+o.TaskID] = true
-	case c.PutProse:
+	case cli.PutProse:
 		w.seen["prose:"+o.Role] = true
-	case c.PutConfig:
+	case cli.PutConfig:
 		w.seen["config:"+o.Key] = true
 	}
 	return op
@@ -211,21 +211,21 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 func (w *clientWorkload) Observe() []spec.Op {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ops := []spec.Op{c.PendingIntentCount{}, c.DueIntents{Now: Epoch.Add(1000 * time.Hour), Limit: c.MaxLimit},
-		c.EventHead{}, c.EventsSince{Seq: 0, Limit: 100}, c.ActiveSessions{}, c.OpenTasks{Limit: c.MaxLimit}}
+	ops := []spec.Op{cli.PendingIntentCount{}, cli.DueIntents{Now: Epoch.Add(1000 * time.Hour), Limit: cli.MaxLimit},
+		cli.EventHead{}, cli.EventsSince{Seq: 0, Limit: 100}, cli.ActiveSessions{}, cli.OpenTasks{Limit: cli.MaxLimit}}
 	for _, k := range slices.Sorted(maps.Keys(w.seen)) {
 		kind, id, _ := strings.Cut(k, ":")
 		switch kind {
 		case "op":
-			ops = append(ops, c.GetIntent{OpID: id})
+			ops = append(ops, cli.GetIntent{OpID: id})
 		case "task":
-			ops = append(ops, c.GetTask{TaskID: id}, c.GetSession{TaskID: id}, c.TaskIsKnown{TaskID: id}, c.ListFaults{TaskID: id})
+			ops = append(ops, cli.GetTask{TaskID: id}, cli.GetSession{TaskID: id}, cli.TaskIsKnown{TaskID: id}, cli.ListFaults{TaskID: id})
 		case "head":
-			ops = append(ops, c.GetOutHead{TaskID: id})
+			ops = append(ops, cli.GetOutHead{TaskID: id})
 		case "prose":
-			ops = append(ops, c.GetProse{Role: id})
+			ops = append(ops, cli.GetProse{Role: id})
 		case "config":
-			ops = append(ops, c.GetConfig{Key: id})
+			ops = append(ops, cli.GetConfig{Key: id})
 		}
 	}
 	return ops
@@ -258,27 +258,27 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 				env = `{"causality":{"task":7}}`
 			}
 			m.intents = remember(m.intents, id)
-			return c.EnqueueIntent{OpID: id, Envelope: []byte(env)}
+			return cli.EnqueueIntent{OpID: id, Envelope: []byte(env)}
 		case p < 10:
-			return c.GetIntent{OpID: own(r, m.intents, intent)}
+			return cli.GetIntent{OpID: own(r, m.intents, intent)}
 		case p < 15:
 			id := own(r, m.intents, intent)
 			next, lastError := retry(id, step)
-			return c.BumpIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
+			return cli.BumpIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
 		case p < 20:
 			id := own(r, m.intents, intent)
 			next, lastError := retry(id, step)
-			return c.DeferIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
+			return cli.DeferIntent{OpID: id, NextAttemptAt: next, LastError: lastError}
 		case p < 24:
 			receipt := fmt.Sprintf(`{"ack":%d}`, step)
 			if r.IntN(10) == 0 {
 				receipt = pick(r, badJSON...)
 			}
-			return c.AcceptIntent{OpID: own(r, m.intents, intent), Receipt: []byte(receipt)}
+			return cli.AcceptIntent{OpID: own(r, m.intents, intent), Receipt: []byte(receipt)}
 		case p < 26:
-			return c.ExhaustIntent{OpID: own(r, m.intents, intent), LastError: "gave up"}
+			return cli.ExhaustIntent{OpID: own(r, m.intents, intent), LastError: "gave up"}
 		case p < 28:
-			return c.DeleteIntent{OpID: own(r, m.intents, intent)}
+			return cli.DeleteIntent{OpID: own(r, m.intents, intent)}
 		case p < 31 && !grouped:
 			at := estimate(step).Add(time.Duration(r.IntN(6000)-2000) * time.Millisecond)
 			if r.IntN(3) == 0 {
@@ -286,11 +286,11 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 				// edges are due or not.
 				at = edgeOfSecond(r, at)
 			}
-			return c.DueIntents{Now: at, Limit: uint32(pick(r, 0, 1, 2, 3))}
+			return cli.DueIntents{Now: at, Limit: uint32(pick(r, 0, 1, 2, 3))}
 		case p < 34 && !grouped:
-			return c.FlushOrder{}
+			return cli.FlushOrder{}
 		case p < 36 && !grouped:
-			return c.PendingIntentCount{}
+			return cli.PendingIntentCount{}
 
 		// ----- the event log (6%) -----
 		case p < 39 && !grouped:
@@ -298,7 +298,7 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			if r.IntN(10) < 2 {
 				data = pick(r, badJSON...)
 			}
-			return c.AppendEvent{Type: pick(r, "tick", "note"), Data: []byte(data)}
+			return cli.AppendEvent{Type: pick(r, "tick", "note"), Data: []byte(data)}
 		case p < 41 && !grouped:
 			// The log's numbers are the backend's
 			// (client.append_event.seq_increasing) and a schedule is drawn
@@ -311,9 +311,9 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			if r.IntN(2) == 0 {
 				seq = int64(r.IntN(step/2 + 2))
 			}
-			return c.EventsSince{Seq: seq, Limit: uint32(pick(r, 0, 1, 3))}
+			return cli.EventsSince{Seq: seq, Limit: uint32(pick(r, 0, 1, 3))}
 		case p < 42 && !grouped:
-			return c.EventHead{}
+			return cli.EventHead{}
 
 		// ----- caches (6%) -----
 		// A cache is last-writer-wins: two racing puts of two values leave
@@ -321,17 +321,17 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 		// as often as written, and the value is the epoch's, so racing puts
 		// commute.
 		case p < 43:
-			return c.PutOutHead{TaskID: g + pick(r, "task-a", "task-b"), Head: []string{"short head", longHead, longHead[:len(longHead)-4]}[step/epochSteps%3]}
+			return cli.PutOutHead{TaskID: g + pick(r, "task-a", "task-b"), Head: []string{"short head", longHead, longHead[:len(longHead)-4]}[step/epochSteps%3]}
 		case p < 45:
-			return c.GetOutHead{TaskID: g + pick(r, "task-a", "task-b")}
+			return cli.GetOutHead{TaskID: g + pick(r, "task-a", "task-b")}
 		case p < 46:
-			return c.PutProse{Role: g + "planner", Prose: []string{"plan", "replan"}[step/epochSteps%2], SpecHash: []string{"h1", "h2", "h3"}[step/epochSteps%3]}
+			return cli.PutProse{Role: g + "planner", Prose: []string{"plan", "replan"}[step/epochSteps%2], SpecHash: []string{"h1", "h2", "h3"}[step/epochSteps%3]}
 		case p < 47:
-			return c.GetProse{Role: g + "planner"}
+			return cli.GetProse{Role: g + "planner"}
 		case p < 48:
-			return c.PutConfig{Key: g + "k0", Value: []string{"on", "off"}[step/epochSteps%2]}
+			return cli.PutConfig{Key: g + "k0", Value: []string{"on", "off"}[step/epochSteps%2]}
 		case p < 49:
-			return c.GetConfig{Key: g + "k0"}
+			return cli.GetConfig{Key: g + "k0"}
 
 		// ----- sessions and bindings (24%) -----
 		case p < 58:
@@ -349,25 +349,25 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			case 1:
 				seq--
 			}
-			return c.BumpSessionVersion{TaskID: t, Generation: gen, Seq: seq}
+			return cli.BumpSessionVersion{TaskID: t, Generation: gen, Seq: seq}
 		case p < 65:
 			t := task()
 			if len(m.bindings) > 0 && r.IntN(2) == 0 {
 				t = m.bindings[r.IntN(len(m.bindings))][1]
 			}
-			return c.GetSession{TaskID: t}
+			return cli.GetSession{TaskID: t}
 		case p < 68:
 			b := [2]string{w.sessionID(r, g), task()}
 			m.bindings = remember(m.bindings, b)
-			return c.BindTask{SessionID: b[0], TaskID: b[1]}
+			return cli.BindTask{SessionID: b[0], TaskID: b[1]}
 		case p < 71:
 			b := [2]string{w.sessionID(r, g), task()}
 			if len(m.bindings) > 0 && r.IntN(10) < 7 {
 				b = m.bindings[r.IntN(len(m.bindings))]
 			}
-			return c.ReleaseBinding{SessionID: b[0], TaskID: b[1]}
+			return cli.ReleaseBinding{SessionID: b[0], TaskID: b[1]}
 		case p < 73 && !grouped:
-			return c.ActiveSessions{}
+			return cli.ActiveSessions{}
 
 		// ----- tasks (23%) -----
 		case p < 78:
@@ -375,10 +375,10 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			// redeliveries differ only in their attempt.
 			t := task()
 			m.tasks = remember(m.tasks, t)
-			chain := c.Causality{Task: t, Attempt: uint32(r.IntN(4))}
-			kind := c.KindRoot
+			chain := cli.Causality{Task: t, Attempt: uint32(r.IntN(4))}
+			kind := cli.KindRoot
 			if n := len(t); t[n-1]%2 == 1 {
-				kind, chain.ParentTask, chain.Hop = c.KindRelay, t[:n-1]+"0", uint32(t[n-1]%3)
+				kind, chain.ParentTask, chain.Hop = cli.KindRelay, t[:n-1]+"0", uint32(t[n-1]%3)
 			}
 			if r.IntN(20) < 2 {
 				kind = "orphan"
@@ -386,31 +386,31 @@ func (w *clientWorkload) next(r *rand.Rand, client, step int) spec.Op {
 			if !grouped && r.IntN(4) == 0 {
 				// The open tasks, asked just after opening one: seldom
 				// none, as settles close most tasks soon.
-				m.then = append(m.then, c.OpenTasks{Limit: 1})
+				m.then = append(m.then, cli.OpenTasks{Limit: 1})
 			}
-			return c.OpenTask{Causality: chain, Kind: kind}
+			return cli.OpenTask{Causality: chain, Kind: kind}
 		case p < 88:
-			verdict := pick(r, c.TerminalTaskStates...)
+			verdict := pick(r, cli.TerminalTaskStates...)
 			if r.IntN(20) == 0 {
-				verdict = pick(r, c.TaskPending, "bogus")
+				verdict = pick(r, cli.TaskPending, "bogus")
 			}
-			return c.SettleTask{TaskID: task(), State: verdict}
+			return cli.SettleTask{TaskID: task(), State: verdict}
 		case p < 91:
-			return c.GetTask{TaskID: own(r, m.tasks, task)}
+			return cli.GetTask{TaskID: own(r, m.tasks, task)}
 		case p < 93 && !grouped:
-			return c.OpenTasks{Limit: uint32(pick(r, 0, 2))}
+			return cli.OpenTasks{Limit: uint32(pick(r, 0, 2))}
 		case p < 95:
-			return c.TaskIsKnown{TaskID: task()}
+			return cli.TaskIsKnown{TaskID: task()}
 		case p < 96:
-			return c.TaskAttempt{TaskID: task()}
+			return cli.TaskAttempt{TaskID: task()}
 
 		// ----- faults (4%) -----
 		case p < 98 && !grouped:
-			return c.InsertFault{Fault: c.Fault{TaskID: task(), SessionID: w.sessionID(r, g), Generation: int64(r.IntN(3)),
+			return cli.InsertFault{Fault: cli.Fault{TaskID: task(), SessionID: w.sessionID(r, g), Generation: int64(r.IntN(3)),
 				Seq: int64(step), Intent: "resume", Attempt: int64(r.IntN(3)), Kind: pick(r, "mismatch", "crash"),
 				Reason: "observed", State: "open", CreatedAt: estimate(step)}}
 		case p < 100 && !grouped:
-			return c.ListFaults{TaskID: task()}
+			return cli.ListFaults{TaskID: task()}
 		}
 	}
 }
@@ -427,7 +427,7 @@ func (w *clientWorkload) upsertSession(r *rand.Rand, m *clientMemory, g, task st
 	case 1:
 		ref = ""
 	}
-	id := c.SessionIDFor(task, ref)
+	id := cli.SessionIDFor(task, ref)
 	v, ok := m.versions[id]
 	gen, seq := uint64(1), uint64(r.IntN(3))
 	if ok {
@@ -446,11 +446,11 @@ func (w *clientWorkload) upsertSession(r *rand.Rand, m *clientMemory, g, task st
 		}
 	}
 	m.versions[id] = [2]uint64{gen, seq}
-	return c.UpsertSession{TaskID: task, Version: c.VersionedSession{
+	return cli.UpsertSession{TaskID: task, Version: cli.VersionedSession{
 		Generation: gen, Seq: seq,
-		AgentState:    pick(r, c.AgentBooting, c.AgentReady, c.AgentIdle, c.AgentWorking, c.AgentGone),
+		AgentState:    pick(r, cli.AgentBooting, cli.AgentReady, cli.AgentIdle, cli.AgentWorking, cli.AgentGone),
 		DeliveryState: pick(r, "delivering", "delivered"),
-		ResourceState: pick(r, c.ResourceOpen, c.ResourceOpen, c.ResourceClosed),
+		ResourceState: pick(r, cli.ResourceOpen, cli.ResourceOpen, cli.ResourceClosed),
 		DesiredJSON:   fmt.Sprintf(`{"step":%d}`, step), ObservedJSON: "{}",
 		BackendRef: ref, MismatchCount: int64(r.IntN(2)),
 		UpdatedAt: estimate(step).Add(time.Duration(r.IntN(1000)) * time.Millisecond),
@@ -466,9 +466,9 @@ var _ interface {
 // simulator lands clock jumps on them, just before and just after.
 func (w *clientWorkload) Deadlines(op spec.Op, _ int64) []int64 {
 	switch o := op.(type) {
-	case c.BumpIntent:
+	case cli.BumpIntent:
 		return []int64{o.NextAttemptAt.UnixMilli()}
-	case c.DeferIntent:
+	case cli.DeferIntent:
 		return []int64{o.NextAttemptAt.UnixMilli()}
 	}
 	return nil
@@ -489,9 +489,9 @@ func (w *clientWorkload) Prologue() []spec.Op {
 	if w.Groups > 0 {
 		return nil
 	}
-	return []spec.Op{c.PendingIntentCount{}, c.DueIntents{Now: Epoch, Limit: 0}, c.FlushOrder{},
-		c.GetIntent{OpID: "op-0"}, c.EventHead{}, c.EventsSince{Seq: 0, Limit: 0}, c.ActiveSessions{},
-		c.OpenTasks{Limit: 0}, c.GetTask{TaskID: "task-0"}, c.GetSession{TaskID: "task-0"},
-		c.TaskIsKnown{TaskID: "task-0"}, c.ListFaults{TaskID: "task-0"}, c.GetOutHead{TaskID: "task-a"},
-		c.GetProse{Role: "planner"}, c.GetConfig{Key: "k0"}, c.GetProse{Role: "reviewer"}, c.GetConfig{Key: "k1"}}
+	return []spec.Op{cli.PendingIntentCount{}, cli.DueIntents{Now: Epoch, Limit: 0}, cli.FlushOrder{},
+		cli.GetIntent{OpID: "op-0"}, cli.EventHead{}, cli.EventsSince{Seq: 0, Limit: 0}, cli.ActiveSessions{},
+		cli.OpenTasks{Limit: 0}, cli.GetTask{TaskID: "task-0"}, cli.GetSession{TaskID: "task-0"},
+		cli.TaskIsKnown{TaskID: "task-0"}, cli.ListFaults{TaskID: "task-0"}, cli.GetOutHead{TaskID: "task-a"},
+		cli.GetProse{Role: "planner"}, cli.GetConfig{Key: "k0"}, cli.GetProse{Role: "reviewer"}, cli.GetConfig{Key: "k1"}}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability/model"
 	refclient "github.com/storecheck/storecheck/reference/client"
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 var clientSubject = Subject{
@@ -25,7 +25,7 @@ var clientSubject = Subject{
 // otherClientReadings is the reference answering as a backend of other
 // readings of the client seed's silences (linearizability.OtherClientReadings).
 func otherClientReadings() Backend {
-	b := adapters.InProcess(adapters.Hello{Name: "other readings"}, adapters.LocalStore{Contract: client.Contract,
+	b := adapters.InProcess(adapters.Hello{Name: "other readings"}, adapters.LocalStore{Contract: cli.Contract,
 		Open: func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 			o.Clock = linearizability.SecondsClock(o.Clock)
 			t, err := refclient.OpenTarget(ctx, o)
@@ -34,7 +34,7 @@ func otherClientReadings() Backend {
 			}
 			return linearizability.OtherClientReadings(t), nil
 		}})
-	return InProcess(b, client.StoreName)
+	return InProcess(b, cli.StoreName)
 }
 
 // Over the default sweep neither the client reference nor a backend of
@@ -46,7 +46,7 @@ func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
 		name string
 		b    Backend
 	}{
-		{"reference", InProcess(stores.Reference(), client.StoreName)},
+		{"reference", InProcess(stores.Reference(), cli.StoreName)},
 		{"other readings", otherClientReadings()},
 	} {
 		cov := Coverage{}
@@ -73,7 +73,7 @@ func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
 // shrunk to a schedule the reference passes.
 func TestClientSettledIntentRevivesIsFoundAndShrunk(t *testing.T) {
 	ctx := context.Background()
-	backend := InProcess(stores.Backend(stores.Options{Bug: bugs.ClientSettledIntentRevives}), client.StoreName)
+	backend := InProcess(stores.Backend(stores.Options{Bug: bugs.ClientSettledIntentRevives}), cli.StoreName)
 	for _, seed := range DefaultSeeds.Seeds(Shard{}) {
 		res, err := Explore(ctx, clientSubject, backend, seed, Params{}, ScratchDir())
 		if err != nil {
@@ -89,7 +89,7 @@ func TestClientSettledIntentRevivesIsFoundAndShrunk(t *testing.T) {
 		if small.Failure.Signature() != res.Failure.Signature() || len(small.Schedule.Steps) > 20 {
 			t.Fatalf("seed %d shrunk to %d steps, %v (from %v)", seed, len(small.Schedule.Steps), small.Failure, res.Failure)
 		}
-		ok, err := Run(ctx, clientSubject, InProcess(stores.Reference(), client.StoreName), small.Schedule, ScratchDir())
+		ok, err := Run(ctx, clientSubject, InProcess(stores.Reference(), cli.StoreName), small.Schedule, ScratchDir())
 		if err != nil || ok.Failure != nil {
 			t.Fatalf("the reference fails the shrunk schedule: %v %v", err, ok.Failure)
 		}

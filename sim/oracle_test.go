@@ -10,19 +10,19 @@ import (
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // clientTuple is a session tuple of task-1's sessions in the tests below,
 // written at the given millisecond of the epoch, its session named by ref.
-func clientTuple(session string, seq uint64, ms int) c.VersionedSession {
-	return c.VersionedSession{Generation: 1, Seq: seq, AgentState: "booting", DeliveryState: "delivering", ResourceState: "open",
+func clientTuple(session string, seq uint64, ms int) cli.VersionedSession {
+	return cli.VersionedSession{Generation: 1, Seq: seq, AgentState: "booting", DeliveryState: "delivering", ResourceState: "open",
 		DesiredJSON: "{}", ObservedJSON: "{}", BackendRef: `{"task_id":"` + session + `"}`, UpdatedAt: Epoch.Add(time.Duration(ms) * time.Millisecond)}
 }
 
-func clientRecord(session, task string, v c.VersionedSession) model.Outcome {
-	return model.OK(&c.SessionRecord{SessionID: session, TaskID: task, VersionedSession: v})
+func clientRecord(session, task string, v cli.VersionedSession) model.Outcome {
+	return model.OK(&cli.SessionRecord{SessionID: session, TaskID: task, VersionedSession: v})
 }
 
 // A read that overlaps a write may take effect before or after it, and
@@ -48,10 +48,10 @@ func TestAnOverlappingReadKeepsWhatEachPlacementTeaches(t *testing.T) {
 		ret(id, op, got)
 	}
 	first, sess0 := clientTuple("", 2, 31), clientTuple("sess-0", 2, 665)
-	run(0, c.UpsertSession{TaskID: "task-1", Version: first}, model.OK(true))
-	run(1, c.UpsertSession{TaskID: "task-1", Version: sess0}, model.OK(true))
+	run(0, cli.UpsertSession{TaskID: "task-1", Version: first}, model.OK(true))
+	run(1, cli.UpsertSession{TaskID: "task-1", Version: sess0}, model.OK(true))
 
-	bind, read := c.BindTask{SessionID: "sess-0", TaskID: "task-4"}, c.GetSession{TaskID: "task-1"}
+	bind, read := cli.BindTask{SessionID: "sess-0", TaskID: "task-4"}, cli.GetSession{TaskID: "task-1"}
 	o.call(2, bind, 0)
 	o.call(3, read, 0)
 	ret(2, bind, model.OK(true))
@@ -59,8 +59,8 @@ func TestAnOverlappingReadKeepsWhatEachPlacementTeaches(t *testing.T) {
 	// sess-1 opens a later binding of task-1 (3 s on, so that no bound_at
 	// reading ties it with the others), then moves to task-3, closing it:
 	// ("", task-1) is task-1's only open binding.
-	run(4, c.UpsertSession{TaskID: "task-1", Version: clientTuple("sess-1", 1, 3535)}, model.OK(true))
-	run(5, c.UpsertSession{TaskID: "task-3", Version: clientTuple("sess-1", 2, 3787)}, model.OK(true))
+	run(4, cli.UpsertSession{TaskID: "task-1", Version: clientTuple("sess-1", 1, 3535)}, model.OK(true))
+	run(5, cli.UpsertSession{TaskID: "task-3", Version: clientTuple("sess-1", 2, 3787)}, model.OK(true))
 	run(6, read, clientRecord("", "task-1", first))
 }
 
@@ -73,12 +73,12 @@ func TestAnOverlappingReadKeepsWhatEachPlacementTeaches(t *testing.T) {
 // part allows passes: the whole allows at least as much.
 func TestACutOracleJudgesNothingItDropped(t *testing.T) {
 	defer func(n int) { configLimit = n }(configLimit)
-	settle := c.SettleTask{TaskID: "task-0", State: c.TaskCompleted}
+	settle := cli.SettleTask{TaskID: "task-0", State: cli.TaskCompleted}
 	schedule := func(read string) Schedule {
-		return Schedule{Store: c.StoreName, Clients: 1, Processes: 1, Steps: []Step{
+		return Schedule{Store: cli.StoreName, Clients: 1, Processes: 1, Steps: []Step{
 			{Kind: StepFault, Fault: fault.CrashAt{Point: "settle_task/after_commit"}},
 			{Kind: StepOp, ID: "c0.0", Op: settle},
-			{Kind: StepOp, ID: "c0.1", Op: c.GetTask{TaskID: read}},
+			{Kind: StepOp, ID: "c0.1", Op: cli.GetTask{TaskID: read}},
 			{Kind: StepResume}, {Kind: StepResume}, // to after_read, to its answer
 		}}
 	}
@@ -93,7 +93,7 @@ func TestACutOracleJudgesNothingItDropped(t *testing.T) {
 		{"cut, another task read", 1, "task-1", false},
 	} {
 		configLimit = tc.limit
-		res, err := Run(context.Background(), clientSubject, InProcess(stores.Reference(), c.StoreName), schedule(tc.read), ScratchDir())
+		res, err := Run(context.Background(), clientSubject, InProcess(stores.Reference(), cli.StoreName), schedule(tc.read), ScratchDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestACutOracleJudgesNothingItDropped(t *testing.T) {
 // happened. Killed at its next yield point (its write committed, its
 // answer lost) it stays indefinite: both states are kept.
 func TestAnOperationKilledAtItsFirstYieldPointNeverHappened(t *testing.T) {
-	settle := c.SettleTask{TaskID: "task-0", State: c.TaskCompleted}
+	settle := cli.SettleTask{TaskID: "task-0", State: cli.TaskCompleted}
 	for _, tc := range []struct {
 		name    string
 		resumes int
@@ -123,8 +123,8 @@ func TestAnOperationKilledAtItsFirstYieldPointNeverHappened(t *testing.T) {
 			steps = append(steps, Step{Kind: StepResume})
 		}
 		steps = append(steps, Step{Kind: StepFault, Fault: fault.Kill{}})
-		s := Schedule{Store: c.StoreName, Clients: 1, Processes: 1, Steps: steps}
-		e, cleanup, err := newEngine(context.Background(), clientSubject, InProcess(stores.Reference(), c.StoreName), s, ScratchDir(), nil)
+		s := Schedule{Store: cli.StoreName, Clients: 1, Processes: 1, Steps: steps}
+		e, cleanup, err := newEngine(context.Background(), clientSubject, InProcess(stores.Reference(), cli.StoreName), s, ScratchDir(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

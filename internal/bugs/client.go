@@ -12,22 +12,22 @@ import (
 	refclient "github.com/storecheck/storecheck/reference/client"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // clientBug registers a bug of the client store: the reference opened with
 // rules, then wrapped by wrap (nil: as it is).
-func clientBug(name string, rules refclient.Rules, wrap func(*refclient.Store) c.Store) Bug {
-	return register(name, c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+func clientBug(name string, rules refclient.Rules, wrap func(*refclient.Store) cli.Store) Bug {
+	return register(name, cli.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 		s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: o.Clock, Rules: rules})
 		if err != nil {
 			return nil, err
 		}
-		var st c.Store = s
+		var st cli.Store = s
 		if wrap != nil {
 			st = wrap(s)
 		}
-		return sqlitedb.Target(st, c.Apply), nil
+		return sqlitedb.Target(st, cli.Apply), nil
 	})
 }
 
@@ -38,14 +38,14 @@ var (
 	// queued: a redelivery resets its attempt, state and times, and answers
 	// true.
 	ClientEnqueueOverwrites = clientBug("client_enqueue_overwrites", refclient.Rules{},
-		func(s *refclient.Store) c.Store { return enqueueOverwrites{s} })
+		func(s *refclient.Store) cli.Store { return enqueueOverwrites{s} })
 	// ClientSettledIntentRevives lets bump_intent and defer_intent act on an
 	// accepted or exhausted intent, which comes back as retrying.
 	ClientSettledIntentRevives = clientBug("client_settled_intent_revives", refclient.Rules{Retryable: `1`}, nil)
 	// ClientDeferConsumesAttempt counts a deferral (a transport failure)
 	// against the intent's attempt budget.
 	ClientDeferConsumesAttempt = clientBug("client_defer_consumes_attempt", refclient.Rules{},
-		func(s *refclient.Store) c.Store { return deferConsumesAttempt{s} })
+		func(s *refclient.Store) cli.Store { return deferConsumesAttempt{s} })
 	// ClientDueOrderWholeSeconds orders due intents by whole seconds of
 	// their next attempt time, dropping the sub-second part.
 	ClientDueOrderWholeSeconds = clientBug("client_due_order_whole_seconds",
@@ -58,7 +58,7 @@ var (
 	// and ".1" after ".15". Only times that sort differently as text and as
 	// instants show it (client.time_precision: they compare as instants,
 	// "oldest deadline first").
-	ClientDueTimesAsText = register("client_due_times_as_text", c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+	ClientDueTimesAsText = register("client_due_times_as_text", cli.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 		s, err := refclient.Open(ctx, refclient.Options{Path: o.Path, Clock: o.Clock})
 		if err != nil {
 			return nil, err
@@ -67,7 +67,7 @@ var (
 		if clock == nil {
 			clock = clockwork.NewRealClock()
 		}
-		return sqlitedb.Target(c.Store(dueAsText{s, clock}), c.Apply), nil
+		return sqlitedb.Target(cli.Store(dueAsText{s, clock}), cli.Apply), nil
 	})
 	// ClientDueLimitUncapped reads as many due intents as asked, past the
 	// cap of 500.
@@ -100,13 +100,15 @@ var (
 	// ClientSchemaIgnoresVersion opens a file of the right marker and
 	// another version.
 	ClientSchemaIgnoresVersion = clientBug("client_schema_ignores_version", refclient.Rules{
-		SchemaMatches: func(marker string, _ int64) bool { return marker == c.SchemaMarker }}, nil)
+		SchemaMatches: func(marker string, _ int64) bool { return marker == cli.SchemaMarker }}, nil)
 	// ClientSettleCheckOutsideTx reads whether a task is settled in one
 	// transaction and writes its verdict in another: two racing settles both
 	// find it open, both answer true, and the second overwrites the first
 	// verdict. Only concurrency exposes it.
 	ClientSettleCheckOutsideTx = clientBug("client_settle_check_outside_tx", refclient.Rules{},
-		func(s *refclient.Store) c.Store { return racySettle{s, s.WithRules(refclient.Rules{VerdictOpen: `1`})} })
+		func(s *refclient.Store) cli.Store {
+			return racySettle{s, s.WithRules(refclient.Rules{VerdictOpen: `1`})}
+		})
 	// ClientDueExcludesNow compares the next attempt time with < where the
 	// seed says <=: an intent whose deadline is now is not yet due.
 	ClientDueExcludesNow = clientBug("client_due_excludes_now", refclient.Rules{Due: `next_attempt_at < ?`}, nil)
@@ -145,7 +147,7 @@ func uncapped(asked uint32) int {
 	if asked > 0 {
 		return int(asked)
 	}
-	return c.EffectiveLimit(asked)
+	return cli.EffectiveLimit(asked)
 }
 
 // zeroTakesAll is a read limit whose 0 is no limit, with the cap.
@@ -153,11 +155,11 @@ func zeroTakesAll(asked uint32) int {
 	if asked == 0 {
 		return math.MaxInt32
 	}
-	return c.EffectiveLimit(asked)
+	return cli.EffectiveLimit(asked)
 }
 
 // Client lists the client store's bugs.
-var Client = Of(c.StoreName)
+var Client = Of(cli.StoreName)
 
 // enqueueOverwrites enqueues a redelivered op_id afresh: the queued intent
 // is deleted and enqueued again.
@@ -192,20 +194,20 @@ type dueAsText struct {
 // zeros cut.
 func text(t time.Time) string { return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano) }
 
-func (d dueAsText) DueIntents(ctx context.Context, now time.Time, limit uint32) ([]c.Intent, error) {
-	return d.due(ctx, now, c.EffectiveLimit(limit))
+func (d dueAsText) DueIntents(ctx context.Context, now time.Time, limit uint32) ([]cli.Intent, error) {
+	return d.due(ctx, now, cli.EffectiveLimit(limit))
 }
 
-func (d dueAsText) FlushOrder(ctx context.Context) ([]c.Intent, error) {
-	return d.due(ctx, d.clock.Now(), c.FlushBatchSize)
+func (d dueAsText) FlushOrder(ctx context.Context) ([]cli.Intent, error) {
+	return d.due(ctx, d.clock.Now(), cli.FlushBatchSize)
 }
 
-func (d dueAsText) due(ctx context.Context, now time.Time, n int) ([]c.Intent, error) {
-	all, err := d.Store.DueIntents(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), c.MaxLimit)
+func (d dueAsText) due(ctx context.Context, now time.Time, n int) ([]cli.Intent, error) {
+	all, err := d.Store.DueIntents(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), cli.MaxLimit)
 	if err != nil {
 		return nil, err
 	}
-	var due []c.Intent
+	var due []cli.Intent
 	for _, in := range all {
 		if text(in.NextAttemptAt) <= text(now) {
 			due = append(due, in)
@@ -232,7 +234,7 @@ type racySettle struct {
 	unguarded *refclient.Store
 }
 
-func (s racySettle) SettleTask(ctx context.Context, taskID string, state c.TaskState) (bool, error) {
+func (s racySettle) SettleTask(ctx context.Context, taskID string, state cli.TaskState) (bool, error) {
 	t, err := s.Store.Task(ctx, taskID)
 	if err != nil {
 		return false, err

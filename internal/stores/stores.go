@@ -36,7 +36,7 @@ import (
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
-	"github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 	"github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/runtime"
 )
@@ -112,7 +112,7 @@ var All = []Store{
 		Rival:       linearizability.RuntimeRival,
 	},
 	{
-		Contract:    client.Contract,
+		Contract:    cli.Contract,
 		Model:       model.Client{},
 		Workload:    linearizability.DefaultClientWorkload.New,
 		Events:      model.ClientEvents,

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // Client is the client contract (spec/client) as a model. Where the seed
@@ -89,7 +89,7 @@ func entryHash[K, V comparable](domain string, k K, v V) uint64 {
 	}{domain, k, v})
 }
 
-func (Client) Contract() spec.Contract { return c.Contract }
+func (Client) Contract() spec.Contract { return cli.Contract }
 
 func (Client) Init() State {
 	return ClientState{prec: precAll, unixPrec: precAll, reads: readAll, env: envAll}
@@ -312,7 +312,7 @@ func (s ClientState) String() string {
 // (ruleOf), so a report says which rule a backend broke.
 func (m Client) Step(st State, op spec.Op, nowMS int64) []Branch {
 	if st.(ClientState).broken {
-		return []Branch{{Outcome: Fail("inconsistent"), Next: st, Rule: c.RuleEventSeq,
+		return []Branch{{Outcome: Fail("inconsistent"), Next: st, Rule: cli.RuleEventSeq,
 			Match: func(Outcome) (map[string]string, bool) { return nil, false }}}
 	}
 	bs := m.step(st, op, nowMS)
@@ -334,57 +334,57 @@ func ruleOf(op spec.Op, out Outcome) string {
 		return no
 	}
 	switch op.(type) {
-	case c.EnqueueIntent:
+	case cli.EnqueueIntent:
 		return pick("client.enqueue_intent.new", "client.enqueue_intent.existing_untouched")
-	case c.GetIntent:
+	case cli.GetIntent:
 		return "client.intent.read"
-	case c.DueIntents:
+	case cli.DueIntents:
 		return "client.due_intents.order"
-	case c.FlushOrder:
+	case cli.FlushOrder:
 		return "client.flush_order.now_and_batch"
-	case c.BumpIntent:
+	case cli.BumpIntent:
 		return pick("client.bump_intent.refusal", "client.bump_intent.live_only")
-	case c.DeferIntent:
+	case cli.DeferIntent:
 		return pick("client.defer_intent.keeps_attempt", "client.defer_intent.live_only")
-	case c.AcceptIntent:
+	case cli.AcceptIntent:
 		return pick("client.accept_intent.settles", "client.accept_intent.live_only")
-	case c.ExhaustIntent:
+	case cli.ExhaustIntent:
 		return pick("client.exhaust_intent.settles", "client.exhaust_intent.live_only")
-	case c.DeleteIntent:
+	case cli.DeleteIntent:
 		return "client.delete_intent.removes"
-	case c.PendingIntentCount:
+	case cli.PendingIntentCount:
 		return "client.pending_intent_count.live"
-	case c.EventHead:
-		return c.RuleEventHead
-	case c.PutOutHead, c.GetOutHead:
+	case cli.EventHead:
+		return cli.RuleEventHead
+	case cli.PutOutHead, cli.GetOutHead:
 		return "client.put_out_head.latest_wins"
-	case c.PutProse, c.GetProse:
+	case cli.PutProse, cli.GetProse:
 		return "client.put_prose.latest_wins"
-	case c.PutConfig, c.GetConfig:
+	case cli.PutConfig, cli.GetConfig:
 		return "client.put_config.latest_wins"
-	case c.UpsertSession:
+	case cli.UpsertSession:
 		return "client.upsert_session.gate"
-	case c.BumpSessionVersion:
+	case cli.BumpSessionVersion:
 		return "client.bump_session_version.pair_only"
-	case c.GetSession:
+	case cli.GetSession:
 		return "client.get_session.through_binding"
-	case c.BindTask, bindClose:
+	case cli.BindTask, bindClose:
 		return "client.bind_task.opens"
-	case c.ReleaseBinding:
+	case cli.ReleaseBinding:
 		return "client.release_binding.once"
-	case c.ActiveSessions:
+	case cli.ActiveSessions:
 		return "client.active_sessions.claimed"
-	case c.OpenTask:
+	case cli.OpenTask:
 		return "client.open_task.new"
-	case c.SettleTask:
+	case cli.SettleTask:
 		return "client.settle_task.first_wins"
-	case c.GetTask:
+	case cli.GetTask:
 		return "client.task.read"
-	case c.OpenTasks:
+	case cli.OpenTasks:
 		return "client.open_tasks.order"
-	case c.TaskIsKnown, knownByBinding, knownByIntent:
+	case cli.TaskIsKnown, knownByBinding, knownByIntent:
 		return "client.task_is_known.binding_or_intent"
-	case c.TaskAttempt:
+	case cli.TaskAttempt:
 		return "client.task_attempt.max"
 	}
 	return ""

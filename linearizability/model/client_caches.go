@@ -6,7 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 type cprose struct {
@@ -17,14 +17,14 @@ type cprose struct {
 // stepCaches answers the operations on caches; false: op is not one of them.
 func (m Client) stepCaches(s ClientState, op spec.Op, now int64) ([]Branch, bool) {
 	switch o := op.(type) {
-	case c.PutOutHead:
+	case cli.PutOutHead:
 		head := o.Head
 		var dh uint64
 		s.outHeads, dh = put("out_head", s.outHeads, o.TaskID, &head)
 		s.h ^= dh
 		return One(s, OK(nil)), true
 
-	case c.GetOutHead:
+	case cli.GetOutHead:
 		head, ok := s.outHeads[o.TaskID]
 		if !ok {
 			return One(s, OK((*string)(nil))), true
@@ -32,8 +32,8 @@ func (m Client) stepCaches(s ClientState, op spec.Op, now int64) ([]Branch, bool
 		if p, ok := s.previews[head]; ok {
 			return One(s, OK(&p)), true
 		}
-		ref := c.HeadPreview(head)
-		return []Branch{{Outcome: OK(&ref), Next: s, Rule: c.RuleHeadPreview, Match: func(got Outcome) (map[string]string, bool) {
+		ref := cli.HeadPreview(head)
+		return []Branch{{Outcome: OK(&ref), Next: s, Rule: cli.RuleHeadPreview, Match: func(got Outcome) (map[string]string, bool) {
 			p, ok := got.Result.(*string)
 			if got.Kind != "" || !ok || p == nil {
 				return nil, false
@@ -41,28 +41,28 @@ func (m Client) stepCaches(s ClientState, op spec.Op, now int64) ([]Branch, bool
 			return map[string]string{previewHole(head): *p}, true
 		}}}, true
 
-	case c.PutProse:
+	case cli.PutProse:
 		p := cprose{Prose: o.Prose, SpecHash: o.SpecHash, Cached: now}
 		var dh uint64
 		s.prose, dh = put("prose", s.prose, o.Role, &p)
 		s.h ^= dh
 		return One(s, OK(nil)), true
 
-	case c.GetProse:
+	case cli.GetProse:
 		p, ok := s.prose[o.Role]
 		if !ok {
-			return One(s, OK((*c.Prose)(nil))), true
+			return One(s, OK((*cli.Prose)(nil))), true
 		}
-		return s.timed(func(d int64) any { return &c.Prose{Prose: p.Prose, SpecHash: p.SpecHash, CachedAt: at(p.Cached, d)} }), true
+		return s.timed(func(d int64) any { return &cli.Prose{Prose: p.Prose, SpecHash: p.SpecHash, CachedAt: at(p.Cached, d)} }), true
 
-	case c.PutConfig:
+	case cli.PutConfig:
 		v := o.Value
 		var dh uint64
 		s.config, dh = put("config", s.config, o.Key, &v)
 		s.h ^= dh
 		return One(s, OK(nil)), true
 
-	case c.GetConfig:
+	case cli.GetConfig:
 		if v, ok := s.config[o.Key]; ok {
 			return One(s, OK(&v)), true
 		}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // cevent is one event. Seq is 0 while the backend's number is not known
@@ -22,20 +22,20 @@ type cevent struct {
 // stepEvents answers the operations on the event log; false: op is not one of them.
 func (m Client) stepEvents(s ClientState, op spec.Op, now int64) ([]Branch, bool) {
 	switch o := op.(type) {
-	case c.AppendEvent:
+	case cli.AppendEvent:
 		e := cevent{Type: o.Type, Data: string(o.Data), Created: now}
 		if !json.Valid(o.Data) {
 			return payload(s, "data", []Branch{s.appendEvent(e)}), true
 		}
 		return []Branch{s.appendEvent(e)}, true
 
-	case c.EventsSince:
+	case cli.EventsSince:
 		var out []Branch
 		for _, g := range precGroups(s.prec, len(s.events), func(i int) int64 { return s.events[i].Created }) {
 			d := firstPrec(g)
-			out = append(out, Branch{Outcome: OK(s.guessEvents(o.Seq, o.Limit, d)), Next: s, Rule: c.RuleEventsSince,
+			out = append(out, Branch{Outcome: OK(s.guessEvents(o.Seq, o.Limit, d)), Next: s, Rule: cli.RuleEventsSince,
 				Match: func(got Outcome) (map[string]string, bool) {
-					evs, ok := got.Result.([]c.Event)
+					evs, ok := got.Result.([]cli.Event)
 					if got.Kind != "" || !ok && got.Result != nil {
 						return nil, false
 					}
@@ -50,7 +50,7 @@ func (m Client) stepEvents(s ClientState, op spec.Op, now int64) ([]Branch, bool
 		}
 		return out, true
 
-	case c.EventHead:
+	case cli.EventHead:
 		if len(s.events) == 0 {
 			return One(s, OK(int64(0))), true
 		}
@@ -58,7 +58,7 @@ func (m Client) stepEvents(s ClientState, op spec.Op, now int64) ([]Branch, bool
 		if e := s.events[last]; e.Seq != 0 {
 			return One(s, OK(e.Seq)), true
 		}
-		return []Branch{{Outcome: OK(s.guessSeq(last)), Next: s, Rule: c.RuleEventHead, Match: func(got Outcome) (map[string]string, bool) {
+		return []Branch{{Outcome: OK(s.guessSeq(last)), Next: s, Rule: cli.RuleEventHead, Match: func(got Outcome) (map[string]string, bool) {
 			seq, ok := got.Result.(int64)
 			if got.Kind != "" || !ok {
 				return nil, false
@@ -81,7 +81,7 @@ func (s ClientState) eventSeq(i int) (int64, bool) { return s.events[i].Seq, s.e
 func (s ClientState) appendEvent(e cevent) Branch {
 	i := len(s.events)
 	next := s.withEvent(i, e)
-	return Branch{Outcome: OK(s.guessSeq(i)), Next: next, Rule: c.RuleEventSeq, Match: func(got Outcome) (map[string]string, bool) {
+	return Branch{Outcome: OK(s.guessSeq(i)), Next: next, Rule: cli.RuleEventSeq, Match: func(got Outcome) (map[string]string, bool) {
 		seq, ok := got.Result.(int64)
 		if got.Kind != "" || !ok {
 			return nil, false
@@ -126,12 +126,12 @@ func (s ClientState) guessSeq(i int) int64 {
 
 // guessEvents is what the reference answers events_since(seq, limit), with
 // times at precision d.
-func (s ClientState) guessEvents(seq int64, limit uint32, d int64) []c.Event {
-	var out []c.Event
+func (s ClientState) guessEvents(seq int64, limit uint32, d int64) []cli.Event {
+	var out []cli.Event
 	for i, e := range s.events {
 		n := s.guessSeq(i)
-		if n > seq && len(out) < c.EffectiveLimit(limit) {
-			out = append(out, c.Event{Seq: n, Type: e.Type, Data: spec.RawJSON(e.Data), CreatedAt: at(e.Created, d)})
+		if n > seq && len(out) < cli.EffectiveLimit(limit) {
+			out = append(out, cli.Event{Seq: n, Type: e.Type, Data: spec.RawJSON(e.Data), CreatedAt: at(e.Created, d)})
 		}
 	}
 	return out
@@ -141,7 +141,7 @@ func (s ClientState) guessEvents(seq int64, limit uint32, d int64) []c.Event {
 // with times at precision d (client.events_since.after_seq,
 // client.events_since.limit), and s with the numbers it shows of events
 // whose number was open bound.
-func (s ClientState) judgeEventsSince(q int64, limit uint32, got []c.Event, d int64) (ClientState, bool) {
+func (s ClientState) judgeEventsSince(q int64, limit uint32, got []cli.Event, d int64) (ClientState, bool) {
 	n, m := len(s.events), len(got)
 	countOK := func(avail int) bool {
 		switch {
@@ -176,7 +176,7 @@ func (s ClientState) judgeEventsSince(q int64, limit uint32, got []c.Event, d in
 // alignEvents is whether got is the events from index k on, with times at
 // precision d, every event before k numbered at or below q, and the state
 // with their numbers bound.
-func (s ClientState) alignEvents(k int, q int64, got []c.Event, d int64) (ClientState, bool) {
+func (s ClientState) alignEvents(k int, q int64, got []cli.Event, d int64) (ClientState, bool) {
 	for j := 0; j < k; j++ {
 		if s.events[j].Seq > q {
 			return s, false

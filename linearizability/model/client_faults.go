@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // cfault is a fault; Known is false while the backend's id is not known
 // (its insert's answer was lost).
 type cfault struct {
-	c.Fault
+	cli.Fault
 	Known     bool
 	CreatedNS int64
 }
@@ -21,14 +21,14 @@ type cfault struct {
 // stepFaults answers the operations on faults; false: op is not one of them.
 func (m Client) stepFaults(s ClientState, op spec.Op, now int64) ([]Branch, bool) {
 	switch o := op.(type) {
-	case c.InsertFault:
+	case cli.InsertFault:
 		f := o.Fault
 		f.ID = 0
 		cf := cfault{Fault: f, CreatedNS: nsOf(f.CreatedAt)}
 		cf.CreatedAt = time.Time{}
 		i := len(s.faults)
 		next := s.withFault(i, cf)
-		return []Branch{{Outcome: OK(s.guessFaultID(i)), Next: next, Rule: c.RuleFaultID, Match: func(got Outcome) (map[string]string, bool) {
+		return []Branch{{Outcome: OK(s.guessFaultID(i)), Next: next, Rule: cli.RuleFaultID, Match: func(got Outcome) (map[string]string, bool) {
 			id, ok := got.Result.(int64)
 			if got.Kind != "" || !ok {
 				return nil, false
@@ -40,7 +40,7 @@ func (m Client) stepFaults(s ClientState, op spec.Op, now int64) ([]Branch, bool
 			return holesBound(next, t), true
 		}}}, true
 
-	case c.ListFaults:
+	case cli.ListFaults:
 		var idx []int
 		for i, f := range s.faults {
 			if f.TaskID == o.TaskID {
@@ -52,7 +52,7 @@ func (m Client) stepFaults(s ClientState, op spec.Op, now int64) ([]Branch, bool
 			d := firstPrec(g)
 			out = append(out, Branch{Outcome: OK(s.guessFaults(o.TaskID, d)), Next: s, Rule: "client.list_faults.order",
 				Match: func(got Outcome) (map[string]string, bool) {
-					fs, ok := got.Result.([]c.Fault)
+					fs, ok := got.Result.([]cli.Fault)
 					if got.Kind != "" || !ok && got.Result != nil {
 						return nil, false
 					}
@@ -98,7 +98,7 @@ func (s ClientState) guessFaultID(i int) int64 {
 	return id + 1
 }
 
-func (f cfault) value(id int64, d int64) c.Fault {
+func (f cfault) value(id int64, d int64) cli.Fault {
 	v := f.Fault
 	v.ID, v.CreatedAt = id, at(f.CreatedNS, d)
 	return v
@@ -106,8 +106,8 @@ func (f cfault) value(id int64, d int64) c.Fault {
 
 // guessFaults is what the reference answers list_faults(task), with times at
 // precision d.
-func (s ClientState) guessFaults(task string, d int64) []c.Fault {
-	var out []c.Fault
+func (s ClientState) guessFaults(task string, d int64) []cli.Fault {
+	var out []cli.Fault
 	for i, f := range s.faults {
 		if f.TaskID == task {
 			id := f.ID
@@ -123,7 +123,7 @@ func (s ClientState) guessFaults(task string, d int64) []c.Fault {
 // judgeFaults is whether got may answer list_faults of the task whose
 // faults are at idx, with times at precision d (client.list_faults.order),
 // and s with the open ids it shows bound.
-func (s ClientState) judgeFaults(idx []int, got []c.Fault, d int64) (ClientState, bool) {
+func (s ClientState) judgeFaults(idx []int, got []cli.Fault, d int64) (ClientState, bool) {
 	if len(idx) != len(got) {
 		return s, false
 	}

@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // cintent is one outbox row. Order is the row's place in enqueue order (the
@@ -24,7 +24,7 @@ type cintent struct {
 	TaskFirst, TaskLast   string
 	NamesFirst, NamesLast bool
 	Attempt               int64
-	State                 c.IntentState
+	State                 cli.IntentState
 	Next                  int64
 	Receipt               string
 	HasReceipt            bool
@@ -94,8 +94,8 @@ func (in cintent) names(task string, first bool) bool {
 	return in.NamesLast && in.TaskLast == task
 }
 
-func (in cintent) value(id string, d int64) c.Intent {
-	out := c.Intent{OpID: id, Envelope: spec.RawJSON(in.Env), Attempt: in.Attempt, State: in.State,
+func (in cintent) value(id string, d int64) cli.Intent {
+	out := cli.Intent{OpID: id, Envelope: spec.RawJSON(in.Env), Attempt: in.Attempt, State: in.State,
 		NextAttemptAt: at(in.Next, d), LastError: in.LastError, CreatedAt: at(in.Created, d), UpdatedAt: at(in.Updated, d)}
 	if in.HasReceipt {
 		out.Receipt = spec.RawJSON(in.Receipt)
@@ -103,11 +103,11 @@ func (in cintent) value(id string, d int64) c.Intent {
 	return out
 }
 
-func (in cintent) live() bool { return in.State == c.IntentPending || in.State == c.IntentRetrying }
+func (in cintent) live() bool { return in.State == cli.IntentPending || in.State == cli.IntentRetrying }
 
 // due is the live intents due at nowNS in due order (next attempt time,
 // creation time, enqueue order) at precision d, at most n of them.
-func (s ClientState) due(nowNS int64, n int, d int64) []c.Intent {
+func (s ClientState) due(nowNS int64, n int, d int64) []cli.Intent {
 	var ids []string
 	for id, in := range s.intents {
 		if in.live() && cut(in.Next, d) <= cut(nowNS, d) {
@@ -118,7 +118,7 @@ func (s ClientState) due(nowNS int64, n int, d int64) []c.Intent {
 		x, y := s.intents[a], s.intents[b]
 		return cmp.Or(cmp.Compare(cut(x.Next, d), cut(y.Next, d)), cmp.Compare(cut(x.Created, d), cut(y.Created, d)), cmp.Compare(x.Order, y.Order))
 	})
-	var out []c.Intent
+	var out []cli.Intent
 	for _, id := range ids[:min(n, len(ids))] {
 		out = append(out, s.intents[id].value(id, d))
 	}
@@ -128,49 +128,49 @@ func (s ClientState) due(nowNS int64, n int, d int64) []c.Intent {
 // stepIntents answers the operations on the outbox; false: op is not one of them.
 func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, bool) {
 	switch o := op.(type) {
-	case c.EnqueueIntent:
+	case cli.EnqueueIntent:
 		if !json.Valid(o.Envelope) {
 			return payload(s, "envelope", m.enqueue(s, o, now)), true
 		}
 		return m.enqueue(s, o, now), true
 
-	case c.GetIntent:
+	case cli.GetIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok {
-			return One(s, OK((*c.Intent)(nil))), true
+			return One(s, OK((*cli.Intent)(nil))), true
 		}
 		return s.timed(func(d int64) any { v := in.value(o.OpID, d); return &v }), true
 
-	case c.DueIntents:
-		return s.timed(func(d int64) any { return s.due(nsOf(o.Now), c.EffectiveLimit(o.Limit), d) }), true
+	case cli.DueIntents:
+		return s.timed(func(d int64) any { return s.due(nsOf(o.Now), cli.EffectiveLimit(o.Limit), d) }), true
 
-	case c.FlushOrder:
-		return s.timed(func(d int64) any { return s.due(now, c.FlushBatchSize, d) }), true
+	case cli.FlushOrder:
+		return s.timed(func(d int64) any { return s.due(now, cli.FlushBatchSize, d) }), true
 
-	case c.BumpIntent:
+	case cli.BumpIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
 			return One(s, OK(false)), true
 		}
 		in.Attempt++
-		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, nsOf(o.NextAttemptAt), o.LastError, now
+		in.State, in.Next, in.LastError, in.Updated = cli.IntentRetrying, nsOf(o.NextAttemptAt), o.LastError, now
 		return One(s.withIntent(o.OpID, &in), OK(true)), true
 
-	case c.DeferIntent:
+	case cli.DeferIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
 			return One(s, OK(false)), true
 		}
-		in.State, in.Next, in.LastError, in.Updated = c.IntentRetrying, nsOf(o.NextAttemptAt), o.LastError, now
+		in.State, in.Next, in.LastError, in.Updated = cli.IntentRetrying, nsOf(o.NextAttemptAt), o.LastError, now
 		return One(s.withIntent(o.OpID, &in), OK(true)), true
 
-	case c.AcceptIntent:
+	case cli.AcceptIntent:
 		acted := func() []Branch {
 			in, ok := s.intents[o.OpID]
 			if !ok || !in.live() {
 				return One(s, OK(false))
 			}
-			in.State, in.Receipt, in.HasReceipt, in.Updated, in.Order = c.IntentAccepted, string(o.Receipt), true, now, 0
+			in.State, in.Receipt, in.HasReceipt, in.Updated, in.Order = cli.IntentAccepted, string(o.Receipt), true, now, 0
 			return One(s.withIntent(o.OpID, &in), OK(true))
 		}
 		if !json.Valid(o.Receipt) {
@@ -178,21 +178,21 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 		}
 		return acted(), true
 
-	case c.ExhaustIntent:
+	case cli.ExhaustIntent:
 		in, ok := s.intents[o.OpID]
 		if !ok || !in.live() {
 			return One(s, OK(false)), true
 		}
-		in.State, in.LastError, in.Updated, in.Order = c.IntentExhausted, o.LastError, now, 0
+		in.State, in.LastError, in.Updated, in.Order = cli.IntentExhausted, o.LastError, now, 0
 		return One(s.withIntent(o.OpID, &in), OK(true)), true
 
-	case c.DeleteIntent:
+	case cli.DeleteIntent:
 		if _, ok := s.intents[o.OpID]; !ok {
 			return One(s, OK(false)), true
 		}
 		return One(s.withIntent(o.OpID, nil), OK(true)), true
 
-	case c.PendingIntentCount:
+	case cli.PendingIntentCount:
 		var n int64
 		for _, in := range s.intents {
 			if in.live() {
@@ -204,7 +204,7 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 	return nil, false
 }
 
-func (Client) enqueue(s ClientState, o c.EnqueueIntent, now int64) []Branch {
+func (Client) enqueue(s ClientState, o cli.EnqueueIntent, now int64) []Branch {
 	if _, ok := s.intents[o.OpID]; ok {
 		return One(s, OK(false))
 	}
@@ -214,7 +214,7 @@ func (Client) enqueue(s ClientState, o c.EnqueueIntent, now int64) []Branch {
 			order = max(order, in.Order)
 		}
 	}
-	in := cintent{Env: string(o.Envelope), State: c.IntentPending, Next: now, Created: now, Updated: now, Order: order + 1}
+	in := cintent{Env: string(o.Envelope), State: cli.IntentPending, Next: now, Created: now, Updated: now, Order: order + 1}
 	in.TaskFirst, in.NamesFirst = envelopeTask(o.Envelope, false)
 	in.TaskLast, in.NamesLast = envelopeTask(o.Envelope, true)
 	return One(s.withIntent(o.OpID, &in), OK(true))

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // Parts are the steps of the client operations the seed does not run as one
@@ -16,12 +16,12 @@ import (
 // session's other binding and the bind.
 func (m Client) Parts(op spec.Op) []spec.Op {
 	switch o := op.(type) {
-	case c.TaskIsKnown:
+	case cli.TaskIsKnown:
 		if m.AtomicReads {
 			return nil
 		}
 		return []spec.Op{knownByBinding{o.TaskID}, knownByIntent{o.TaskID}}
-	case c.BindTask:
+	case cli.BindTask:
 		return []spec.Op{bindClose{o.SessionID, o.TaskID}, o}
 	}
 	return nil
@@ -35,11 +35,11 @@ func (m Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
 		return nil, nil, false
 	}
 	switch o := op.(type) {
-	case c.TaskIsKnown:
+	case cli.TaskIsKnown:
 		if got.Result == false && !m.AtomicReads {
 			return []spec.Op{knownByBinding{o.TaskID}, knownByIntent{o.TaskID}}, []Outcome{OK(false), OK(false)}, true
 		}
-	case c.BindTask:
+	case cli.BindTask:
 		return []spec.Op{bindClose{o.SessionID, o.TaskID}, o}, []Outcome{OK(nil), got}, true
 	}
 	return nil, nil, false
@@ -81,7 +81,7 @@ func (m Client) Split(op spec.Op, got Outcome) ([]spec.Op, []Outcome, bool) {
 // row, per task and per group of sessions and tasks bound together.
 func (Client) Keys(op spec.Op) []string {
 	switch o := op.(type) {
-	case c.EnqueueIntent:
+	case cli.EnqueueIntent:
 		keys := []string{"intent:" + o.OpID}
 		for _, last := range []bool{false, true} {
 			if t, ok := envelopeTask(o.Envelope, last); ok && !slices.Contains(keys, "names:"+t) {
@@ -89,65 +89,65 @@ func (Client) Keys(op spec.Op) []string {
 			}
 		}
 		return keys
-	case c.GetIntent:
+	case cli.GetIntent:
 		return []string{"intent:" + o.OpID}
-	case c.BumpIntent:
+	case cli.BumpIntent:
 		return []string{"intent:" + o.OpID}
-	case c.DeferIntent:
+	case cli.DeferIntent:
 		return []string{"intent:" + o.OpID}
-	case c.AcceptIntent:
+	case cli.AcceptIntent:
 		return []string{"intent:" + o.OpID}
-	case c.ExhaustIntent:
+	case cli.ExhaustIntent:
 		return []string{"intent:" + o.OpID}
-	case c.DeleteIntent:
+	case cli.DeleteIntent:
 		return []string{"intent:" + o.OpID}
-	case c.TaskAttempt:
+	case cli.TaskAttempt:
 		return []string{"names:" + o.TaskID}
-	case c.TaskIsKnown:
+	case cli.TaskIsKnown:
 		return []string{"names:" + o.TaskID, "bound:" + o.TaskID}
 	case knownByBinding:
 		return []string{"bound:" + o.TaskID}
 	case knownByIntent:
 		return []string{"names:" + o.TaskID}
-	case c.AppendEvent, c.EventsSince, c.EventHead:
+	case cli.AppendEvent, cli.EventsSince, cli.EventHead:
 		return []string{"events"}
-	case c.InsertFault, c.ListFaults:
+	case cli.InsertFault, cli.ListFaults:
 		return []string{"faults"}
-	case c.PutOutHead:
+	case cli.PutOutHead:
 		return []string{"out_head:" + o.TaskID, fmt.Sprintf("preview:%q", o.Head)}
-	case c.GetOutHead:
+	case cli.GetOutHead:
 		return []string{"out_head:" + o.TaskID}
-	case c.PutProse:
+	case cli.PutProse:
 		return []string{"prose:" + o.Role}
-	case c.GetProse:
+	case cli.GetProse:
 		return []string{"prose:" + o.Role}
-	case c.PutConfig:
+	case cli.PutConfig:
 		return []string{"config:" + o.Key}
-	case c.GetConfig:
+	case cli.GetConfig:
 		return []string{"config:" + o.Key}
-	case c.UpsertSession:
-		return []string{"session:" + c.SessionIDFor(o.TaskID, o.Version.BackendRef), "bound:" + o.TaskID}
-	case c.BindTask:
+	case cli.UpsertSession:
+		return []string{"session:" + cli.SessionIDFor(o.TaskID, o.Version.BackendRef), "bound:" + o.TaskID}
+	case cli.BindTask:
 		return []string{"session:" + o.SessionID, "bound:" + o.TaskID}
 	case bindClose:
 		return []string{"session:" + o.SessionID, "bound:" + o.TaskID}
-	case c.ReleaseBinding:
+	case cli.ReleaseBinding:
 		return []string{"session:" + o.SessionID, "bound:" + o.TaskID}
-	case c.GetSession:
+	case cli.GetSession:
 		return []string{"bound:" + o.TaskID}
-	case c.BumpSessionVersion:
+	case cli.BumpSessionVersion:
 		return []string{"bound:" + o.TaskID}
-	case c.OpenTask:
+	case cli.OpenTask:
 		return []string{"task:" + o.Causality.Task}
-	case c.SettleTask:
+	case cli.SettleTask:
 		return []string{"task:" + o.TaskID}
-	case c.GetTask:
+	case cli.GetTask:
 		return []string{"task:" + o.TaskID}
-	case c.DueIntents, c.FlushOrder, c.PendingIntentCount:
+	case cli.DueIntents, cli.FlushOrder, cli.PendingIntentCount:
 		return []string{"intent:*"}
-	case c.ActiveSessions:
+	case cli.ActiveSessions:
 		return []string{"session:*"}
-	case c.OpenTasks:
+	case cli.OpenTasks:
 		return []string{"task:*"}
 	}
 	return nil

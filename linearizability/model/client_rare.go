@@ -5,7 +5,7 @@ package model
 
 import (
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // The rare client events the simulator must reach: each one a rule of the
@@ -51,7 +51,7 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 		add(!newer(gen, seq, cur.Generation, cur.Seq) && (gen != cur.Generation || seq != cur.Seq), EventSessionGateOlder)
 		add(gen > cur.Generation && seq < cur.Seq, EventNewerGenerationLower)
 	}
-	dueTies := func(due []c.Intent, limit int, all int) {
+	dueTies := func(due []cli.Intent, limit int, all int) {
 		for i := 1; i < len(due); i++ {
 			if due[i].NextAttemptAt.Equal(due[i-1].NextAttemptAt) {
 				add(true, EventDueSameMillisecond)
@@ -62,49 +62,49 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 	}
 	d := firstPrec(s.prec)
 	switch o := op.(type) {
-	case c.SettleTask:
+	case cli.SettleTask:
 		t, ok := s.tasks[o.TaskID]
 		add(ok && t.IsSettled, EventVerdictContested)
 		add(!ok, EventSettleBeforeOpen)
-	case c.OpenTask:
+	case cli.OpenTask:
 		t, ok := s.tasks[o.Causality.Task]
 		add(ok && t.IsSettled, EventOpenAfterSettle)
 		add(ok && t.Attempt > int64(o.Causality.Attempt), EventReopenKeptAttempt)
-	case c.BumpIntent:
+	case cli.BumpIntent:
 		in, ok := s.intents[o.OpID]
 		add(ok && !in.live(), EventSettledIntentTouched)
-	case c.DeferIntent:
+	case cli.DeferIntent:
 		in, ok := s.intents[o.OpID]
 		add(ok && !in.live(), EventSettledIntentTouched)
 		add(ok && in.live() && in.Attempt > 0, EventDeferKeptAttempt)
-	case c.EnqueueIntent:
+	case cli.EnqueueIntent:
 		in, ok := s.intents[o.OpID]
 		add(ok && in.Attempt > 0, EventRedeliveryKeptBudget)
-	case c.DueIntents:
-		due, _ := out.Result.([]c.Intent)
-		dueTies(due, c.EffectiveLimit(o.Limit), len(s.due(nsOf(o.Now), c.MaxLimit+1, d)))
-	case c.FlushOrder:
-		due, _ := out.Result.([]c.Intent)
-		dueTies(due, c.FlushBatchSize, len(s.due(msNS(nowMS), c.FlushBatchSize+1, d)))
-	case c.UpsertSession:
-		id := c.SessionIDFor(o.TaskID, o.Version.BackendRef)
+	case cli.DueIntents:
+		due, _ := out.Result.([]cli.Intent)
+		dueTies(due, cli.EffectiveLimit(o.Limit), len(s.due(nsOf(o.Now), cli.MaxLimit+1, d)))
+	case cli.FlushOrder:
+		due, _ := out.Result.([]cli.Intent)
+		dueTies(due, cli.FlushBatchSize, len(s.due(msNS(nowMS), cli.FlushBatchSize+1, d)))
+	case cli.UpsertSession:
+		id := cli.SessionIDFor(o.TaskID, o.Version.BackendRef)
 		if cur, ok := s.sessions[id]; ok {
 			gate(o.Version.Generation, o.Version.Seq, cur)
 		}
 		if b := s.bindings[bindKey{id, o.TaskID}]; out.Result == true && !b.Open {
 			add(s.otherOpenBinding(id, o.TaskID), EventRebindClosedOther)
 		}
-	case c.BumpSessionVersion:
+	case cli.BumpSessionVersion:
 		if cur, ok := s.sessions[s.referenceSession(o.TaskID)]; ok {
 			gate(o.Generation, o.Seq, cur)
 		}
-	case c.BindTask:
+	case cli.BindTask:
 		add(out.Result == true && s.otherOpenBinding(o.SessionID, o.TaskID), EventRebindClosedOther)
-	case c.ReleaseBinding:
+	case cli.ReleaseBinding:
 		b, ok := s.bindings[bindKey{o.SessionID, o.TaskID}]
 		add(ok && !b.Open, EventReleasedTwice)
-	case c.ActiveSessions:
-		live, _ := out.Result.([]c.LiveSession)
+	case cli.ActiveSessions:
+		live, _ := out.Result.([]cli.LiveSession)
 		for _, l := range live {
 			if l.Suspended {
 				add(true, EventSuspendedClaimed)

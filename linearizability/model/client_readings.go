@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // The precisions a backend may keep times at, as bits of a mask.
@@ -126,7 +126,7 @@ func byPrecision(s ClientState, mask uint8, learnKey string, rule string, f func
 
 // timed is byPrecision over the precision of rfc3339 times.
 func (s ClientState) timed(f func(d int64) any) []Branch {
-	return byPrecision(s, s.prec, learnPrec, c.RuleTimePrecision, f)
+	return byPrecision(s, s.prec, learnPrec, cli.RuleTimePrecision, f)
 }
 
 // What an answer teaches the model of the backend's readings, as values
@@ -263,7 +263,7 @@ func (s ClientState) candidates(task string) (map[string]uint8, []string) {
 	return out, order
 }
 
-func invalid() Outcome { return Fail(c.ErrInvalidArgument) }
+func invalid() Outcome { return Fail(cli.ErrInvalidArgument) }
 
 // payload is the branches of an operation handed, as field, text that is
 // not JSON where the contract keeps JSON (client.payload_json): refused
@@ -277,11 +277,11 @@ func payload(s ClientState, field string, acted []Branch) []Branch {
 	verbatim, known := s.word(key)
 	var out []Branch
 	if !known || !verbatim {
-		out = append(out, learning(s, invalid(), c.RulePayloadJSON, map[string]string{learnWord + key: "0"}))
+		out = append(out, learning(s, invalid(), cli.RulePayloadJSON, map[string]string{learnWord + key: "0"}))
 	}
 	for _, b := range acted {
 		if b.Outcome.Result == false {
-			b.Rule = c.RuleRefusalOrder
+			b.Rule = cli.RuleRefusalOrder
 			out = append(out, b)
 			continue
 		}
@@ -292,7 +292,7 @@ func payload(s ClientState, field string, acted []Branch) []Branch {
 			b.Next = b.Next.(ClientState).withWord(key, true)
 		}
 		if b.Rule == "" {
-			b.Rule = c.RulePayloadJSON
+			b.Rule = cli.RulePayloadJSON
 		}
 		out = append(out, b)
 	}
@@ -316,8 +316,8 @@ func (s ClientState) byEnvelope(f func(first bool) any) []Branch {
 		return One(s, OK(b))
 	}
 	return []Branch{
-		learning(s, OK(a), c.RuleEnvelopeTask, map[string]string{learnEnv: strconv.Itoa(int(envFirst))}),
-		learning(s, OK(b), c.RuleEnvelopeTask, map[string]string{learnEnv: strconv.Itoa(int(envLast))}),
+		learning(s, OK(a), cli.RuleEnvelopeTask, map[string]string{learnEnv: strconv.Itoa(int(envFirst))}),
+		learning(s, OK(b), cli.RuleEnvelopeTask, map[string]string{learnEnv: strconv.Itoa(int(envLast))}),
 	}
 }
 

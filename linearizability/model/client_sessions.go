@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // csession is a session tuple.
@@ -33,8 +33,8 @@ type cbinding struct {
 	BoundAt int64
 }
 
-func (v csession) record(id, task string, d int64) *c.SessionRecord {
-	return &c.SessionRecord{SessionID: id, TaskID: task, VersionedSession: c.VersionedSession{
+func (v csession) record(id, task string, d int64) *cli.SessionRecord {
+	return &cli.SessionRecord{SessionID: id, TaskID: task, VersionedSession: cli.VersionedSession{
 		Generation: v.Generation, Seq: v.Seq, AgentState: v.Agent, DeliveryState: v.Delivery, ResourceState: v.Resource,
 		RecoverySubstate: v.Recovery, DesiredJSON: v.Desired, ObservedJSON: v.Observed, BackendRef: v.BackendRef,
 		MismatchCount: v.Mismatch, UpdatedAt: at(v.Updated, d)}}
@@ -136,9 +136,9 @@ func (bindClose) Result() any  { return nil }
 // stepSessions answers the operations on sessions and bindings; false: op is not one of them.
 func (m Client) stepSessions(s ClientState, op spec.Op, now int64) ([]Branch, bool) {
 	switch o := op.(type) {
-	case c.UpsertSession:
+	case cli.UpsertSession:
 		v := o.Version
-		id := c.SessionIDFor(o.TaskID, v.BackendRef)
+		id := cli.SessionIDFor(o.TaskID, v.BackendRef)
 		if cur, ok := s.sessions[id]; ok && !newer(v.Generation, v.Seq, cur.Generation, cur.Seq) {
 			return One(s, OK(false)), true
 		}
@@ -148,20 +148,20 @@ func (m Client) stepSessions(s ClientState, op spec.Op, now int64) ([]Branch, bo
 		s, _ = s.openBinding(id, o.TaskID, nsOf(v.UpdatedAt))
 		return One(s, OK(true)), true
 
-	case c.BumpSessionVersion:
+	case cli.BumpSessionVersion:
 		return s.bumpSession(o, now), true
 
-	case c.GetSession:
+	case cli.GetSession:
 		return s.getSession(o.TaskID), true
 
-	case c.BindTask:
+	case cli.BindTask:
 		next, opened := s.openBinding(o.SessionID, o.TaskID, now)
 		return One(next, OK(opened)), true
 
 	case bindClose:
 		return One(s.closeOthers(o.SessionID, o.TaskID), OK(nil)), true
 
-	case c.ReleaseBinding:
+	case cli.ReleaseBinding:
 		k := bindKey{o.SessionID, o.TaskID}
 		b, ok := s.bindings[k]
 		if !ok || !b.Open {
@@ -170,15 +170,15 @@ func (m Client) stepSessions(s ClientState, op spec.Op, now int64) ([]Branch, bo
 		b.Open = false
 		return One(s.withBindings(map[bindKey]cbinding{k: b}), OK(true)), true
 
-	case c.ActiveSessions:
-		var out []c.LiveSession
+	case cli.ActiveSessions:
+		var out []cli.LiveSession
 		for _, id := range slices.Sorted(maps.Keys(s.sessions)) {
 			v := s.sessions[id]
-			recoverable := v.Agent == c.AgentReady || v.Agent == c.AgentIdle
-			if !(recoverable || v.Agent == c.AgentBooting && v.Resource != c.ResourceClosed) {
+			recoverable := v.Agent == cli.AgentReady || v.Agent == cli.AgentIdle
+			if !(recoverable || v.Agent == cli.AgentBooting && v.Resource != cli.ResourceClosed) {
 				continue
 			}
-			l := c.LiveSession{SessionID: id, Suspended: v.Resource == c.ResourceClosed}
+			l := cli.LiveSession{SessionID: id, Suspended: v.Resource == cli.ResourceClosed}
 			for k, b := range s.bindings {
 				if k.Session == id && b.Open {
 					l.TaskID = k.Task
@@ -201,10 +201,10 @@ func (m Client) stepSessions(s ClientState, op spec.Op, now int64) ([]Branch, bo
 func (s ClientState) getSession(task string) []Branch {
 	cands, order := s.candidates(task)
 	if len(order) == 0 {
-		return One(s, OK((*c.SessionRecord)(nil)))
+		return One(s, OK((*cli.SessionRecord)(nil)))
 	}
 	type group struct {
-		answer      *c.SessionRecord
+		answer      *cli.SessionRecord
 		reads, prec uint8
 	}
 	var groups []group
@@ -215,7 +215,7 @@ func (s ClientState) getSession(task string) []Branch {
 			if s.unixPrec&p.bit == 0 {
 				continue
 			}
-			var a *c.SessionRecord
+			var a *cli.SessionRecord
 			if ok {
 				a = v.record(sess, task, p.ns)
 			}
@@ -237,9 +237,9 @@ func (s ClientState) getSession(task string) []Branch {
 		g := groups[0]
 		return One(s.withReads(g.reads).withUnixPrec(g.prec), OK(g.answer))
 	}
-	rule := c.RuleBindingChoice
+	rule := cli.RuleBindingChoice
 	if len(order) == 1 {
-		rule = c.RuleUnixSeconds
+		rule = cli.RuleUnixSeconds
 	}
 	var out []Branch
 	for _, g := range groups {
@@ -251,7 +251,7 @@ func (s ClientState) getSession(task string) []Branch {
 // bumpSession is bump_session_version: one branch per session the task's
 // session may be; the ones that answer false (the gate refused, or the
 // session has no tuple) are one branch.
-func (s ClientState) bumpSession(o c.BumpSessionVersion, now int64) []Branch {
+func (s ClientState) bumpSession(o cli.BumpSessionVersion, now int64) []Branch {
 	cands, order := s.candidates(o.TaskID)
 	var out []Branch
 	var refused uint8
@@ -262,13 +262,13 @@ func (s ClientState) bumpSession(o c.BumpSessionVersion, now int64) []Branch {
 			continue
 		}
 		cur.Generation, cur.Seq, cur.Updated = o.Generation, o.Seq, now
-		out = append(out, Branch{Outcome: OK(true), Next: s.withReads(cands[sess]).withSession(sess, cur), Rule: c.RuleBindingChoice})
+		out = append(out, Branch{Outcome: OK(true), Next: s.withReads(cands[sess]).withSession(sess, cur), Rule: cli.RuleBindingChoice})
 	}
 	if len(order) == 0 {
 		return One(s, OK(false))
 	}
 	if refused != 0 {
-		b := learning(s, OK(false), c.RuleBindingChoice, map[string]string{learnReads: strconv.Itoa(int(refused))})
+		b := learning(s, OK(false), cli.RuleBindingChoice, map[string]string{learnReads: strconv.Itoa(int(refused))})
 		if len(order) > 0 && cands[order[0]]&refused != 0 {
 			out = append([]Branch{b}, out...)
 		} else {

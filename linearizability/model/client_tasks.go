@@ -7,13 +7,13 @@ import (
 	"slices"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 type ctask struct {
 	Kind, Parent string
 	Hop, Attempt int64
-	State        c.TaskState
+	State        cli.TaskState
 	Opened       int64
 	Settled      int64
 	IsSettled    bool
@@ -22,8 +22,8 @@ type ctask struct {
 	Order int64
 }
 
-func (t ctask) value(id string, d int64) c.Task {
-	out := c.Task{TaskID: id, Kind: t.Kind, ParentTask: t.Parent, Hop: t.Hop, Attempt: t.Attempt, State: t.State, OpenedAt: at(t.Opened, d)}
+func (t ctask) value(id string, d int64) cli.Task {
+	out := cli.Task{TaskID: id, Kind: t.Kind, ParentTask: t.Parent, Hop: t.Hop, Attempt: t.Attempt, State: t.State, OpenedAt: at(t.Opened, d)}
 	if t.IsSettled {
 		st := at(t.Settled, d)
 		out.SettledAt = &st
@@ -46,20 +46,20 @@ func (knownByIntent) Result() any   { return false }
 // stepTasks answers the operations on tasks; false: op is not one of them.
 func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool) {
 	switch o := op.(type) {
-	case c.OpenTask:
+	case cli.OpenTask:
 		return s.openTask(o, now), true
 
-	case c.SettleTask:
+	case cli.SettleTask:
 		return s.settleTask(o, now), true
 
-	case c.GetTask:
+	case cli.GetTask:
 		t, ok := s.tasks[o.TaskID]
 		if !ok {
-			return One(s, OK((*c.Task)(nil))), true
+			return One(s, OK((*cli.Task)(nil))), true
 		}
 		return s.timed(func(d int64) any { v := t.value(o.TaskID, d); return &v }), true
 
-	case c.OpenTasks:
+	case cli.OpenTasks:
 		var ids []string
 		for id, t := range s.tasks {
 			if !t.IsSettled {
@@ -71,14 +71,14 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 				x, y := s.tasks[a], s.tasks[b]
 				return cmp.Or(cmp.Compare(cut(x.Opened, d), cut(y.Opened, d)), cmp.Compare(x.Order, y.Order))
 			})
-			var out []c.Task
-			for _, id := range ids[:min(len(ids), c.EffectiveLimit(o.Limit))] {
+			var out []cli.Task
+			for _, id := range ids[:min(len(ids), cli.EffectiveLimit(o.Limit))] {
 				out = append(out, s.tasks[id].value(id, d))
 			}
 			return out
 		}), true
 
-	case c.TaskIsKnown:
+	case cli.TaskIsKnown:
 		for k := range s.bindings {
 			if k.Task == o.TaskID {
 				return One(s, OK(true)), true
@@ -111,7 +111,7 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 			return false
 		}), true
 
-	case c.TaskAttempt:
+	case cli.TaskAttempt:
 		return s.byEnvelope(func(first bool) any {
 			var attempt int64
 			for _, in := range s.intents {
@@ -125,7 +125,7 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 	return nil, false
 }
 
-func (s ClientState) openTask(o c.OpenTask, now int64) []Branch {
+func (s ClientState) openTask(o cli.OpenTask, now int64) []Branch {
 	cz := o.Causality
 	act := func(s ClientState) ClientState {
 		if t, ok := s.tasks[cz.Task]; ok {
@@ -139,12 +139,12 @@ func (s ClientState) openTask(o c.OpenTask, now int64) []Branch {
 			}
 		}
 		return s.withTask(cz.Task, ctask{Kind: o.Kind, Parent: cz.ParentTask, Hop: int64(cz.Hop), Attempt: int64(cz.Attempt),
-			State: c.TaskPending, Opened: now, Order: order + 1})
+			State: cli.TaskPending, Opened: now, Order: order + 1})
 	}
-	if o.Kind == c.KindRoot || o.Kind == c.KindRelay {
+	if o.Kind == cli.KindRoot || o.Kind == cli.KindRelay {
 		b := One(act(s), OK(true))
 		if _, ok := s.tasks[cz.Task]; ok {
-			b[0].Rule = c.RuleOpenTaskRefresh
+			b[0].Rule = cli.RuleOpenTaskRefresh
 		}
 		return b
 	}
@@ -154,15 +154,15 @@ func (s ClientState) openTask(o c.OpenTask, now int64) []Branch {
 	case known && taken:
 		return One(act(s), OK(true))
 	case known:
-		return Refused(s, c.RuleOpenTaskKinds, c.ErrInvalidArgument)
+		return Refused(s, cli.RuleOpenTaskKinds, cli.ErrInvalidArgument)
 	}
 	return []Branch{
-		learning(s, invalid(), c.RuleOpenTaskKinds, map[string]string{learnWord + key: "0"}),
-		{Outcome: OK(true), Next: act(s.withWord(key, true)), Rule: c.RuleOpenTaskKinds},
+		learning(s, invalid(), cli.RuleOpenTaskKinds, map[string]string{learnWord + key: "0"}),
+		{Outcome: OK(true), Next: act(s.withWord(key, true)), Rule: cli.RuleOpenTaskKinds},
 	}
 }
 
-func (s ClientState) settleTask(o c.SettleTask, now int64) []Branch {
+func (s ClientState) settleTask(o cli.SettleTask, now int64) []Branch {
 	t, exists := s.tasks[o.TaskID]
 	settled := exists && t.IsSettled
 	act := func(s ClientState) []Branch {
@@ -180,7 +180,7 @@ func (s ClientState) settleTask(o c.SettleTask, now int64) []Branch {
 		}
 		return b
 	}
-	if slices.Contains(c.TerminalTaskStates, o.State) {
+	if slices.Contains(cli.TerminalTaskStates, o.State) {
 		return act(s)
 	}
 	key := "verdict:" + string(o.State)
@@ -189,15 +189,15 @@ func (s ClientState) settleTask(o c.SettleTask, now int64) []Branch {
 	case known && taken:
 		return act(s)
 	case known && settled:
-		return []Branch{{Outcome: invalid(), Next: s, Rule: c.RuleRefusalOrder}, {Outcome: OK(false), Next: s, Rule: c.RuleRefusalOrder}}
+		return []Branch{{Outcome: invalid(), Next: s, Rule: cli.RuleRefusalOrder}, {Outcome: OK(false), Next: s, Rule: cli.RuleRefusalOrder}}
 	case known:
-		return Refused(s, c.RuleSettleVerdictWords, c.ErrInvalidArgument)
+		return Refused(s, cli.RuleSettleVerdictWords, cli.ErrInvalidArgument)
 	case settled:
 		// The answer false does not tell whether the word is taken.
-		return []Branch{learning(s, invalid(), c.RuleSettleVerdictWords, map[string]string{learnWord + key: "0"}),
-			{Outcome: OK(false), Next: s, Rule: c.RuleRefusalOrder}}
+		return []Branch{learning(s, invalid(), cli.RuleSettleVerdictWords, map[string]string{learnWord + key: "0"}),
+			{Outcome: OK(false), Next: s, Rule: cli.RuleRefusalOrder}}
 	}
 	b := act(s.withWord(key, true))
-	b[0].Rule = c.RuleSettleVerdictWords
-	return append([]Branch{learning(s, invalid(), c.RuleSettleVerdictWords, map[string]string{learnWord + key: "0"})}, b...)
+	b[0].Rule = cli.RuleSettleVerdictWords
+	return append([]Branch{learning(s, invalid(), cli.RuleSettleVerdictWords, map[string]string{learnWord + key: "0"})}, b...)
 }

@@ -1,7 +1,7 @@
 package client
 
 import (
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // Rules are the decisions of the contract this store takes on what it has
@@ -76,7 +76,7 @@ type Rules struct {
 func (r Rules) complete() Rules {
 	if r.SchemaMatches == nil {
 		r.SchemaMatches = func(marker string, version int64) bool {
-			return marker == c.SchemaMarker && version == c.SchemaVersion
+			return marker == cli.SchemaMarker && version == cli.SchemaVersion
 		}
 	}
 	if r.Retryable == "" {
@@ -89,16 +89,16 @@ func (r Rules) complete() Rules {
 		r.Due = `next_attempt_at <= ?`
 	}
 	if r.DueLimit == nil {
-		r.DueLimit = c.EffectiveLimit
+		r.DueLimit = cli.EffectiveLimit
 	}
 	if r.FlushBatch == 0 {
-		r.FlushBatch = c.FlushBatchSize
+		r.FlushBatch = cli.FlushBatchSize
 	}
 	if r.OpenTasksLimit == nil {
-		r.OpenTasksLimit = c.EffectiveLimit
+		r.OpenTasksLimit = cli.EffectiveLimit
 	}
 	if r.EventsLimit == nil {
-		r.EventsLimit = c.EffectiveLimit
+		r.EventsLimit = cli.EffectiveLimit
 	}
 	if r.WriteEvent == "" {
 		r.WriteEvent = `INSERT INTO events (type, data_json, created_at) VALUES (?1, ?2, ?3)`

@@ -17,7 +17,7 @@ import (
 
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 const schema = `
@@ -153,7 +153,7 @@ type Store struct {
 	rules Rules
 }
 
-var _ c.Store = (*Store)(nil)
+var _ cli.Store = (*Store)(nil)
 
 // WithRules is s deciding by r: the same database (closing either closes
 // it) and clock, other rules.
@@ -173,7 +173,7 @@ func at(v int64) time.Time { return time.UnixMilli(v).UTC() }
 // validJSON refuses a value the contract says must be JSON.
 func validJSON(what string, v spec.RawJSON) error {
 	if !json.Valid(v) {
-		return spec.Errorf(c.ErrInvalidArgument, "%s is not JSON: %q", what, string(v))
+		return spec.Errorf(cli.ErrInvalidArgument, "%s is not JSON: %q", what, string(v))
 	}
 	return nil
 }

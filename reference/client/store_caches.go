@@ -7,7 +7,7 @@ import (
 	"database/sql"
 	"errors"
 
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 func (s *Store) put(ctx context.Context, op, query string, args ...any) error {
@@ -36,7 +36,7 @@ func (s *Store) getText(ctx context.Context, op, query string, arg string) (*str
 
 func (s *Store) PutOutHead(ctx context.Context, taskID, head string) error {
 	return s.put(ctx, "put_out_head", `INSERT INTO out_head_cache (task_id, head) VALUES (?, ?)
-		ON CONFLICT(task_id) DO UPDATE SET head = excluded.head`, taskID, c.HeadPreview(head))
+		ON CONFLICT(task_id) DO UPDATE SET head = excluded.head`, taskID, cli.HeadPreview(head))
 }
 
 func (s *Store) OutHead(ctx context.Context, taskID string) (*string, error) {
@@ -50,11 +50,11 @@ func (s *Store) PutProse(ctx context.Context, role, prose, specHash string) erro
 		role, prose, specHash, now)
 }
 
-func (s *Store) Prose(ctx context.Context, role string) (*c.Prose, error) {
-	var out *c.Prose
+func (s *Store) Prose(ctx context.Context, role string) (*cli.Prose, error) {
+	var out *cli.Prose
 	err := s.db.Read(ctx, "prose", func(tx *sql.Tx) error {
 		var (
-			p   c.Prose
+			p   cli.Prose
 			cat int64
 		)
 		err := tx.QueryRowContext(ctx, `SELECT prose, spec_hash, cached_at FROM prose_cache WHERE role = ?`, role).Scan(&p.Prose, &p.SpecHash, &cat)

@@ -7,7 +7,7 @@ import (
 	"database/sql"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.RawJSON) (int64, error) {
@@ -27,8 +27,8 @@ func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.Raw
 	return seq, err
 }
 
-func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]c.Event, error) {
-	var out []c.Event
+func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]cli.Event, error) {
+	var out []cli.Event
 	err := s.db.Read(ctx, "events_since", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, type, data_json, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, seq, s.rules.EventsLimit(lim))
 		if err != nil {
@@ -37,7 +37,7 @@ func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]c.Eve
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				e    c.Event
+				e    cli.Event
 				data string
 				cre  int64
 			)

@@ -6,10 +6,10 @@ import (
 	"context"
 	"database/sql"
 
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
-func (s *Store) InsertFault(ctx context.Context, f c.Fault) (int64, error) {
+func (s *Store) InsertFault(ctx context.Context, f cli.Fault) (int64, error) {
 	var id int64
 	err := s.db.Write(ctx, "insert_fault", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.rules.WriteFault,
@@ -24,8 +24,8 @@ func (s *Store) InsertFault(ctx context.Context, f c.Fault) (int64, error) {
 	return id, err
 }
 
-func (s *Store) ListFaults(ctx context.Context, taskID string) ([]c.Fault, error) {
-	var out []c.Fault
+func (s *Store) ListFaults(ctx context.Context, taskID string) ([]cli.Fault, error) {
+	var out []cli.Fault
 	err := s.db.Read(ctx, "list_faults", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, task_id, session_id, generation, seq, desired_json, observed_json,
 			intent, attempt, backend_ref, kind, reason, state, created_at FROM faults WHERE task_id = ? ORDER BY id`, taskID)
@@ -35,7 +35,7 @@ func (s *Store) ListFaults(ctx context.Context, taskID string) ([]c.Fault, error
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				f   c.Fault
+				f   cli.Fault
 				cre int64
 			)
 			if err := rows.Scan(&f.ID, &f.TaskID, &f.SessionID, &f.Generation, &f.Seq, &f.DesiredJSON, &f.ObservedJSON,

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 const intentColumns = `op_id, env_json, attempt, state, next_attempt_at, receipt_json, last_error, created_at, updated_at`
 
-func scanIntent(r scanner) (c.Intent, error) {
+func scanIntent(r scanner) (cli.Intent, error) {
 	var (
-		in             c.Intent
+		in             cli.Intent
 		env            string
 		receipt        sql.NullString
 		next, cre, upd int64
@@ -47,8 +47,8 @@ func (s *Store) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON
 	return added, err
 }
 
-func (s *Store) Intent(ctx context.Context, opID string) (*c.Intent, error) {
-	var out *c.Intent
+func (s *Store) Intent(ctx context.Context, opID string) (*cli.Intent, error) {
+	var out *cli.Intent
 	err := s.db.Read(ctx, "intent", func(tx *sql.Tx) error {
 		in, err := scanIntent(tx.QueryRowContext(ctx, `SELECT `+intentColumns+` FROM intents WHERE op_id = ?`, opID))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -63,17 +63,17 @@ func (s *Store) Intent(ctx context.Context, opID string) (*c.Intent, error) {
 	return out, err
 }
 
-func (s *Store) DueIntents(ctx context.Context, now time.Time, lim uint32) ([]c.Intent, error) {
+func (s *Store) DueIntents(ctx context.Context, now time.Time, lim uint32) ([]cli.Intent, error) {
 	return s.due(ctx, "due_intents", now, s.rules.DueLimit(lim))
 }
 
-func (s *Store) FlushOrder(ctx context.Context) ([]c.Intent, error) {
+func (s *Store) FlushOrder(ctx context.Context) ([]cli.Intent, error) {
 	return s.due(ctx, "flush_order", s.clock.Now(), s.rules.FlushBatch)
 }
 
 // due are at most n intents due at now, in due order.
-func (s *Store) due(ctx context.Context, op string, now time.Time, n int) ([]c.Intent, error) {
-	var out []c.Intent
+func (s *Store) due(ctx context.Context, op string, now time.Time, n int) ([]cli.Intent, error) {
+	var out []cli.Intent
 	err := s.db.Read(ctx, op, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+intentColumns+` FROM intents
 			WHERE state IN ('pending', 'retrying') AND `+s.rules.Due+` ORDER BY `+s.rules.DueOrder+` LIMIT ?`, ms(now), n)

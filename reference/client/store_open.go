@@ -13,7 +13,7 @@ import (
 
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // Open opens (or creates) a store. A file of another marker or version is
@@ -30,7 +30,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, IOKind: c.ErrIO})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, IOKind: cli.ErrIO})
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +43,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return err
 		}
 		if fresh {
-			if _, err := tx.ExecContext(ctx, c.SchemaMetaDDL); err != nil {
+			if _, err := tx.ExecContext(ctx, cli.SchemaMetaDDL); err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO schema_meta(marker, version) VALUES (?, ?)`, c.SchemaMarker, c.SchemaVersion)
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_meta(marker, version) VALUES (?, ?)`, cli.SchemaMarker, cli.SchemaVersion)
 			return err
 		}
 		return nil
@@ -70,12 +70,12 @@ func (s *Store) precheck(ctx context.Context, o Options) error {
 	}
 	ro, err := sql.Open("sqlite", fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", o.Path, busy.Milliseconds()))
 	if err != nil {
-		return spec.Errorf(c.ErrIO, "open %q: %w", o.Path, err)
+		return spec.Errorf(cli.ErrIO, "open %q: %w", o.Path, err)
 	}
 	defer ro.Close()
 	tx, err := ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return spec.Errorf(c.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
+		return spec.Errorf(cli.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
 	}
 	defer tx.Rollback()
 	if _, err := s.checkSchema(ctx, tx, o.Path); err != nil {
@@ -83,7 +83,7 @@ func (s *Store) precheck(ctx context.Context, o Options) error {
 		if errors.As(err, &ke) {
 			return err
 		}
-		return spec.Errorf(c.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
+		return spec.Errorf(cli.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
 	}
 	return nil
 }
@@ -125,8 +125,8 @@ func (s *Store) checkSchema(ctx context.Context, tx *sql.Tx, path string) (fresh
 		if shown == "" {
 			shown = "(no marker)"
 		}
-		return false, spec.Errorf(c.ErrSchemaMismatch, "open %q: the file holds schema %s version %d, this store needs %s version %d",
-			path, shown, version, c.SchemaMarker, c.SchemaVersion)
+		return false, spec.Errorf(cli.ErrSchemaMismatch, "open %q: the file holds schema %s version %d, this store needs %s version %d",
+			path, shown, version, cli.SchemaMarker, cli.SchemaVersion)
 	}
 	return false, nil
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // storedPair is the session's (generation, seq), and whether it has a row.
@@ -63,9 +63,9 @@ func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, op, sessionID, task
 	return err == nil, err
 }
 
-func (s *Store) UpsertSession(ctx context.Context, taskID string, v c.VersionedSession) (bool, error) {
+func (s *Store) UpsertSession(ctx context.Context, taskID string, v cli.VersionedSession) (bool, error) {
 	now := ms(s.clock.Now())
-	sessionID := c.SessionIDFor(taskID, v.BackendRef)
+	sessionID := cli.SessionIDFor(taskID, v.BackendRef)
 	var wrote bool
 	err := s.db.Write(ctx, "upsert_session", func(tx *sql.Tx) error {
 		gen, seq, ok, err := storedPair(ctx, tx, sessionID)
@@ -118,14 +118,14 @@ func (s *Store) BumpSessionVersion(ctx context.Context, taskID string, generatio
 	return moved, err
 }
 
-func (s *Store) GetSession(ctx context.Context, taskID string) (*c.SessionRecord, error) {
-	var out *c.SessionRecord
+func (s *Store) GetSession(ctx context.Context, taskID string) (*cli.SessionRecord, error) {
+	var out *cli.SessionRecord
 	err := s.db.Read(ctx, "get_session", func(tx *sql.Tx) error {
 		sessionID, found, err := sessionForTask(ctx, tx, taskID)
 		if err != nil || !found {
 			return err
 		}
-		r := c.SessionRecord{SessionID: sessionID, TaskID: taskID}
+		r := cli.SessionRecord{SessionID: sessionID, TaskID: taskID}
 		var upd int64
 		err = tx.QueryRowContext(ctx, `SELECT generation, seq, agent_state, delivery_state, resource_state, recovery_substate,
 			desired_json, observed_json, backend_ref, mismatch_count, updated_at FROM sessions WHERE session_id = ?`, sessionID).
@@ -160,9 +160,9 @@ func (s *Store) ReleaseBinding(ctx context.Context, sessionID, taskID string) (b
 		WHERE session_id = ? AND task_id = ? AND released_at IS NULL`, now, sessionID, taskID)
 }
 
-func (s *Store) ActiveSessions(ctx context.Context) ([]c.LiveSession, error) {
+func (s *Store) ActiveSessions(ctx context.Context) ([]cli.LiveSession, error) {
 	where := s.rules.Active
-	var out []c.LiveSession
+	var out []cli.LiveSession
 	err := s.db.Read(ctx, "active_sessions", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT s.session_id, s.resource_state,
 			COALESCE((SELECT b.task_id FROM session_tasks AS b WHERE b.session_id = s.session_id AND b.released_at IS NULL
@@ -174,13 +174,13 @@ func (s *Store) ActiveSessions(ctx context.Context) ([]c.LiveSession, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				l        c.LiveSession
+				l        cli.LiveSession
 				resource string
 			)
 			if err := rows.Scan(&l.SessionID, &resource, &l.TaskID); err != nil {
 				return err
 			}
-			l.Suspended = resource == c.ResourceClosed
+			l.Suspended = resource == cli.ResourceClosed
 			out = append(out, l)
 		}
 		return rows.Err()

@@ -9,14 +9,14 @@ import (
 	"slices"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 const taskColumns = `task_id, kind, parent_task, hop, attempt, task_state, opened_at, settled_at`
 
-func scanTask(r scanner) (c.Task, error) {
+func scanTask(r scanner) (cli.Task, error) {
 	var (
-		t       c.Task
+		t       cli.Task
 		opened  int64
 		settled sql.NullInt64
 	)
@@ -31,9 +31,9 @@ func scanTask(r scanner) (c.Task, error) {
 	return t, nil
 }
 
-func (s *Store) OpenTask(ctx context.Context, cz c.Causality, kind string) (bool, error) {
-	if kind != c.KindRoot && kind != c.KindRelay {
-		return false, spec.Errorf(c.ErrInvalidArgument, "task %s: kind %q is neither %s nor %s", cz.Task, kind, c.KindRoot, c.KindRelay)
+func (s *Store) OpenTask(ctx context.Context, cz cli.Causality, kind string) (bool, error) {
+	if kind != cli.KindRoot && kind != cli.KindRelay {
+		return false, spec.Errorf(cli.ErrInvalidArgument, "task %s: kind %q is neither %s nor %s", cz.Task, kind, cli.KindRoot, cli.KindRelay)
 	}
 	now := ms(s.clock.Now())
 	attempt := s.rules.ReopenAttempt
@@ -55,9 +55,9 @@ func (s *Store) OpenTask(ctx context.Context, cz c.Causality, kind string) (bool
 	return written, err
 }
 
-func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState) (bool, error) {
-	if !slices.Contains(c.TerminalTaskStates, state) {
-		return false, spec.Errorf(c.ErrInvalidArgument, "task %s: %q is not a terminal verdict (accepted: %v)", taskID, state, c.TerminalTaskStates)
+func (s *Store) SettleTask(ctx context.Context, taskID string, state cli.TaskState) (bool, error) {
+	if !slices.Contains(cli.TerminalTaskStates, state) {
+		return false, spec.Errorf(cli.ErrInvalidArgument, "task %s: %q is not a terminal verdict (accepted: %v)", taskID, state, cli.TerminalTaskStates)
 	}
 	now := ms(s.clock.Now())
 	firstWins := ` WHERE ` + s.rules.VerdictOpen
@@ -71,8 +71,8 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state c.TaskState
 	return settled, err
 }
 
-func (s *Store) Task(ctx context.Context, taskID string) (*c.Task, error) {
-	var out *c.Task
+func (s *Store) Task(ctx context.Context, taskID string) (*cli.Task, error) {
+	var out *cli.Task
 	err := s.db.Read(ctx, "task", func(tx *sql.Tx) error {
 		t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM task WHERE task_id = ?`, taskID))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -86,8 +86,8 @@ func (s *Store) Task(ctx context.Context, taskID string) (*c.Task, error) {
 	return out, err
 }
 
-func (s *Store) OpenTasks(ctx context.Context, lim uint32) ([]c.Task, error) {
-	var out []c.Task
+func (s *Store) OpenTasks(ctx context.Context, lim uint32) ([]cli.Task, error) {
+	var out []cli.Task
 	err := s.db.Read(ctx, "open_tasks", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM task WHERE settled_at IS NULL
 			ORDER BY opened_at, rowid LIMIT ?`, s.rules.OpenTasksLimit(lim))

@@ -14,7 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -34,8 +34,8 @@ func open(t testing.TB, path string) *Store {
 func TestGenerationBeyondInt64IsRefused(t *testing.T) {
 	s := open(t, "")
 	ctx := context.Background()
-	v := c.VersionedSession{Generation: math.MaxInt64 + 1, AgentState: c.AgentReady, ResourceState: c.ResourceOpen}
-	if _, err := s.UpsertSession(ctx, "t", v); spec.KindOf(err) != c.ErrIO {
+	v := cli.VersionedSession{Generation: math.MaxInt64 + 1, AgentState: cli.AgentReady, ResourceState: cli.ResourceOpen}
+	if _, err := s.UpsertSession(ctx, "t", v); spec.KindOf(err) != cli.ErrIO {
 		t.Fatalf("got %v, want io", err)
 	}
 	if r, _ := s.GetSession(ctx, "t"); r != nil {
@@ -119,7 +119,7 @@ func TestTwoHandlesKeepTheSessionGate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				v := c.VersionedSession{Generation: 1, Seq: uint64(2*i + h), AgentState: c.AgentReady, ResourceState: c.ResourceOpen}
+				v := cli.VersionedSession{Generation: 1, Seq: uint64(2*i + h), AgentState: cli.AgentReady, ResourceState: cli.ResourceOpen}
 				if _, err := s.UpsertSession(ctx, "t", v); err != nil {
 					t.Error(err)
 				}
@@ -182,14 +182,14 @@ func BenchmarkClient(b *testing.B) {
 			fillOutbox(b, s, 10_000)
 			now := epoch.Add(30 * time.Minute)
 			for b.Loop() {
-				if in, err := s.DueIntents(ctx, now, c.FlushBatchSize); err != nil || len(in) != c.FlushBatchSize {
+				if in, err := s.DueIntents(ctx, now, cli.FlushBatchSize); err != nil || len(in) != cli.FlushBatchSize {
 					b.Fatal(len(in), err)
 				}
 			}
 		})
 		b.Run(mode+"/upsert_session", func(b *testing.B) {
 			s := benchStore(b, mode)
-			v := c.VersionedSession{Generation: 1, AgentState: c.AgentReady, DeliveryState: "delivering", ResourceState: c.ResourceOpen,
+			v := cli.VersionedSession{Generation: 1, AgentState: cli.AgentReady, DeliveryState: "delivering", ResourceState: cli.ResourceOpen,
 				RecoverySubstate: "none", DesiredJSON: `{}`, ObservedJSON: `{}`, BackendRef: `{"backend":"acp","task_id":"s"}`}
 			for b.Loop() {
 				v.Seq++
@@ -209,15 +209,15 @@ func TestOutHeadIsTheReferencePreview(t *testing.T) {
 	s := open(t, "")
 	ctx := context.Background()
 	for task, head := range map[string]string{
-		"whole": strings.Repeat("é", c.HeadPreviewRunes),
+		"whole": strings.Repeat("é", cli.HeadPreviewRunes),
 		"cut":   strings.Repeat("é", 150) + strings.Repeat("x", 60),
 	} {
 		if err := s.PutOutHead(ctx, task, head); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.OutHead(ctx, task)
-		if err != nil || got == nil || *got != c.HeadPreview(head) {
-			t.Errorf("%s: out_head %v (%v), want %q", task, got, err, c.HeadPreview(head))
+		if err != nil || got == nil || *got != cli.HeadPreview(head) {
+			t.Errorf("%s: out_head %v (%v), want %q", task, got, err, cli.HeadPreview(head))
 		}
 	}
 }

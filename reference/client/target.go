@@ -6,7 +6,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
-	c "github.com/storecheck/storecheck/spec/client"
+	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // OpenTarget opens the reference client store on o as an adapters.Target:
@@ -17,5 +17,5 @@ func OpenTarget(ctx context.Context, o spec.OpenOptions) (adapters.Target, error
 	if err != nil {
 		return nil, err
 	}
-	return sqlitedb.Target[c.Store](s, c.Apply), nil
+	return sqlitedb.Target[cli.Store](s, cli.Apply), nil
 }
