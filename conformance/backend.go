@@ -20,7 +20,7 @@ import (
 	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -78,7 +78,7 @@ func harnessBackend(h suite.Harness) adapters.Backend {
 	caps.ClientSchemaWriter = caps.ClientSchemaWriter || h.WriteClientSchema != nil
 	var local []adapters.LocalStore
 	if h.Continuity != nil {
-		local = append(local, adapters.LocalStore{Contract: cont.Contract, Open: localOpener(h.Continuity, cont.Apply)})
+		local = append(local, adapters.LocalStore{Contract: c.Contract, Open: localOpener(h.Continuity, c.Apply)})
 	}
 	if h.Runtime != nil {
 		local = append(local, adapters.LocalStore{Contract: rt.Contract, Open: localOpener(h.Runtime, rt.Apply)})

@@ -9,43 +9,43 @@ package conformance
 
 import (
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // The continuity contract's types (spec/continuity).
 type (
-	ContinuityCheckpointVersion = cont.CheckpointVersion
-	ContinuityFencingToken      = cont.FencingToken
-	ContinuityGeneration        = cont.Generation
-	ContinuityIdentity          = cont.Identity
-	ContinuityMatchCandidate    = cont.MatchCandidate
-	ContinuityRecord            = cont.Record
-	ContinuityResolution        = cont.Resolution
-	ContinuityResolveState      = cont.ResolveState
-	ContinuityRuntimeID         = cont.RuntimeID
-	ContinuitySessionID         = cont.SessionID
-	ContinuitySnapshot          = cont.Snapshot
-	ContinuitySnapshotWrite     = cont.SnapshotWrite
-	ContinuityStore             = cont.Store
+	ContinuityCheckpointVersion = c.CheckpointVersion
+	ContinuityFencingToken      = c.FencingToken
+	ContinuityGeneration        = c.Generation
+	ContinuityIdentity          = c.Identity
+	ContinuityMatchCandidate    = c.MatchCandidate
+	ContinuityRecord            = c.Record
+	ContinuityResolution        = c.Resolution
+	ContinuityResolveState      = c.ResolveState
+	ContinuityRuntimeID         = c.RuntimeID
+	ContinuitySessionID         = c.SessionID
+	ContinuitySnapshot          = c.Snapshot
+	ContinuitySnapshotWrite     = c.SnapshotWrite
+	ContinuityStore             = c.Store
 )
 
 // The continuity contract's consts (spec/continuity).
 const (
-	ErrContinuityCorruption                = cont.ErrCorruption
-	ErrContinuityIO                        = cont.ErrIO
-	ErrContinuityNotFound                  = cont.ErrNotFound
-	ErrContinuityStaleCheckpointVersion    = cont.ErrStaleCheckpointVersion
-	ErrContinuityStaleContinuityGeneration = cont.ErrStaleContinuityGeneration
-	ErrContinuityStaleFencingToken         = cont.ErrStaleFencingToken
-	ContinuityReady                        = cont.Ready
-	ContinuityStoreName                    = cont.StoreName
-	ContinuityUninitialized                = cont.Uninitialized
+	ErrContinuityCorruption                = c.ErrCorruption
+	ErrContinuityIO                        = c.ErrIO
+	ErrContinuityNotFound                  = c.ErrNotFound
+	ErrContinuityStaleCheckpointVersion    = c.ErrStaleCheckpointVersion
+	ErrContinuityStaleContinuityGeneration = c.ErrStaleContinuityGeneration
+	ErrContinuityStaleFencingToken         = c.ErrStaleFencingToken
+	ContinuityReady                        = c.Ready
+	ContinuityStoreName                    = c.StoreName
+	ContinuityUninitialized                = c.Uninitialized
 )
 
 // The continuity contract's vars (spec/continuity).
 var (
-	ContinuitySnapshotRevision = cont.SnapshotRevision
+	ContinuitySnapshotRevision = c.SnapshotRevision
 )
 
 // The runtime contract's types (spec/runtime).

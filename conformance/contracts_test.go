@@ -17,7 +17,7 @@ import (
 	"github.com/storecheck/storecheck/internal/gendoc"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -28,7 +28,7 @@ var reexported = []struct {
 	dir, alias, prefix string
 	ops                []spec.Op
 }{
-	{"continuity", "cont", "Continuity", cont.Ops},
+	{"continuity", "c", "Continuity", c.Ops},
 	{"runtime", "rt", "Runtime", rt.Ops},
 	{"client", "cli", "Client", cli.Ops},
 }
@@ -67,7 +67,7 @@ package conformance
 
 import (
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 `)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -22,29 +22,29 @@ import (
 
 // ContinuityRival is a continuity operation that contends with op, or nil.
 func ContinuityRival(op spec.Op, r *rand.Rand) spec.Op {
-	bump := func(f cont.FencingToken) cont.FencingToken {
+	bump := func(f c.FencingToken) c.FencingToken {
 		if r.IntN(2) == 0 && f > 0 {
 			return f - 1
 		}
 		return f + 1
 	}
 	switch o := op.(type) {
-	case cont.UpsertContinuityRecord:
+	case c.UpsertContinuityRecord:
 		rec := o.Record
 		rec.AgentRuntimeID = rec.AgentRuntimeID + "-rival"
-		return cont.UpsertContinuityRecord{Record: rec, Fence: bump(o.Fence)}
-	case cont.SaveSessionSnapshot:
+		return c.UpsertContinuityRecord{Record: rec, Fence: bump(o.Fence)}
+	case c.SaveSessionSnapshot:
 		w := o.Write
 		w.CheckpointVersion++
 		w.FencingToken = bump(w.FencingToken)
 		w.Data = append(slices.Clip(w.Data), "-rival"...)
-		return cont.SaveSessionSnapshot{Write: w}
-	case cont.RollbackContinuityRecord:
-		return cont.UpsertContinuityRecord{Record: o.Attempt, Fence: bump(o.Fence)}
-	case cont.DeleteContinuityRecord:
-		return cont.UpsertContinuityRecord{Record: cont.Record{Identity: o.Identity, AgentRuntimeID: "rt-rival", SessionID: "session-0"},
+		return c.SaveSessionSnapshot{Write: w}
+	case c.RollbackContinuityRecord:
+		return c.UpsertContinuityRecord{Record: o.Attempt, Fence: bump(o.Fence)}
+	case c.DeleteContinuityRecord:
+		return c.UpsertContinuityRecord{Record: c.Record{Identity: o.Identity, AgentRuntimeID: "rt-rival", SessionID: "session-0"},
 			Fence: bump(o.Fence)}
-	case cont.DeleteSessionSnapshotIfCurrentRevision:
+	case c.DeleteSessionSnapshotIfCurrentRevision:
 		return o
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 var continuitySubject = Subject{
@@ -274,17 +274,17 @@ func TestWholeOperationsRunAndSaySo(t *testing.T) {
 type oneReadPerIdentity struct{ Process }
 
 func (p oneReadPerIdentity) Apply(ctx context.Context, op spec.Op) (any, error) {
-	o, ok := op.(cont.ResolveMany)
+	o, ok := op.(c.ResolveMany)
 	if !ok || len(o.Identities) < 2 {
 		return p.Process.Apply(ctx, op)
 	}
-	out := map[cont.Identity]cont.Resolution{}
+	out := map[c.Identity]c.Resolution{}
 	for _, id := range o.Identities {
-		res, err := p.Process.Apply(ctx, cont.ResolveMany{Identities: []cont.Identity{id}})
+		res, err := p.Process.Apply(ctx, c.ResolveMany{Identities: []c.Identity{id}})
 		if err != nil {
 			return nil, err
 		}
-		maps.Copy(out, res.(map[cont.Identity]cont.Resolution))
+		maps.Copy(out, res.(map[c.Identity]c.Resolution))
 	}
 	return out, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -52,21 +52,21 @@ func TestRefusalsNameTheContractsRules(t *testing.T) {
 
 // A result's answer is one its type names, whatever it holds.
 func TestAnswerOfIsOneOfTheResultAnswers(t *testing.T) {
-	snap := &cont.Snapshot{}
+	snap := &c.Snapshot{}
 	for _, tc := range []struct {
 		op     spec.Op
 		result any
 		want   string
 	}{
-		{cont.SaveSessionSnapshot{}, nil, "ok"},
-		{cont.MaxFencingToken{}, cont.FencingToken(0), "ok"},
-		{cont.SessionSnapshotMatchesCurrent{}, true, "true"},
-		{cont.SessionSnapshotMatchesCurrent{}, false, "false"},
-		{cont.LoadSessionSnapshot{}, (*cont.Snapshot)(nil), "null"},
-		{cont.LoadSessionSnapshot{}, nil, "null"},
-		{cont.LoadSessionSnapshot{}, snap, "non-null"},
-		{cont.ResolveMany{}, map[cont.Identity]cont.Resolution{}, "empty"},
-		{cont.ResolveMany{}, map[cont.Identity]cont.Resolution{"a": {}}, "non-empty"},
+		{c.SaveSessionSnapshot{}, nil, "ok"},
+		{c.MaxFencingToken{}, c.FencingToken(0), "ok"},
+		{c.SessionSnapshotMatchesCurrent{}, true, "true"},
+		{c.SessionSnapshotMatchesCurrent{}, false, "false"},
+		{c.LoadSessionSnapshot{}, (*c.Snapshot)(nil), "null"},
+		{c.LoadSessionSnapshot{}, nil, "null"},
+		{c.LoadSessionSnapshot{}, snap, "non-null"},
+		{c.ResolveMany{}, map[c.Identity]c.Resolution{}, "empty"},
+		{c.ResolveMany{}, map[c.Identity]c.Resolution{"a": {}}, "non-empty"},
 		{rt.ListQueuedWork{}, []rt.QueuedWorkBatch(nil), "empty"},
 		{rt.ListQueuedWork{}, []rt.QueuedWorkBatch{{}}, "non-empty"},
 		{rt.LoadSessionMeta{}, spec.RawJSON(nil), "empty"},
@@ -79,7 +79,7 @@ func TestAnswerOfIsOneOfTheResultAnswers(t *testing.T) {
 			t.Errorf("%s answered %#v: %q, want %q of %v", tc.op.Name(), tc.result, got, tc.want, spec.ResultAnswers(tc.op))
 		}
 	}
-	if got := spec.AnswerOf(cont.SaveSessionSnapshot{}, nil, cont.ErrNotFound); got != "not_found" {
+	if got := spec.AnswerOf(c.SaveSessionSnapshot{}, nil, c.ErrNotFound); got != "not_found" {
 		t.Errorf("a refusal's answer is %q, want its kind", got)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/spec"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 func TestFormatBytes(t *testing.T) {
@@ -69,7 +69,7 @@ func TestBytesMistake(t *testing.T) {
 // A byte field that is not base64 is refused naming the field, and a hex
 // one says it looks like hex.
 func TestStrictUnmarshalNamesTheByteField(t *testing.T) {
-	var snap *cont.Snapshot
+	var snap *c.Snapshot
 	err := spec.StrictUnmarshal([]byte(`{"data":"6f6e65"}`), &snap)
 	if err == nil {
 		t.Fatal("hex of odd base64 length decoded")
@@ -80,13 +80,13 @@ func TestStrictUnmarshalNamesTheByteField(t *testing.T) {
 		}
 	}
 	var w struct {
-		Writes []cont.SnapshotWrite `json:"writes"`
+		Writes []c.SnapshotWrite `json:"writes"`
 	}
 	err = spec.StrictUnmarshal([]byte(`{"writes":[{"identity":"a","session_id":"s","generation":0,"checkpoint_version":0,"fencing_token":0,"data":"a-b_"}]}`), &w)
 	if err == nil || !strings.Contains(err.Error(), `field "writes[0].data"`) || !strings.Contains(err.Error(), "URL-safe") {
 		t.Errorf("nested URL-safe base64: %v", err)
 	}
-	op, _ := cont.Contract.Op("load_session_snapshot")
+	op, _ := c.Contract.Op("load_session_snapshot")
 	_, err = spec.DecodeResult(op, []byte(`{"data":"6f6e65"}`))
 	if err == nil || !strings.Contains(err.Error(), "load_session_snapshot result") || !strings.Contains(err.Error(), `field "data"`) {
 		t.Errorf("DecodeResult: %v", err)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -13,7 +13,7 @@ import (
 // its own store, and every bound named here is one a table states.
 func TestEveryBoundHasABugThatBreaksIt(t *testing.T) {
 	known := map[string]bool{}
-	for _, c := range []spec.Contract{cont.Contract, rt.Contract, cli.Contract} {
+	for _, c := range []spec.Contract{c.Contract, rt.Contract, cli.Contract} {
 		for _, b := range c.Bounds() {
 			known[b.ID] = true
 			bugs := Breaking(b.ID)

@@ -10,7 +10,7 @@ import (
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -40,9 +40,9 @@ func init() {
 	RuntimeWALSynchronousNormal = synchronousBug("runtime_wal_synchronous_normal", r.StoreName, "NORMAL")
 	ClientSynchronousOff = synchronousBug("client_synchronous_off", cli.StoreName, "OFF")
 	ClientWALSynchronousNormal = synchronousBug("client_wal_synchronous_normal", cli.StoreName, "NORMAL")
-	ContinuitySynchronousOff = synchronousBug("continuity_synchronous_off", cont.StoreName, "OFF")
-	ContinuityWALSynchronousNormal = synchronousBug("continuity_wal_synchronous_normal", cont.StoreName, "NORMAL")
-	Runtime, Client, Continuity = Of(r.StoreName), Of(cli.StoreName), Of(cont.StoreName)
+	ContinuitySynchronousOff = synchronousBug("continuity_synchronous_off", c.StoreName, "OFF")
+	ContinuityWALSynchronousNormal = synchronousBug("continuity_wal_synchronous_normal", c.StoreName, "NORMAL")
+	Runtime, Client, Continuity = Of(r.StoreName), Of(cli.StoreName), Of(c.StoreName)
 }
 
 // needsPowerCut are the bugs only a power cut shows.
@@ -75,6 +75,6 @@ func synchronousBug(name, store, setting string) Bug {
 		if err != nil {
 			return nil, err
 		}
-		return sqlitedb.Target[cont.Store](s, cont.Apply), nil
+		return sqlitedb.Target[c.Store](s, c.Apply), nil
 	})
 }

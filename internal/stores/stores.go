@@ -37,7 +37,7 @@ import (
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	"github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -83,7 +83,7 @@ type Store struct {
 // All are the registered stores, in report order.
 var All = []Store{
 	{
-		Contract:    continuity.Contract,
+		Contract:    c.Contract,
 		Model:       model.Continuity{},
 		Workload:    linearizability.DefaultContinuityWorkload.New,
 		Events:      model.ContinuityEvents,

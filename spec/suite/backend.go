@@ -6,7 +6,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -35,8 +35,8 @@ func HarnessOf(b adapters.Backend) Harness {
 	for _, store := range info.Stores {
 		open := func(ctx context.Context, o Options) (adapters.Target, error) { return b.Open(ctx, store, o) }
 		switch store {
-		case cont.StoreName:
-			h.Continuity = proxied(open, func(t adapters.Target) cont.Store { return cont.Proxy{Target: t} })
+		case c.StoreName:
+			h.Continuity = proxied(open, func(t adapters.Target) c.Store { return c.Proxy{Target: t} })
 		case rt.StoreName:
 			h.Runtime = proxied(open, func(t adapters.Target) rt.Store { return rt.Proxy{Target: t} })
 		case cli.StoreName:

@@ -6,7 +6,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/spec"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -17,10 +17,10 @@ func TestEachStoresSpecsSeeItsOwnCapabilities(t *testing.T) {
 	open := func(context.Context, spec.OpenOptions) (adapters.Target, error) { return nil, nil }
 	b := adapters.InProcess(adapters.Hello{Name: "mixed", Capabilities: adapters.Capabilities{
 		Capabilities: spec.Capabilities{Files: true, SharedFiles: true, SQLiteLocking: true},
-		Stores:       adapters.StoreCapabilityMap{cont.StoreName: {Capabilities: spec.Capabilities{Files: true, InMemory: true}}},
-	}}, adapters.LocalStore{Contract: cont.Contract, Open: open}, adapters.LocalStore{Contract: rt.Contract, Open: open})
+		Stores:       adapters.StoreCapabilityMap{c.StoreName: {Capabilities: spec.Capabilities{Files: true, InMemory: true}}},
+	}}, adapters.LocalStore{Contract: c.Contract, Open: open}, adapters.LocalStore{Contract: rt.Contract, Open: open})
 	h := HarnessOf(b)
-	if got, want := h.forStore(cont.StoreName).Capabilities, (spec.Capabilities{Files: true, InMemory: true}); got != want {
+	if got, want := h.forStore(c.StoreName).Capabilities, (spec.Capabilities{Files: true, InMemory: true}); got != want {
 		t.Errorf("continuity's specs see %+v; want its own %+v", got, want)
 	}
 	if got, want := h.forStore(rt.StoreName).Capabilities, (spec.Capabilities{Files: true, SharedFiles: true, SQLiteLocking: true}); got != want {

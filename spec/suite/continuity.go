@@ -4,16 +4,16 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 // The ids of the continuity specs, cont-prefixed where the runtime specs
 // name a session too.
 const (
-	contID      cont.Identity  = "triage:main"
-	contOther   cont.Identity  = "triage:other"
-	contSession cont.SessionID = "session-a"
-	contSecond  cont.SessionID = "session-b"
+	contID      c.Identity  = "triage:main"
+	contOther   c.Identity  = "triage:other"
+	contSession c.SessionID = "session-a"
+	contSecond  c.SessionID = "session-b"
 )
 
 // continuityFixture is what the store's specs share: the harness, the spec's
@@ -21,7 +21,7 @@ const (
 type continuityFixture struct {
 	h Harness
 	*fresh
-	s cont.Store
+	s c.Store
 }
 
 // The continuity contract's rules, one Describe per operation (see
@@ -44,48 +44,48 @@ func continuitySpecs(h Harness) {
 }
 
 // open opens a store on path and closes it when the spec ends.
-func (fx *continuityFixture) open(path string) cont.Store {
+func (fx *continuityFixture) open(path string) c.Store {
 	GinkgoHelper()
-	return openForSpec(fx.fresh, fx.h.Continuity, path, "continuity", func(st cont.Store, once *closeOnce) cont.Store {
+	return openForSpec(fx.fresh, fx.h.Continuity, path, "continuity", func(st c.Store, once *closeOnce) c.Store {
 		return continuityHandle{st, once}
 	})
 }
 
-func (fx *continuityFixture) rec(identity cont.Identity, sess cont.SessionID, gen cont.Generation, version cont.CheckpointVersion) cont.Record {
-	return cont.Record{Identity: identity, AgentRuntimeID: "rt-1", SessionID: sess, Generation: gen, CheckpointVersion: version}
+func (fx *continuityFixture) rec(identity c.Identity, sess c.SessionID, gen c.Generation, version c.CheckpointVersion) c.Record {
+	return c.Record{Identity: identity, AgentRuntimeID: "rt-1", SessionID: sess, Generation: gen, CheckpointVersion: version}
 }
 
-func (fx *continuityFixture) upsert(r cont.Record, fence cont.FencingToken) {
+func (fx *continuityFixture) upsert(r c.Record, fence c.FencingToken) {
 	GinkgoHelper()
 	Expect(fx.s.UpsertContinuityRecord(fx.ctx, r, fence)).To(Succeed(), "upsert_continuity_record %+v fence %d", r, fence)
 }
 
-func (fx *continuityFixture) write(identity cont.Identity, sess cont.SessionID, gen cont.Generation, version cont.CheckpointVersion, fence cont.FencingToken, data string) cont.SnapshotWrite {
-	return cont.SnapshotWrite{Identity: identity, SessionID: sess, Generation: gen, CheckpointVersion: version, FencingToken: fence, Data: []byte(data)}
+func (fx *continuityFixture) write(identity c.Identity, sess c.SessionID, gen c.Generation, version c.CheckpointVersion, fence c.FencingToken, data string) c.SnapshotWrite {
+	return c.SnapshotWrite{Identity: identity, SessionID: sess, Generation: gen, CheckpointVersion: version, FencingToken: fence, Data: []byte(data)}
 }
 
-func (fx *continuityFixture) save(w cont.SnapshotWrite) {
+func (fx *continuityFixture) save(w c.SnapshotWrite) {
 	GinkgoHelper()
 	Expect(fx.s.SaveSessionSnapshot(fx.ctx, w)).To(Succeed(), "save_session_snapshot %+v", w)
 }
 
 // resolved is the identity's record, or nil when it is uninitialized.
-func (fx *continuityFixture) resolved(identity cont.Identity) *cont.Record {
+func (fx *continuityFixture) resolved(identity c.Identity) *c.Record {
 	GinkgoHelper()
-	m, err := fx.s.ResolveMany(fx.ctx, []cont.Identity{identity})
+	m, err := fx.s.ResolveMany(fx.ctx, []c.Identity{identity})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(m).To(HaveKey(identity))
-	if m[identity].State == cont.Uninitialized {
+	if m[identity].State == c.Uninitialized {
 		Expect(m[identity].Record).To(BeNil(), "an uninitialized identity has no record")
 		return nil
 	}
-	Expect(m[identity].State).To(Equal(cont.Ready))
+	Expect(m[identity].State).To(Equal(c.Ready))
 	Expect(m[identity].Record).NotTo(BeNil(), "a ready identity has its record")
 	return m[identity].Record
 }
 
 // loaded is the session's snapshot bytes, or nil when there is none.
-func (fx *continuityFixture) loaded(sess cont.SessionID) []byte {
+func (fx *continuityFixture) loaded(sess c.SessionID) []byte {
 	GinkgoHelper()
 	snap, err := fx.s.LoadSessionSnapshot(fx.ctx, sess)
 	Expect(err).NotTo(HaveOccurred())
@@ -98,7 +98,7 @@ func (fx *continuityFixture) loaded(sess cont.SessionID) []byte {
 	return snap.Data
 }
 
-func (fx *continuityFixture) maxFence() cont.FencingToken {
+func (fx *continuityFixture) maxFence() c.FencingToken {
 	GinkgoHelper()
 	m, err := fx.s.MaxFencingToken(fx.ctx)
 	Expect(err).NotTo(HaveOccurred())
@@ -109,15 +109,15 @@ func (fx *continuityFixture) maxFence() cont.FencingToken {
 // identities and two sessions, to show that a failed operation changed
 // nothing.
 type continuityObserved struct {
-	Records   []*cont.Record
+	Records   []*c.Record
 	Snapshots [][]byte
-	MaxFence  cont.FencingToken
+	MaxFence  c.FencingToken
 }
 
 func (fx *continuityFixture) state() continuityObserved {
 	GinkgoHelper()
 	return continuityObserved{
-		Records:   []*cont.Record{fx.resolved(contID), fx.resolved(contOther)},
+		Records:   []*c.Record{fx.resolved(contID), fx.resolved(contOther)},
 		Snapshots: [][]byte{fx.loaded(contSession), fx.loaded(contSecond)},
 		MaxFence:  fx.maxFence(),
 	}
@@ -131,7 +131,7 @@ func (fx *continuityFixture) refused(before continuityObserved, err error, kind 
 
 // continuityHandle is a continuity store whose Close the spec and the cleanup share.
 type continuityHandle struct {
-	cont.Store
+	c.Store
 	once *closeOnce
 }
 

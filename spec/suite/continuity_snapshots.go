@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/storecheck/storecheck/spec"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 // Session snapshots: saved under their record, loaded, matched and
@@ -16,9 +16,9 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 3, "one"))
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("one")))
-			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(1)))
-			Expect(fx.maxFence()).To(Equal(cont.FencingToken(3)))
-			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 1), 2), cont.ErrStaleFencingToken)
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(c.CheckpointVersion(1)))
+			Expect(fx.maxFence()).To(Equal(c.FencingToken(3)))
+			fx.refused(fx.state(), fx.s.UpsertContinuityRecord(fx.ctx, fx.rec(contID, contSession, 0, 1), 2), c.ErrStaleFencingToken)
 		})
 		It("accepts the record's own fence", Rules("continuity.save_session_snapshot.fence_not_lower"), Bound("continuity.save_session_snapshot.fence_not_lower#fence", spec.At), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 4)
@@ -27,45 +27,45 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		})
 		It("rejects another session than the record's with not_found", Rules("continuity.save_session_snapshot.record_must_match"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSecond, 0, 1, 1, "x")), cont.ErrNotFound)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSecond, 0, 1, 1, "x")), c.ErrNotFound)
 		})
 		It("rejects another generation than the record's with not_found", Rules("continuity.save_session_snapshot.record_must_match"), func() {
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 1)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 1, "x")), cont.ErrNotFound)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 2, 1, 1, "x")), cont.ErrNotFound)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 1, "x")), c.ErrNotFound)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 2, 1, 1, "x")), c.ErrNotFound)
 		})
 		It("rejects a fence lower than the record's with stale_fencing_token", Rules("continuity.save_session_snapshot.fence_not_lower"), Bound("continuity.save_session_snapshot.fence_not_lower#fence", spec.Below), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 5)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 4, "x")), cont.ErrStaleFencingToken)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 1, 4, "x")), c.ErrStaleFencingToken)
 		})
 		It("rejects a checkpoint version not above the record's with stale_checkpoint_version", Rules("continuity.save_session_snapshot.version_must_advance"), Bound("continuity.save_session_snapshot.version_must_advance#version", spec.Below, spec.At, spec.Above), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 3), 1)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 3, 1, "equal")), cont.ErrStaleCheckpointVersion)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 2, 1, "lower")), cont.ErrStaleCheckpointVersion)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 3, 1, "equal")), c.ErrStaleCheckpointVersion)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 2, 1, "lower")), c.ErrStaleCheckpointVersion)
 			fx.save(fx.write(contID, contSession, 0, 4, 1, "higher"))
 		})
 		It("rejects a snapshot row owned by another identity with corruption, keeping the old bytes", Rules("continuity.save_session_snapshot.snapshot_owner"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "first owner"))
 			fx.upsert(fx.rec(contOther, contSession, 0, 0), 2)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contOther, contSession, 0, 1, 2, "second owner")), cont.ErrCorruption)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contOther, contSession, 0, 1, 2, "second owner")), c.ErrCorruption)
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("first owner")))
 		})
 		It("rejects a snapshot row owned by another generation of the identity with corruption, keeping the old bytes", Rules("continuity.save_session_snapshot.snapshot_owner"), func() {
 			fx.upsert(fx.rec(contID, contSession, 0, 0), 1)
 			fx.save(fx.write(contID, contSession, 0, 1, 1, "generation 0"))
 			fx.upsert(fx.rec(contID, contSession, 1, 0), 2)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 1, 2, "generation 1")), cont.ErrCorruption)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 1, 2, "generation 1")), c.ErrCorruption)
 			Expect(fx.loaded(contSession)).To(equalBytes([]byte("generation 0")))
-			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(cont.CheckpointVersion(0)))
+			Expect(fx.resolved(contID).CheckpointVersion).To(Equal(c.CheckpointVersion(0)))
 		})
 		It("checks the record's session and generation, then the fence, then the version, then the snapshot's owner", Rules("continuity.save_session_snapshot.check_order"), func() {
 			fx.upsert(fx.rec(contID, contSession, 1, 3), 5)
 			fx.save(fx.write(contOther, contSession, 0, 1, 1, "owned by another identity"))
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 2, 4, "x")), cont.ErrNotFound)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 2, 4, "x")), cont.ErrStaleFencingToken)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 3, 5, "x")), cont.ErrStaleCheckpointVersion)
-			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 4, 5, "x")), cont.ErrCorruption)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 0, 2, 4, "x")), c.ErrNotFound)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 2, 4, "x")), c.ErrStaleFencingToken)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 3, 5, "x")), c.ErrStaleCheckpointVersion)
+			fx.refused(fx.state(), fx.s.SaveSessionSnapshot(fx.ctx, fx.write(contID, contSession, 1, 4, 5, "x")), c.ErrCorruption)
 		})
 		It("saves the snapshot when the identity has no record, and creates none", Rules("continuity.save_session_snapshot.without_record"), func() {
 			fx.save(fx.write(contID, contSession, 0, 1, 7, "restored first"))
@@ -97,8 +97,8 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 	})
 
 	Describe("session_snapshot_matches_current", func() {
-		var cand cont.MatchCandidate
-		matches := func(m cont.MatchCandidate) bool {
+		var cand c.MatchCandidate
+		matches := func(m c.MatchCandidate) bool {
 			GinkgoHelper()
 			ok, err := fx.s.SessionSnapshotMatchesCurrent(fx.ctx, m)
 			Expect(err).NotTo(HaveOccurred())
@@ -113,13 +113,13 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			Expect(matches(cand)).To(BeTrue())
 		})
 		It("is false when any part of the tuple or the bytes differ", Rules("continuity.session_snapshot_matches_current.whole_tuple"), func() {
-			for _, m := range []func(*cont.MatchCandidate){
-				func(m *cont.MatchCandidate) { m.Identity = contOther },
-				func(m *cont.MatchCandidate) { m.SessionID = contSecond },
-				func(m *cont.MatchCandidate) { m.Generation = 1 },
-				func(m *cont.MatchCandidate) { m.CheckpointVersion = 2 },
-				func(m *cont.MatchCandidate) { m.Data = []byte("other bytes") },
-				func(m *cont.MatchCandidate) { m.FencingToken = 2 },
+			for _, m := range []func(*c.MatchCandidate){
+				func(m *c.MatchCandidate) { m.Identity = contOther },
+				func(m *c.MatchCandidate) { m.SessionID = contSecond },
+				func(m *c.MatchCandidate) { m.Generation = 1 },
+				func(m *c.MatchCandidate) { m.CheckpointVersion = 2 },
+				func(m *c.MatchCandidate) { m.Data = []byte("other bytes") },
+				func(m *c.MatchCandidate) { m.FencingToken = 2 },
 			} {
 				changed := cand
 				m(&changed)
@@ -153,14 +153,14 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 		BeforeEach(func() { fx.save(fx.write(contID, contSession, 0, 1, 1, "current")) })
 		It("deletes when the revision is the lowercase hex SHA-256 of the stored bytes, and says so", Rules("continuity.delete_session_snapshot_if_current_revision.revision"), func() {
 			need(!opaque(), spec.CapSnapshotRevision+` "sha256"`, "deleting at the current revision (the backend declares \"opaque\" revisions, which the kit cannot compute)")
-			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSession, cont.SnapshotRevision([]byte("current")))
+			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSession, c.SnapshotRevision([]byte("current")))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ok).To(BeTrue())
 			Expect(fx.loaded(contSession)).To(BeNil())
 		})
 		It("keeps the snapshot and answers false for any other revision", Rules("continuity.delete_session_snapshot_if_current_revision.other_revision_keeps"), func() {
 			before := fx.state()
-			revisions := []string{cont.SnapshotRevision([]byte("stale")), "", "CURRENT"}
+			revisions := []string{c.SnapshotRevision([]byte("stale")), "", "CURRENT"}
 			if opaque() {
 				revisions = []string{"", "storecheck: a revision no backend computes"}
 			}
@@ -170,7 +170,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 					// continuity.delete_session_snapshot_if_current_revision.revision:
 					// a backend that cannot read the snapshot as a session
 					// answers io, as the seed does.
-					Expect(err).To(MatchError(cont.ErrIO), "revision %q", rev)
+					Expect(err).To(MatchError(c.ErrIO), "revision %q", rev)
 					continue
 				}
 				Expect(err).NotTo(HaveOccurred())
@@ -179,7 +179,7 @@ func continuitySnapshotSpecs(fx *continuityFixture) {
 			Expect(fx.state()).To(Equal(before))
 		})
 		It("answers false when the session has no snapshot", Rules("continuity.delete_session_snapshot_if_current_revision.missing_is_false"), func() {
-			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSecond, cont.SnapshotRevision([]byte("current")))
+			ok, err := fx.s.DeleteSessionSnapshotIfCurrentRevision(fx.ctx, contSecond, c.SnapshotRevision([]byte("current")))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ok).To(BeFalse())
 		})

@@ -5,7 +5,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -43,7 +43,7 @@ type Harness struct {
 	// suite itself crashes nothing.
 	CrashPoints map[string][]string
 	// Continuity opens a continuity store.
-	Continuity func(ctx context.Context, o Options) (cont.Store, error)
+	Continuity func(ctx context.Context, o Options) (c.Store, error)
 	// Client opens a client store.
 	Client func(ctx context.Context, o Options) (cli.Store, error)
 	// Runtime opens a runtime store.

@@ -32,7 +32,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	cont "github.com/storecheck/storecheck/spec/continuity"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	rt "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -216,7 +216,7 @@ func focus(name, description string) (labelFilter string, focusStrings []string)
 
 // isRule says whether name is the ID of a rule of one of the contracts.
 func isRule(name string) bool {
-	for _, rules := range [][]spec.Rule{cont.Rules, rt.Rules, cli.Rules} {
+	for _, rules := range [][]spec.Rule{c.Rules, rt.Rules, cli.Rules} {
 		if slices.ContainsFunc(rules, func(r spec.Rule) bool { return r.ID == name }) {
 			return true
 		}
