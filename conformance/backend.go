@@ -21,7 +21,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -81,7 +81,7 @@ func harnessBackend(h suite.Harness) adapters.Backend {
 		local = append(local, adapters.LocalStore{Contract: c.Contract, Open: localOpener(h.Continuity, c.Apply)})
 	}
 	if h.Runtime != nil {
-		local = append(local, adapters.LocalStore{Contract: rt.Contract, Open: localOpener(h.Runtime, rt.Apply)})
+		local = append(local, adapters.LocalStore{Contract: r.Contract, Open: localOpener(h.Runtime, r.Apply)})
 	}
 	if h.Client != nil {
 		ls := adapters.LocalStore{Contract: cli.Contract, Open: localOpener(h.Client, cli.Apply)}

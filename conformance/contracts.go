@@ -10,7 +10,7 @@ package conformance
 import (
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // The continuity contract's types (spec/continuity).
@@ -50,74 +50,74 @@ var (
 
 // The runtime contract's types (spec/runtime).
 type (
-	RuntimeAttachment                      = rt.Attachment
-	RuntimeCommitResult                    = rt.CommitResult
-	RuntimeCompletedQueueClaim             = rt.CompletedQueueClaim
-	RuntimeDeliveryPolicy                  = rt.DeliveryPolicy
-	RuntimeDurabilityTier                  = rt.DurabilityTier
-	RuntimeGcReport                        = rt.GcReport
-	RuntimeGraph                           = rt.Graph
-	RuntimeGraphDelta                      = rt.GraphDelta
-	RuntimeGraphDeltaKind                  = rt.GraphDeltaKind
-	RuntimeMergeReading                    = rt.MergeReading
-	RuntimeNode                            = rt.Node
-	RuntimeQueuedWorkBatch                 = rt.QueuedWorkBatch
-	RuntimeQueuedWorkBatchDraft            = rt.QueuedWorkBatchDraft
-	RuntimeQueuedWorkClaim                 = rt.QueuedWorkClaim
-	RuntimeQueuedWorkClaimBoundary         = rt.QueuedWorkClaimBoundary
-	RuntimeQueuedWorkItem                  = rt.QueuedWorkItem
-	RuntimeReadScope                       = rt.ReadScope
-	RuntimeCommit                          = rt.RuntimeCommit
-	RuntimeSessionExecutionLease           = rt.SessionExecutionLease
-	RuntimeSessionExecutionLeaseCompletion = rt.SessionExecutionLeaseCompletion
-	RuntimeSessionExecutionLeaseFence      = rt.SessionExecutionLeaseFence
-	RuntimeSessionRead                     = rt.SessionRead
-	RuntimeSlotPolicy                      = rt.SlotPolicy
-	RuntimeStore                           = rt.Store
-	RuntimeTurnCommit                      = rt.TurnCommit
-	RuntimeUsage                           = rt.Usage
-	RuntimeUsageEntry                      = rt.UsageEntry
-	RuntimeVacuumReport                    = rt.VacuumReport
+	RuntimeAttachment                      = r.Attachment
+	RuntimeCommitResult                    = r.CommitResult
+	RuntimeCompletedQueueClaim             = r.CompletedQueueClaim
+	RuntimeDeliveryPolicy                  = r.DeliveryPolicy
+	RuntimeDurabilityTier                  = r.DurabilityTier
+	RuntimeGcReport                        = r.GcReport
+	RuntimeGraph                           = r.Graph
+	RuntimeGraphDelta                      = r.GraphDelta
+	RuntimeGraphDeltaKind                  = r.GraphDeltaKind
+	RuntimeMergeReading                    = r.MergeReading
+	RuntimeNode                            = r.Node
+	RuntimeQueuedWorkBatch                 = r.QueuedWorkBatch
+	RuntimeQueuedWorkBatchDraft            = r.QueuedWorkBatchDraft
+	RuntimeQueuedWorkClaim                 = r.QueuedWorkClaim
+	RuntimeQueuedWorkClaimBoundary         = r.QueuedWorkClaimBoundary
+	RuntimeQueuedWorkItem                  = r.QueuedWorkItem
+	RuntimeReadScope                       = r.ReadScope
+	RuntimeCommit                          = r.RuntimeCommit
+	RuntimeSessionExecutionLease           = r.SessionExecutionLease
+	RuntimeSessionExecutionLeaseCompletion = r.SessionExecutionLeaseCompletion
+	RuntimeSessionExecutionLeaseFence      = r.SessionExecutionLeaseFence
+	RuntimeSessionRead                     = r.SessionRead
+	RuntimeSlotPolicy                      = r.SlotPolicy
+	RuntimeStore                           = r.Store
+	RuntimeTurnCommit                      = r.TurnCommit
+	RuntimeUsage                           = r.Usage
+	RuntimeUsageEntry                      = r.UsageEntry
+	RuntimeVacuumReport                    = r.VacuumReport
 )
 
 // The runtime contract's consts (spec/runtime).
 const (
-	RuntimeBoundaryStep                    = rt.BoundaryStep
-	RuntimeBoundaryTurn                    = rt.BoundaryTurn
-	RuntimeDeliverInterrupt                = rt.DeliverInterrupt
-	RuntimeDeliverNextTurn                 = rt.DeliverNextTurn
-	RuntimeDurable                         = rt.Durable
-	RuntimeEphemeral                       = rt.Ephemeral
-	ErrRuntimeGraphNodeConflict            = rt.ErrGraphNodeConflict
-	ErrRuntimeHeadRevisionConflict         = rt.ErrHeadRevisionConflict
-	ErrRuntimeIO                           = rt.ErrIO
-	ErrRuntimeInvalidArgument              = rt.ErrInvalidArgument
-	ErrRuntimeQueuedWorkClaimExpired       = rt.ErrQueuedWorkClaimExpired
-	ErrRuntimeRuntimeTurnCommitConflict    = rt.ErrRuntimeTurnCommitConflict
-	ErrRuntimeSessionBindingMismatch       = rt.ErrSessionBindingMismatch
-	ErrRuntimeSessionExecutionLeaseExpired = rt.ErrSessionExecutionLeaseExpired
-	RuntimeGraphAppend                     = rt.GraphAppend
-	RuntimeGraphReplaceFull                = rt.GraphReplaceFull
-	RuntimeGraphUnchanged                  = rt.GraphUnchanged
-	RuntimeMergeEmptyKeyAlone              = rt.MergeEmptyKeyAlone
-	RuntimeMergeKeyIgnored                 = rt.MergeKeyIgnored
-	RuntimeMergeSameKey                    = rt.MergeSameKey
-	RuntimeOnePolicy                       = rt.OnePolicy
-	RuntimeSeed                            = rt.Seed
-	RuntimeSlotExclusive                   = rt.SlotExclusive
-	RuntimeSlotMergeable                   = rt.SlotMergeable
-	RuntimeStoreName                       = rt.StoreName
+	RuntimeBoundaryStep                    = r.BoundaryStep
+	RuntimeBoundaryTurn                    = r.BoundaryTurn
+	RuntimeDeliverInterrupt                = r.DeliverInterrupt
+	RuntimeDeliverNextTurn                 = r.DeliverNextTurn
+	RuntimeDurable                         = r.Durable
+	RuntimeEphemeral                       = r.Ephemeral
+	ErrRuntimeGraphNodeConflict            = r.ErrGraphNodeConflict
+	ErrRuntimeHeadRevisionConflict         = r.ErrHeadRevisionConflict
+	ErrRuntimeIO                           = r.ErrIO
+	ErrRuntimeInvalidArgument              = r.ErrInvalidArgument
+	ErrRuntimeQueuedWorkClaimExpired       = r.ErrQueuedWorkClaimExpired
+	ErrRuntimeRuntimeTurnCommitConflict    = r.ErrRuntimeTurnCommitConflict
+	ErrRuntimeSessionBindingMismatch       = r.ErrSessionBindingMismatch
+	ErrRuntimeSessionExecutionLeaseExpired = r.ErrSessionExecutionLeaseExpired
+	RuntimeGraphAppend                     = r.GraphAppend
+	RuntimeGraphReplaceFull                = r.GraphReplaceFull
+	RuntimeGraphUnchanged                  = r.GraphUnchanged
+	RuntimeMergeEmptyKeyAlone              = r.MergeEmptyKeyAlone
+	RuntimeMergeKeyIgnored                 = r.MergeKeyIgnored
+	RuntimeMergeSameKey                    = r.MergeSameKey
+	RuntimeOnePolicy                       = r.OnePolicy
+	RuntimeSeed                            = r.Seed
+	RuntimeSlotExclusive                   = r.SlotExclusive
+	RuntimeSlotMergeable                   = r.SlotMergeable
+	RuntimeStoreName                       = r.StoreName
 )
 
 // The runtime contract's vars (spec/runtime).
 var (
-	RuntimeActivePathTo        = rt.ActivePathTo
-	RuntimeFullGraph           = rt.FullGraph
-	RuntimeItemID              = rt.ItemID
-	RuntimeLeaseToken          = rt.LeaseToken
-	RuntimeMergeReadings       = rt.MergeReadings
-	RuntimeSelectClaimPrefix   = rt.SelectClaimPrefix
-	RuntimeSelectClaimPrefixAs = rt.SelectClaimPrefixAs
+	RuntimeActivePathTo        = r.ActivePathTo
+	RuntimeFullGraph           = r.FullGraph
+	RuntimeItemID              = r.ItemID
+	RuntimeLeaseToken          = r.LeaseToken
+	RuntimeMergeReadings       = r.MergeReadings
+	RuntimeSelectClaimPrefix   = r.SelectClaimPrefix
+	RuntimeSelectClaimPrefixAs = r.SelectClaimPrefixAs
 )
 
 // The client contract's types (spec/client).

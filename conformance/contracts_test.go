@@ -18,7 +18,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // reexported are the contracts a Go store implements, as contracts.go
@@ -29,7 +29,7 @@ var reexported = []struct {
 	ops                []spec.Op
 }{
 	{"continuity", "c", "Continuity", c.Ops},
-	{"runtime", "rt", "Runtime", rt.Ops},
+	{"runtime", "r", "Runtime", r.Ops},
 	{"client", "cli", "Client", cli.Ops},
 }
 
@@ -68,7 +68,7 @@ package conformance
 import (
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 `)
 	seen := map[string]string{}

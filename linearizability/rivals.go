@@ -7,7 +7,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // A rival is an operation that contends with another on the same thing:
@@ -21,9 +21,9 @@ import (
 // workload state and replays as it was recorded.
 
 // ContinuityRival is a continuity operation that contends with op, or nil.
-func ContinuityRival(op spec.Op, r *rand.Rand) spec.Op {
+func ContinuityRival(op spec.Op, rnd *rand.Rand) spec.Op {
 	bump := func(f c.FencingToken) c.FencingToken {
-		if r.IntN(2) == 0 && f > 0 {
+		if rnd.IntN(2) == 0 && f > 0 {
 			return f - 1
 		}
 		return f + 1
@@ -51,16 +51,16 @@ func ContinuityRival(op spec.Op, r *rand.Rand) spec.Op {
 }
 
 // RuntimeRival is a runtime operation that contends with op, or nil.
-func RuntimeRival(op spec.Op, r *rand.Rand) spec.Op {
+func RuntimeRival(op spec.Op, rnd *rand.Rand) spec.Op {
 	switch o := op.(type) {
-	case rt.TryClaimSessionExecutionLease:
+	case r.TryClaimSessionExecutionLease:
 		o.OwnerID = o.OwnerID + "-rival"
 		return o
-	case rt.RenewSessionExecutionLease:
-		return rt.TryClaimSessionExecutionLease{SessionID: o.Fence.SessionID, OwnerID: o.Fence.OwnerID + "-rival", TTLMs: o.TTLMs}
-	case rt.ReleaseSessionExecutionLease:
-		return rt.TryClaimSessionExecutionLease{SessionID: o.Completion.SessionID, OwnerID: o.Completion.OwnerID + "-rival", TTLMs: 1_000}
-	case rt.CommitRuntimeState:
+	case r.RenewSessionExecutionLease:
+		return r.TryClaimSessionExecutionLease{SessionID: o.Fence.SessionID, OwnerID: o.Fence.OwnerID + "-rival", TTLMs: o.TTLMs}
+	case r.ReleaseSessionExecutionLease:
+		return r.TryClaimSessionExecutionLease{SessionID: o.Completion.SessionID, OwnerID: o.Completion.OwnerID + "-rival", TTLMs: 1_000}
+	case r.CommitRuntimeState:
 		// A second commit from the same base under the same lease: at most
 		// one of the two may move the head.
 		cm := o.Commit
@@ -71,18 +71,18 @@ func RuntimeRival(op spec.Op, r *rand.Rand) spec.Op {
 			cm.TurnCommit = &tc
 		}
 		cm.Checkpoint = append(slices.Clip(cm.Checkpoint), "-rival"...)
-		return rt.CommitRuntimeState{Commit: cm}
-	case rt.ClaimReadyQueuedWork:
+		return r.CommitRuntimeState{Commit: cm}
+	case r.ClaimReadyQueuedWork:
 		o.OwnerID = o.OwnerID + "-rival"
 		return o
-	case rt.CancelQueuedWorkBatch, rt.EnqueueQueuedWork, rt.AbandonQueuedWorkClaim, rt.RenewQueuedWorkClaim:
+	case r.CancelQueuedWorkBatch, r.EnqueueQueuedWork, r.AbandonQueuedWorkClaim, r.RenewQueuedWorkClaim:
 		return op
 	}
 	return nil
 }
 
 // ClientRival is a client operation that contends with op, or nil.
-func ClientRival(op spec.Op, r *rand.Rand) spec.Op {
+func ClientRival(op spec.Op, rnd *rand.Rand) spec.Op {
 	switch o := op.(type) {
 	case cli.SettleTask:
 		for _, v := range cli.TerminalTaskStates {
@@ -104,7 +104,7 @@ func ClientRival(op spec.Op, r *rand.Rand) spec.Op {
 		v.AgentState += "-rival"
 		return cli.UpsertSession{TaskID: o.TaskID, Version: v}
 	case cli.BumpSessionVersion:
-		return cli.BumpSessionVersion{TaskID: o.TaskID, Generation: o.Generation, Seq: o.Seq + uint64(1+r.IntN(2))}
+		return cli.BumpSessionVersion{TaskID: o.TaskID, Generation: o.Generation, Seq: o.Seq + uint64(1+rnd.IntN(2))}
 	case cli.OpenTask:
 		return cli.SettleTask{TaskID: o.Causality.Task, State: cli.TaskCompleted}
 	case cli.BindTask:

@@ -11,7 +11,7 @@ import (
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // clientTuple is a session tuple of task-1's sessions in the tests below,
@@ -147,16 +147,16 @@ func TestAnOperationKilledAtItsFirstYieldPointNeverHappened(t *testing.T) {
 // atomic_reads is held to one moment.
 func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 	const now = 1000
-	token := rt.LeaseToken("s", "o", now, 1)
-	fence := rt.SessionExecutionLeaseFence{SessionID: "s", OwnerID: "o", LeaseToken: token, FencingToken: 1}
+	token := r.LeaseToken("s", "o", now, 1)
+	fence := r.SessionExecutionLeaseFence{SessionID: "s", OwnerID: "o", LeaseToken: token, FencingToken: 1}
 	commit := func(n int) (spec.Op, model.Outcome) {
-		return rt.CommitRuntimeState{Commit: rt.RuntimeCommit{SessionID: "s", Lease: &fence, Graph: rt.GraphDelta{Kind: rt.GraphUnchanged},
-				Checkpoint: []byte{byte('0' + n)}, UsageDeltas: []rt.UsageEntry{{Source: "a", Model: "m", Usage: rt.Usage{InputTokens: uint64(n)}}}}},
-			model.OK(rt.CommitResult{HeadRevision: uint64(n), CheckpointRef: "ref" + string(rune('0'+n))})
+		return r.CommitRuntimeState{Commit: r.RuntimeCommit{SessionID: "s", Lease: &fence, Graph: r.GraphDelta{Kind: r.GraphUnchanged},
+				Checkpoint: []byte{byte('0' + n)}, UsageDeltas: []r.UsageEntry{{Source: "a", Model: "m", Usage: r.Usage{InputTokens: uint64(n)}}}}},
+			model.OK(r.CommitResult{HeadRevision: uint64(n), CheckpointRef: "ref" + string(rune('0'+n))})
 	}
 	read := func(head, ledger uint64) model.Outcome {
-		return model.OK(&rt.SessionRead{SessionID: "s", HeadRevision: head, CheckpointRef: "ref" + string(rune('0'+head)), Checkpoint: []byte{byte('0' + head)},
-			TokenLedger: []rt.UsageEntry{{Source: "a", Model: "m", Usage: rt.Usage{InputTokens: ledger * (ledger + 1) / 2}}}})
+		return model.OK(&r.SessionRead{SessionID: "s", HeadRevision: head, CheckpointRef: "ref" + string(rune('0'+head)), Checkpoint: []byte{byte('0' + head)},
+			TokenLedger: []r.UsageEntry{{Source: "a", Model: "m", Usage: r.Usage{InputTokens: ledger * (ledger + 1) / 2}}}})
 	}
 	judge := func(m model.Model, readFirst bool, got model.Outcome) bool {
 		o := newOracle(m)
@@ -165,14 +165,14 @@ func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 			_, ok := o.ret(id, op, out)
 			return ok
 		}
-		claim := rt.TryClaimSessionExecutionLease{SessionID: "s", OwnerID: "o", TTLMs: 100_000}
+		claim := r.TryClaimSessionExecutionLease{SessionID: "s", OwnerID: "o", TTLMs: 100_000}
 		c1, r1 := commit(1)
-		if !run(0, claim, model.OK(&rt.SessionExecutionLease{SessionID: "s", OwnerID: "o", LeaseToken: token, FencingToken: 1,
+		if !run(0, claim, model.OK(&r.SessionExecutionLease{SessionID: "s", OwnerID: "o", LeaseToken: token, FencingToken: 1,
 			ClaimedAtMs: now, ExpiresAtMs: now + 100_000})) || !run(1, c1, r1) {
 			t.Fatal("the lease and the first commit are refused")
 		}
 		c2, r2 := commit(2)
-		load := rt.LoadSession{}
+		load := r.LoadSession{}
 		o.call(2, c2, now)
 		o.call(3, load, now)
 		if readFirst {

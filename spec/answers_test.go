@@ -7,7 +7,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Every contract declares the kinds its operations refuse with against
@@ -67,11 +67,11 @@ func TestAnswerOfIsOneOfTheResultAnswers(t *testing.T) {
 		{c.LoadSessionSnapshot{}, snap, "non-null"},
 		{c.ResolveMany{}, map[c.Identity]c.Resolution{}, "empty"},
 		{c.ResolveMany{}, map[c.Identity]c.Resolution{"a": {}}, "non-empty"},
-		{rt.ListQueuedWork{}, []rt.QueuedWorkBatch(nil), "empty"},
-		{rt.ListQueuedWork{}, []rt.QueuedWorkBatch{{}}, "non-empty"},
-		{rt.LoadSessionMeta{}, spec.RawJSON(nil), "empty"},
-		{rt.LoadSessionMeta{}, spec.RawJSON(`{}`), "non-empty"},
-		{rt.Vacuum{}, rt.VacuumReport{}, "ok"},
+		{r.ListQueuedWork{}, []r.QueuedWorkBatch(nil), "empty"},
+		{r.ListQueuedWork{}, []r.QueuedWorkBatch{{}}, "non-empty"},
+		{r.LoadSessionMeta{}, spec.RawJSON(nil), "empty"},
+		{r.LoadSessionMeta{}, spec.RawJSON(`{}`), "non-empty"},
+		{r.Vacuum{}, r.VacuumReport{}, "ok"},
 		{cli.GetOutHead{}, (*string)(nil), "null"},
 	} {
 		got := spec.AnswerOf(tc.op, tc.result, "")

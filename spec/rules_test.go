@@ -14,12 +14,12 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/rules from the rule tables")
 
-var contracts = []spec.Contract{c.Contract, rt.Contract, cli.Contract}
+var contracts = []spec.Contract{c.Contract, r.Contract, cli.Contract}
 
 // TestRuleTables checks every contract's rule table: unique IDs of the form
 // "<store>.<operation>.<what>", an operation the contract has, a quote found

@@ -6,14 +6,14 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Every bound of every rule table has a deliberate bug that breaks it, of
 // its own store, and every bound named here is one a table states.
 func TestEveryBoundHasABugThatBreaksIt(t *testing.T) {
 	known := map[string]bool{}
-	for _, c := range []spec.Contract{c.Contract, rt.Contract, cli.Contract} {
+	for _, c := range []spec.Contract{c.Contract, r.Contract, cli.Contract} {
 		for _, b := range c.Bounds() {
 			known[b.ID] = true
 			bugs := Breaking(b.ID)

@@ -38,7 +38,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Store is everything storecheck knows of one store.
@@ -101,7 +101,7 @@ var All = []Store{
 		Rival:       linearizability.ContinuityRival,
 	},
 	{
-		Contract:    runtime.Contract,
+		Contract:    r.Contract,
 		Model:       model.Runtime{},
 		Workload:    linearizability.DefaultRuntimeWorkload.New,
 		Events:      model.RuntimeEvents,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // The models keep the count bounds of the rule tables as the specs check
@@ -90,16 +90,16 @@ func TestClientModelKeepsTheCountBounds(t *testing.T) {
 func TestRuntimeModelKeepsMaxBatches(t *testing.T) {
 	m := Runtime{}
 	const now = int64(1_767_225_600_000)
-	s, out := Expect(m, m.Init(), rt.TryClaimSessionExecutionLease{SessionID: "s", OwnerID: "w", TTLMs: 60_000}, now)
-	lease := out.Result.(*rt.SessionExecutionLease)
+	s, out := Expect(m, m.Init(), r.TryClaimSessionExecutionLease{SessionID: "s", OwnerID: "w", TTLMs: 60_000}, now)
+	lease := out.Result.(*r.SessionExecutionLease)
 	for range 3 {
-		s, _ = Expect(m, s, rt.EnqueueQueuedWork{Draft: rt.QueuedWorkBatchDraft{SessionID: "s", DeliveryPolicy: rt.DeliverNextTurn,
-			SlotPolicy: rt.SlotMergeable, MergeKey: "k", AvailableAtMs: now}}, now)
+		s, _ = Expect(m, s, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: "s", DeliveryPolicy: r.DeliverNextTurn,
+			SlotPolicy: r.SlotMergeable, MergeKey: "k", AvailableAtMs: now}}, now)
 	}
 	for _, tc := range []struct{ max, want int }{{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 3}} {
-		_, out := Expect(m, s, rt.ClaimReadyQueuedWork{SessionID: "s", Lease: lease.Fence(), OwnerID: "w", Boundary: rt.BoundaryTurn,
+		_, out := Expect(m, s, r.ClaimReadyQueuedWork{SessionID: "s", Lease: lease.Fence(), OwnerID: "w", Boundary: r.BoundaryTurn,
 			TTLMs: 1000, MaxBatches: tc.max}, now)
-		c := out.Result.(*rt.QueuedWorkClaim)
+		c := out.Result.(*r.QueuedWorkClaim)
 		got := 0
 		if c != nil {
 			got = len(c.Batches)

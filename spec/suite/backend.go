@@ -7,7 +7,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // HarnessOf is the suite's harness for any adapters.Backend, in this
@@ -37,8 +37,8 @@ func HarnessOf(b adapters.Backend) Harness {
 		switch store {
 		case c.StoreName:
 			h.Continuity = proxied(open, func(t adapters.Target) c.Store { return c.Proxy{Target: t} })
-		case rt.StoreName:
-			h.Runtime = proxied(open, func(t adapters.Target) rt.Store { return rt.Proxy{Target: t} })
+		case r.StoreName:
+			h.Runtime = proxied(open, func(t adapters.Target) r.Store { return r.Proxy{Target: t} })
 		case cli.StoreName:
 			h.Client = proxied(open, func(t adapters.Target) cli.Store { return cli.Proxy{Target: t} })
 		}

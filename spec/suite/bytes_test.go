@@ -9,7 +9,7 @@ import (
 	"github.com/onsi/gomega/format"
 
 	"github.com/storecheck/storecheck/spec"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Failure messages show bytes as text or hex, never decimal arrays, nested
@@ -21,7 +21,7 @@ func TestFailuresShowBytesAsTextOrHex(t *testing.T) {
 	}{
 		{[]byte("\x00second\xff"), "hex 007365636f6e64ff"},
 		{[]byte("one"), `"one"`},
-		{&rt.Attachment{Data: []byte("\x00bytes\xff")}, "hex 006279746573ff"},
+		{&r.Attachment{Data: []byte("\x00bytes\xff")}, "hex 006279746573ff"},
 		{spec.RawJSON(`{"k": 1}`), `JSON text "{\"k\": 1}"`},
 	} {
 		got := format.Object(tc.v, 0)

@@ -6,7 +6,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Harness is what a backend author writes to run the suite: functions that
@@ -47,7 +47,7 @@ type Harness struct {
 	// Client opens a client store.
 	Client func(ctx context.Context, o Options) (cli.Store, error)
 	// Runtime opens a runtime store.
-	Runtime func(ctx context.Context, o Options) (rt.Store, error)
+	Runtime func(ctx context.Context, o Options) (r.Store, error)
 	// WriteClientSchema, when set, writes at path a client store file that
 	// the backend's own open reads as carrying marker at version, in
 	// whatever layout the backend keeps its marker (over the wire: the

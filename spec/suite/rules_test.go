@@ -15,11 +15,11 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // complete are the stores whose every spec names its rules.
-var complete = []spec.Contract{c.Contract, rt.Contract, cli.Contract}
+var complete = []spec.Contract{c.Contract, r.Contract, cli.Contract}
 
 // specLabels is one spec as the coverage tests see it: its store (its
 // first container), its full name and its labels.
@@ -43,7 +43,7 @@ func dryRun(t *testing.T) []specLabels {
 		Define(Harness{
 			Name:       "dry run",
 			Continuity: func(context.Context, Options) (c.Store, error) { return nil, nil },
-			Runtime:    func(context.Context, Options) (rt.Store, error) { return nil, nil },
+			Runtime:    func(context.Context, Options) (r.Store, error) { return nil, nil },
 			Client:     func(context.Context, Options) (cli.Store, error) { return nil, nil },
 		})
 		ReportAfterSuite("rules", func(r Report) { reports = r.SpecReports })

@@ -13,7 +13,7 @@ import (
 	"github.com/onsi/gomega/types"
 
 	"github.com/storecheck/storecheck/spec"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // The ids and ttls of the runtime specs; rt-prefixed where the continuity
@@ -32,7 +32,7 @@ const (
 type runtimeFixture struct {
 	h Harness
 	*fresh
-	s rt.Store
+	s r.Store
 }
 
 // The runtime contract's rules, one Describe per operation (see spec/runtime
@@ -59,9 +59,9 @@ func runtimeSpecs(h Harness) {
 }
 
 // open opens a store on path and closes it when the spec ends.
-func (fx *runtimeFixture) open(path string) rt.Store {
+func (fx *runtimeFixture) open(path string) r.Store {
 	GinkgoHelper()
-	return openForSpec(fx.fresh, fx.h.Runtime, path, "runtime", func(st rt.Store, once *closeOnce) rt.Store {
+	return openForSpec(fx.fresh, fx.h.Runtime, path, "runtime", func(st r.Store, once *closeOnce) r.Store {
 		return runtimeHandle{st, once}
 	})
 }
@@ -74,38 +74,38 @@ func (fx *runtimeFixture) u64(v uint64) *uint64 { return &v }
 
 // Leases.
 
-func (fx *runtimeFixture) tryClaimOn(st rt.Store, sess, owner string) *rt.SessionExecutionLease {
+func (fx *runtimeFixture) tryClaimOn(st r.Store, sess, owner string) *r.SessionExecutionLease {
 	GinkgoHelper()
 	l, err := st.TryClaimSessionExecutionLease(fx.ctx, sess, owner, leaseTTL)
 	Expect(err).NotTo(HaveOccurred(), "try_claim_session_execution_lease %s %s", sess, owner)
 	return l
 }
 
-func (fx *runtimeFixture) tryClaim(owner string) *rt.SessionExecutionLease {
+func (fx *runtimeFixture) tryClaim(owner string) *r.SessionExecutionLease {
 	GinkgoHelper()
 	return fx.tryClaimOn(fx.s, rtSession, owner)
 }
 
-func (fx *runtimeFixture) lease(owner string) *rt.SessionExecutionLease {
+func (fx *runtimeFixture) lease(owner string) *r.SessionExecutionLease {
 	GinkgoHelper()
 	l := fx.tryClaim(owner)
 	Expect(l).NotTo(BeNil(), "%s claims the session lease", owner)
 	return l
 }
 
-func (fx *runtimeFixture) fenceOf(l *rt.SessionExecutionLease) *rt.SessionExecutionLeaseFence {
+func (fx *runtimeFixture) fenceOf(l *r.SessionExecutionLease) *r.SessionExecutionLeaseFence {
 	fence := l.Fence()
 	return &fence
 }
 
 // fenceVariants are fences that differ from l's in one field each.
-func (fx *runtimeFixture) fenceVariants(l *rt.SessionExecutionLease) map[string]rt.SessionExecutionLeaseFence {
-	out := map[string]rt.SessionExecutionLeaseFence{}
-	for what, m := range map[string]func(*rt.SessionExecutionLeaseFence){
-		"another owner":         func(x *rt.SessionExecutionLeaseFence) { x.OwnerID = rival },
-		"another token":         func(x *rt.SessionExecutionLeaseFence) { x.LeaseToken = "forged" },
-		"another fencing token": func(x *rt.SessionExecutionLeaseFence) { x.FencingToken++ },
-		"another session":       func(x *rt.SessionExecutionLeaseFence) { x.SessionID = rtOther },
+func (fx *runtimeFixture) fenceVariants(l *r.SessionExecutionLease) map[string]r.SessionExecutionLeaseFence {
+	out := map[string]r.SessionExecutionLeaseFence{}
+	for what, m := range map[string]func(*r.SessionExecutionLeaseFence){
+		"another owner":         func(x *r.SessionExecutionLeaseFence) { x.OwnerID = rival },
+		"another token":         func(x *r.SessionExecutionLeaseFence) { x.LeaseToken = "forged" },
+		"another fencing token": func(x *r.SessionExecutionLeaseFence) { x.FencingToken++ },
+		"another session":       func(x *r.SessionExecutionLeaseFence) { x.SessionID = rtOther },
 	} {
 		fence := l.Fence()
 		m(&fence)
@@ -116,8 +116,8 @@ func (fx *runtimeFixture) fenceVariants(l *rt.SessionExecutionLease) map[string]
 
 // Commits.
 
-func (fx *runtimeFixture) commitOf(l *rt.SessionExecutionLease, checkpoint string) rt.RuntimeCommit {
-	cm := rt.RuntimeCommit{SessionID: rtSession, Graph: rt.GraphDelta{Kind: rt.GraphUnchanged},
+func (fx *runtimeFixture) commitOf(l *r.SessionExecutionLease, checkpoint string) r.RuntimeCommit {
+	cm := r.RuntimeCommit{SessionID: rtSession, Graph: r.GraphDelta{Kind: r.GraphUnchanged},
 		Checkpoint: []byte(checkpoint), Config: spec.RawJSON(`{"model":"m-1"}`)}
 	if l != nil {
 		cm.Lease = fx.fenceOf(l)
@@ -125,39 +125,39 @@ func (fx *runtimeFixture) commitOf(l *rt.SessionExecutionLease, checkpoint strin
 	return cm
 }
 
-func (fx *runtimeFixture) commitOn(st rt.Store, cm rt.RuntimeCommit) rt.CommitResult {
+func (fx *runtimeFixture) commitOn(st r.Store, cm r.RuntimeCommit) r.CommitResult {
 	GinkgoHelper()
 	res, err := st.CommitRuntimeState(fx.ctx, cm)
 	Expect(err).NotTo(HaveOccurred(), "commit_runtime_state")
 	return res
 }
 
-func (fx *runtimeFixture) commit(cm rt.RuntimeCommit) rt.CommitResult {
+func (fx *runtimeFixture) commit(cm r.RuntimeCommit) r.CommitResult {
 	GinkgoHelper()
 	return fx.commitOn(fx.s, cm)
 }
 
-func (fx *runtimeFixture) node(id, parent string) rt.Node {
-	return rt.Node{NodeID: id, ParentID: parent, Data: spec.RawJSON(`{"text":"` + id + `"}`)}
+func (fx *runtimeFixture) node(id, parent string) r.Node {
+	return r.Node{NodeID: id, ParentID: parent, Data: spec.RawJSON(`{"text":"` + id + `"}`)}
 }
 
-func (fx *runtimeFixture) appendNodes(leaf string, nodes ...rt.Node) rt.GraphDelta {
-	return rt.GraphDelta{Kind: rt.GraphAppend, Nodes: nodes, LeafNodeID: leaf}
+func (fx *runtimeFixture) appendNodes(leaf string, nodes ...r.Node) r.GraphDelta {
+	return r.GraphDelta{Kind: r.GraphAppend, Nodes: nodes, LeafNodeID: leaf}
 }
 
-func (fx *runtimeFixture) loadOn(st rt.Store, scope rt.ReadScope) *rt.SessionRead {
+func (fx *runtimeFixture) loadOn(st r.Store, scope r.ReadScope) *r.SessionRead {
 	GinkgoHelper()
 	read, err := st.LoadSession(fx.ctx, scope)
 	Expect(err).NotTo(HaveOccurred(), "load_session")
 	return read
 }
 
-func (fx *runtimeFixture) load(scope rt.ReadScope) *rt.SessionRead {
+func (fx *runtimeFixture) load(scope r.ReadScope) *r.SessionRead {
 	GinkgoHelper()
 	return fx.loadOn(fx.s, scope)
 }
 
-func (fx *runtimeFixture) nodeIDs(g rt.Graph) []string {
+func (fx *runtimeFixture) nodeIDs(g r.Graph) []string {
 	ids := []string{}
 	for _, n := range g.Nodes {
 		ids = append(ids, n.NodeID)
@@ -165,7 +165,7 @@ func (fx *runtimeFixture) nodeIDs(g rt.Graph) []string {
 	return ids
 }
 
-func (fx *runtimeFixture) loadNode(id string) *rt.Node {
+func (fx *runtimeFixture) loadNode(id string) *r.Node {
 	GinkgoHelper()
 	n, err := fx.s.LoadNode(fx.ctx, id)
 	Expect(err).NotTo(HaveOccurred(), "load_node %s", id)
@@ -184,7 +184,7 @@ func (fx *runtimeFixture) vacuum() int {
 	return rep.RemovedNodeCount
 }
 
-func (fx *runtimeFixture) attachment(id string) *rt.Attachment {
+func (fx *runtimeFixture) attachment(id string) *r.Attachment {
 	GinkgoHelper()
 	a, err := fx.s.LoadAttachment(fx.ctx, id)
 	Expect(err).NotTo(HaveOccurred(), "load_attachment %s", id)
@@ -193,7 +193,7 @@ func (fx *runtimeFixture) attachment(id string) *rt.Attachment {
 
 // expectAttachment checks attachment id is want, naming an encoding
 // mistake of its bytes when it sees one.
-func (fx *runtimeFixture) expectAttachment(id string, want *rt.Attachment) {
+func (fx *runtimeFixture) expectAttachment(id string, want *r.Attachment) {
 	GinkgoHelper()
 	got := fx.attachment(id)
 	var data []byte
@@ -210,29 +210,29 @@ func (fx *runtimeFixture) stage(sess, id, data string) {
 
 // Queued work.
 
-func (fx *runtimeFixture) draft(slot rt.SlotPolicy, key string) rt.QueuedWorkBatchDraft {
-	return rt.QueuedWorkBatchDraft{SessionID: rtSession, DeliveryPolicy: rt.DeliverNextTurn, SlotPolicy: slot, MergeKey: key,
+func (fx *runtimeFixture) draft(slot r.SlotPolicy, key string) r.QueuedWorkBatchDraft {
+	return r.QueuedWorkBatchDraft{SessionID: rtSession, DeliveryPolicy: r.DeliverNextTurn, SlotPolicy: slot, MergeKey: key,
 		AvailableAtMs: fx.now(), Payloads: []spec.RawJSON{spec.RawJSON(`{"text":"hello"}`)}}
 }
 
-func (fx *runtimeFixture) enqueueOn(st rt.Store, d rt.QueuedWorkBatchDraft) rt.QueuedWorkBatch {
+func (fx *runtimeFixture) enqueueOn(st r.Store, d r.QueuedWorkBatchDraft) r.QueuedWorkBatch {
 	GinkgoHelper()
 	b, err := st.EnqueueQueuedWork(fx.ctx, d)
 	Expect(err).NotTo(HaveOccurred(), "enqueue_queued_work")
 	return b
 }
 
-func (fx *runtimeFixture) enqueue(d rt.QueuedWorkBatchDraft) rt.QueuedWorkBatch {
+func (fx *runtimeFixture) enqueue(d r.QueuedWorkBatchDraft) r.QueuedWorkBatch {
 	GinkgoHelper()
 	return fx.enqueueOn(fx.s, d)
 }
 
-func (fx *runtimeFixture) mergeable() rt.QueuedWorkBatch {
+func (fx *runtimeFixture) mergeable() r.QueuedWorkBatch {
 	GinkgoHelper()
-	return fx.enqueue(fx.draft(rt.SlotMergeable, "k"))
+	return fx.enqueue(fx.draft(r.SlotMergeable, "k"))
 }
 
-func (fx *runtimeFixture) batchIDs(bs []rt.QueuedWorkBatch) []string {
+func (fx *runtimeFixture) batchIDs(bs []r.QueuedWorkBatch) []string {
 	ids := []string{}
 	for _, b := range bs {
 		ids = append(ids, b.BatchID)
@@ -240,19 +240,19 @@ func (fx *runtimeFixture) batchIDs(bs []rt.QueuedWorkBatch) []string {
 	return ids
 }
 
-func (fx *runtimeFixture) claimOn(st rt.Store, l *rt.SessionExecutionLease, owner string, boundary rt.QueuedWorkClaimBoundary, max int) *rt.QueuedWorkClaim {
+func (fx *runtimeFixture) claimOn(st r.Store, l *r.SessionExecutionLease, owner string, boundary r.QueuedWorkClaimBoundary, max int) *r.QueuedWorkClaim {
 	GinkgoHelper()
 	c, err := st.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), owner, boundary, claimTTL, max)
 	Expect(err).NotTo(HaveOccurred(), "claim_ready_queued_work")
 	return c
 }
 
-func (fx *runtimeFixture) claimWork(l *rt.SessionExecutionLease, owner string, max int) *rt.QueuedWorkClaim {
+func (fx *runtimeFixture) claimWork(l *r.SessionExecutionLease, owner string, max int) *r.QueuedWorkClaim {
 	GinkgoHelper()
-	return fx.claimOn(fx.s, l, owner, rt.BoundaryTurn, max)
+	return fx.claimOn(fx.s, l, owner, r.BoundaryTurn, max)
 }
 
-func (fx *runtimeFixture) claimed(c *rt.QueuedWorkClaim) []string {
+func (fx *runtimeFixture) claimed(c *r.QueuedWorkClaim) []string {
 	GinkgoHelper()
 	Expect(c).NotTo(BeNil(), "a claim was won")
 	return fx.batchIDs(c.Batches)
@@ -261,10 +261,10 @@ func (fx *runtimeFixture) claimed(c *rt.QueuedWorkClaim) []string {
 // prefixes are the claim lengths the rules allow over candidates (the
 // claimable batches in enqueue order) at boundary: one per reading of the
 // merge key (runtime.claim_ready_queued_work.prefix_reading).
-func (fx *runtimeFixture) prefixes(candidates []rt.QueuedWorkBatch, boundary rt.QueuedWorkClaimBoundary, max int) []int {
+func (fx *runtimeFixture) prefixes(candidates []r.QueuedWorkBatch, boundary r.QueuedWorkClaimBoundary, max int) []int {
 	var out []int
-	for _, m := range rt.MergeReadings {
-		if n := rt.SelectClaimPrefixAs(m, candidates, boundary, max); !slices.Contains(out, n) {
+	for _, m := range r.MergeReadings {
+		if n := r.SelectClaimPrefixAs(m, candidates, boundary, max); !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
@@ -274,11 +274,11 @@ func (fx *runtimeFixture) prefixes(candidates []rt.QueuedWorkBatch, boundary rt.
 // claimAsAllowed claims on st and checks that the claim is a prefix of the
 // candidates (the session's pending batches available now, in enqueue
 // order) of a length some reading of the merge key gives.
-func (fx *runtimeFixture) claimAsAllowed(st rt.Store, l *rt.SessionExecutionLease, owner string, boundary rt.QueuedWorkClaimBoundary, max int) *rt.QueuedWorkClaim {
+func (fx *runtimeFixture) claimAsAllowed(st r.Store, l *r.SessionExecutionLease, owner string, boundary r.QueuedWorkClaimBoundary, max int) *r.QueuedWorkClaim {
 	GinkgoHelper()
 	pending, err := st.ListPendingQueuedWork(fx.ctx, rtSession)
 	Expect(err).NotTo(HaveOccurred())
-	var candidates []rt.QueuedWorkBatch
+	var candidates []r.QueuedWorkBatch
 	for _, b := range pending {
 		if b.AvailableAtMs <= fx.now() {
 			candidates = append(candidates, b)
@@ -303,7 +303,7 @@ func (fx *runtimeFixture) claimAsAllowed(st rt.Store, l *rt.SessionExecutionLeas
 // stored counts (one up by the claim): the claim's is its first batch's,
 // before or after the claim's increment; each answered batch shows its count
 // after the increment or before it, all alike.
-func (fx *runtimeFixture) expectClaimFence(c *rt.QueuedWorkClaim) {
+func (fx *runtimeFixture) expectClaimFence(c *r.QueuedWorkClaim) {
 	GinkgoHelper()
 	stored := map[string]uint64{}
 	for _, b := range fx.list(c.SessionID) {
@@ -321,21 +321,21 @@ func (fx *runtimeFixture) expectClaimFence(c *rt.QueuedWorkClaim) {
 	Expect(slices.Compact(shift)).To(HaveLen(1), allowed("runtime.claim_ready_queued_work.answered_batches", "every batch of the claim counted alike"))
 }
 
-func (fx *runtimeFixture) list(sess string) []rt.QueuedWorkBatch {
+func (fx *runtimeFixture) list(sess string) []r.QueuedWorkBatch {
 	GinkgoHelper()
 	bs, err := fx.s.ListQueuedWork(fx.ctx, sess)
 	Expect(err).NotTo(HaveOccurred())
 	return bs
 }
 
-func (fx *runtimeFixture) pending() []rt.QueuedWorkBatch {
+func (fx *runtimeFixture) pending() []r.QueuedWorkBatch {
 	GinkgoHelper()
 	bs, err := fx.s.ListPendingQueuedWork(fx.ctx, rtSession)
 	Expect(err).NotTo(HaveOccurred())
 	return bs
 }
 
-func (fx *runtimeFixture) cancel(sess, id string) *rt.QueuedWorkBatch {
+func (fx *runtimeFixture) cancel(sess, id string) *r.QueuedWorkBatch {
 	GinkgoHelper()
 	b, err := fx.s.CancelQueuedWorkBatch(fx.ctx, sess, id)
 	Expect(err).NotTo(HaveOccurred())
@@ -345,11 +345,11 @@ func (fx *runtimeFixture) cancel(sess, id string) *rt.QueuedWorkBatch {
 // runtimeObserved is everything the specs can observe without changing
 // anything, to show that a failed operation changed nothing.
 type runtimeObserved struct {
-	Session, Path *rt.SessionRead
-	Queue         [][]rt.QueuedWorkBatch
-	Pending       []rt.QueuedWorkBatch
+	Session, Path *r.SessionRead
+	Queue         [][]r.QueuedWorkBatch
+	Pending       []r.QueuedWorkBatch
 	Meta          spec.RawJSON
-	Attachments   []*rt.Attachment
+	Attachments   []*r.Attachment
 }
 
 func (fx *runtimeFixture) state() runtimeObserved {
@@ -357,12 +357,12 @@ func (fx *runtimeFixture) state() runtimeObserved {
 	meta, err := fx.s.LoadSessionMeta(fx.ctx)
 	Expect(err).NotTo(HaveOccurred())
 	return runtimeObserved{
-		Session:     sortedRead(fx.load(rt.FullGraph())),
-		Path:        sortedRead(fx.load(rt.ActivePathTo(""))),
-		Queue:       [][]rt.QueuedWorkBatch{fx.list(rtSession), fx.list(rtOther)},
+		Session:     sortedRead(fx.load(r.FullGraph())),
+		Path:        sortedRead(fx.load(r.ActivePathTo(""))),
+		Queue:       [][]r.QueuedWorkBatch{fx.list(rtSession), fx.list(rtOther)},
 		Pending:     fx.pending(),
 		Meta:        meta,
-		Attachments: []*rt.Attachment{fx.attachment("att-1"), fx.attachment("att-2")},
+		Attachments: []*r.Attachment{fx.attachment("att-1"), fx.attachment("att-2")},
 	}
 }
 
@@ -372,7 +372,7 @@ func (fx *runtimeFixture) refused(before runtimeObserved, err error, kind error)
 	refusedUnchanged(fx.state, before, err, kind)
 }
 
-func (fx *runtimeFixture) refusedCommit(cm rt.RuntimeCommit, kind error) {
+func (fx *runtimeFixture) refusedCommit(cm r.RuntimeCommit, kind error) {
 	GinkgoHelper()
 	before := fx.state()
 	_, err := fx.s.CommitRuntimeState(fx.ctx, cm)
@@ -407,7 +407,7 @@ func joinKinds(kinds []spec.Kind) string {
 // allowed is the failure message of a check of a rule: the rule, its
 // source, and what it allows here.
 func allowed(rule, format string, args ...any) string {
-	return rt.Contract.Explain(rule) + " Allowed here: " + fmt.Sprintf(format, args...) + "."
+	return r.Contract.Explain(rule) + " Allowed here: " + fmt.Sprintf(format, args...) + "."
 }
 
 // expectSame checks that got is want as the contract compares results
@@ -431,22 +431,22 @@ func jsonText(v any) string {
 // normalized is a result with the orders the seed leaves open sorted.
 func normalized(v any) any {
 	switch x := v.(type) {
-	case *rt.SessionRead:
+	case *r.SessionRead:
 		return sortedRead(x)
-	case rt.SessionRead:
+	case r.SessionRead:
 		return *sortedRead(&x)
-	case rt.Graph:
+	case r.Graph:
 		x.Nodes = sortedNodes(x.Nodes)
 		return x
-	case []rt.Node:
+	case []r.Node:
 		return sortedNodes(x)
-	case []rt.UsageEntry:
+	case []r.UsageEntry:
 		return sortedLedger(x)
 	}
 	return v
 }
 
-func sortedRead(r *rt.SessionRead) *rt.SessionRead {
+func sortedRead(r *r.SessionRead) *r.SessionRead {
 	if r == nil {
 		return nil
 	}
@@ -456,19 +456,19 @@ func sortedRead(r *rt.SessionRead) *rt.SessionRead {
 	return &c
 }
 
-func sortedNodes(ns []rt.Node) []rt.Node {
-	return slices.SortedFunc(slices.Values(ns), func(a, b rt.Node) int { return cmp.Compare(a.NodeID, b.NodeID) })
+func sortedNodes(ns []r.Node) []r.Node {
+	return slices.SortedFunc(slices.Values(ns), func(a, b r.Node) int { return cmp.Compare(a.NodeID, b.NodeID) })
 }
 
-func sortedLedger(es []rt.UsageEntry) []rt.UsageEntry {
-	return slices.SortedFunc(slices.Values(es), func(a, b rt.UsageEntry) int {
+func sortedLedger(es []r.UsageEntry) []r.UsageEntry {
+	return slices.SortedFunc(slices.Values(es), func(a, b r.UsageEntry) int {
 		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Model, b.Model))
 	})
 }
 
 // runtimeHandle is a runtime store whose Close the spec and the cleanup share.
 type runtimeHandle struct {
-	rt.Store
+	r.Store
 	once *closeOnce
 }
 

@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/storecheck/storecheck/spec"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // The session execution lease: claimed, renewed and released.
@@ -14,7 +14,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 		It("grants a lease with fencing token 1, claimed at now and expiring at now + ttl, when the session never had one", Rules("runtime.try_claim_session_execution_lease.grant"), func() {
 			l := fx.lease(worker)
 			Expect(l.LeaseToken).NotTo(BeEmpty())
-			Expect(*l).To(Equal(rt.SessionExecutionLease{SessionID: rtSession, OwnerID: worker, LeaseToken: l.LeaseToken,
+			Expect(*l).To(Equal(r.SessionExecutionLease{SessionID: rtSession, OwnerID: worker, LeaseToken: l.LeaseToken,
 				FencingToken: 1, ClaimedAtMs: fx.now(), ExpiresAtMs: fx.now() + int64(leaseTTL)}))
 		})
 		It("extends a live lease of the same owner to now + ttl, keeping its token, fencing token and claim time", Rules("runtime.try_claim_session_execution_lease.extend_own"), func() {
@@ -41,7 +41,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			Expect(won).NotTo(BeNil(), "a lease whose expiry equals now has expired")
 			Expect(won.FencingToken).To(Equal(uint64(2)))
 			Expect(won.LeaseToken).NotTo(Equal(l.LeaseToken))
-			fx.refusedCommit(fx.commitOf(l, "cp"), rt.ErrSessionExecutionLeaseExpired)
+			fx.refusedCommit(fx.commitOf(l, "cp"), r.ErrSessionExecutionLeaseExpired)
 		})
 		It("grants the same owner a new lease after expiry: a new token, the next fencing token, claimed at now", Rules("runtime.try_claim_session_execution_lease.grant"), Bound("runtime.try_claim_session_execution_lease.grant#step", spec.Above), func() {
 			l := fx.lease(worker)
@@ -51,7 +51,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			Expect(again.LeaseToken).NotTo(Equal(l.LeaseToken))
 			Expect(again.ClaimedAtMs).To(Equal(fx.now()))
 			_, err := fx.s.RenewSessionExecutionLease(fx.ctx, l.Fence(), leaseTTL)
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), "the old fence lost its authority")
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired), "the old fence lost its authority")
 		})
 		It("keeps counting fencing tokens across releases", Rules("runtime.try_claim_session_execution_lease.fence_survives_release"), Bound("runtime.try_claim_session_execution_lease.grant#step", spec.Above), func() {
 			l := fx.lease(worker)
@@ -64,7 +64,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 		It("gives a granted lease the token <session>:<owner>:<now>:<fencing token>", Rules("runtime.try_claim_session_execution_lease.token_format"), func() {
 			fx.advance(7)
 			l := fx.lease(worker)
-			Expect(l.LeaseToken).To(Equal(rt.LeaseToken(rtSession, worker, fx.now(), l.FencingToken)))
+			Expect(l.LeaseToken).To(Equal(r.LeaseToken(rtSession, worker, fx.now(), l.FencingToken)))
 		})
 		It("keeps each session's lease apart", Rules("runtime.try_claim_session_execution_lease.per_session"), func() {
 			fx.lease(worker)
@@ -93,17 +93,17 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			Expect(err).NotTo(HaveOccurred())
 			fx.advance(leaseTTL)
 			_, err = fx.s.RenewSessionExecutionLease(fx.ctx, l.Fence(), leaseTTL)
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), "at expiry")
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired), "at expiry")
 			fx.advance(1)
 			_, err = fx.s.RenewSessionExecutionLease(fx.ctx, l.Fence(), leaseTTL)
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), "after expiry")
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired), "after expiry")
 			Expect(fx.tryClaim(rival)).NotTo(BeNil(), "a failed renew extended nothing")
 		})
 		It("fails session_execution_lease_expired when the owner, token, fencing token or session differ, changing nothing", Rules("runtime.renew_session_execution_lease.live_match"), func() {
 			l := fx.lease(worker)
 			for what, fence := range fx.fenceVariants(l) {
 				_, err := fx.s.RenewSessionExecutionLease(fx.ctx, fence, 10*leaseTTL)
-				Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), what)
+				Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired), what)
 			}
 			fx.advance(leaseTTL)
 			Expect(fx.tryClaim(rival)).NotTo(BeNil(), "the lease still expired at its first expiry")
@@ -112,9 +112,9 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			l := fx.lease(worker)
 			Expect(fx.s.ReleaseSessionExecutionLease(fx.ctx, l.Fence())).To(Succeed())
 			_, err := fx.s.RenewSessionExecutionLease(fx.ctx, l.Fence(), leaseTTL)
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired))
-			_, err = fx.s.RenewSessionExecutionLease(fx.ctx, rt.SessionExecutionLeaseFence{SessionID: rtOther, OwnerID: worker, LeaseToken: "t", FencingToken: 1}, leaseTTL)
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired))
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired))
+			_, err = fx.s.RenewSessionExecutionLease(fx.ctx, r.SessionExecutionLeaseFence{SessionID: rtOther, OwnerID: worker, LeaseToken: "t", FencingToken: 1}, leaseTTL)
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired))
 		})
 	})
 
@@ -125,7 +125,7 @@ func runtimeLeaseSpecs(fx *runtimeFixture) {
 			won := fx.tryClaim(rival)
 			Expect(won).NotTo(BeNil())
 			Expect(won.FencingToken).To(Equal(uint64(2)))
-			fx.refusedCommit(fx.commitOf(l, "cp"), rt.ErrSessionExecutionLeaseExpired)
+			fx.refusedCommit(fx.commitOf(l, "cp"), r.ErrSessionExecutionLeaseExpired)
 		})
 		It("changes nothing when the owner, token, fencing token or session differ", Rules("runtime.release_session_execution_lease.match"), func() {
 			l := fx.lease(worker)

@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/storecheck/storecheck/spec"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Session meta, attachments, the durability tier, minted ids and two
@@ -27,7 +27,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 	Describe("stage_attachment", func() {
 		It("stages an uncommitted attachment that load_attachment returns exactly; an unknown id loads none", Rules("runtime.stage_attachment.first_staging", "runtime.load_attachment.as_staged"), func() {
 			fx.stage(rtSession, "att-1", "\x00bytes\xff")
-			fx.expectAttachment("att-1", &rt.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("\x00bytes\xff")})
+			fx.expectAttachment("att-1", &r.Attachment{AttachmentID: "att-1", SessionID: rtSession, Data: []byte("\x00bytes\xff")})
 			Expect(fx.attachment("att-2")).To(BeNil())
 		})
 		It("keeps the first or the latest staging of an id not yet committed", Rules("runtime.stage_attachment.first_staging"), func() {
@@ -53,7 +53,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			need(fx.h.Capabilities.Files, spec.CapFiles, "survival across reopen")
 			tier, err := fx.s.DurabilityTier(fx.ctx)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(tier).To(Equal(rt.Durable))
+			Expect(tier).To(Equal(r.Durable))
 			l := fx.lease(worker)
 			cm := fx.commitOf(l, "cp")
 			cm.Graph = fx.appendNodes("n", fx.node("n", ""))
@@ -71,7 +71,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 
 	Describe("power loss", func() {
 		It("keeps every commit, lease, batch and meta it acknowledged through a power cut that loses everything it never synced", Rules("runtime.survives_power_loss"), func() {
-			path, cut := powerCutFile(&fx.h, rt.Contract)
+			path, cut := powerCutFile(&fx.h, r.Contract)
 			Expect(fx.s.Close()).To(Succeed())
 			fx.s = fx.open(path)
 			l := fx.lease(worker)
@@ -83,7 +83,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			before := fx.state()
 			cut(fx.s.Close)
 			fx.s = fx.open(path)
-			Expect(fx.state()).To(Equal(before), rt.Contract.Explain("runtime.survives_power_loss"))
+			Expect(fx.state()).To(Equal(before), r.Contract.Explain("runtime.survives_power_loss"))
 			Expect(fx.tryClaim(rival)).To(BeNil(), "the lease survives the power cut")
 			fx.commit(fx.commitOf(l, "after the power cut"))
 		})
@@ -106,17 +106,17 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 				Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *c)).To(Succeed())
 				c = fx.claimWork(l, worker, 1)
 				cm := fx.commitOf(l, "cp")
-				cm.CompletedQueueClaims = []rt.CompletedQueueClaim{c.Completed()}
+				cm.CompletedQueueClaims = []r.CompletedQueueClaim{c.Completed()}
 				res := fx.commit(cm)
 				Expect(fx.list(rtSession)).To(BeEmpty(), allowed("runtime.minted_ids", "the claim it answered, completed"))
-				Expect(fx.load(rt.FullGraph()).CheckpointRef).To(Equal(res.CheckpointRef))
+				Expect(fx.load(r.FullGraph()).CheckpointRef).To(Equal(res.CheckpointRef))
 			})
 		It("gives the items of a batch the ids <batch id>:item:<index>, of the batch id it answered", Rules("runtime.enqueue_queued_work.item_ids"), func() {
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.Payloads = append(d.Payloads, spec.RawJSON(`{"n":2}`), spec.RawJSON(`{"n":3}`))
 			b := fx.enqueue(d)
 			for i, it := range b.Items {
-				Expect(it.ItemID).To(Equal(rt.ItemID(b.BatchID, i)))
+				Expect(it.ItemID).To(Equal(r.ItemID(b.BatchID, i)))
 			}
 		})
 		It("gives a new claim an id and token that no live claim has", Rules("runtime.claim_ready_queued_work.claim_lease"), func() {
@@ -144,22 +144,22 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			b := fx.mergeable()
 			c := fx.claimWork(l, worker, 1)
 			Expect(fx.claimed(c)).To(Equal([]string{b.BatchID}))
-			Expect(fx.claimOn(t, l, rival, rt.BoundaryTurn, 1)).To(BeNil(), "the second handle sees the first's claim")
+			Expect(fx.claimOn(t, l, rival, r.BoundaryTurn, 1)).To(BeNil(), "the second handle sees the first's claim")
 			gone, err := t.CancelQueuedWorkBatch(fx.ctx, rtSession, b.BatchID)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(gone).To(BeNil())
 			forged := l.Fence()
 			forged.OwnerID = rival
-			_, err = t.CommitRuntimeState(fx.ctx, rt.RuntimeCommit{SessionID: rtSession, Lease: &forged, Graph: rt.GraphDelta{Kind: rt.GraphUnchanged}})
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired))
+			_, err = t.CommitRuntimeState(fx.ctx, r.RuntimeCommit{SessionID: rtSession, Lease: &forged, Graph: r.GraphDelta{Kind: r.GraphUnchanged}})
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired))
 			fx.advance(leaseTTL)
 			won := fx.tryClaimOn(t, rtSession, rival)
 			Expect(won).NotTo(BeNil())
 			Expect(won.FencingToken).To(Equal(uint64(2)), "the fencing count is shared")
 			_, err = fx.s.CommitRuntimeState(fx.ctx, fx.commitOf(l, "zombie"))
-			Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), "the first handle's old lease lost its authority")
+			Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired), "the first handle's old lease lost its authority")
 			fx.commitOn(t, fx.commitOf(won, "from the second handle"))
-			Expect(fx.load(rt.FullGraph()).Checkpoint).To(equalBytes([]byte("from the second handle")), "the first handle sees the second's commit")
+			Expect(fx.load(r.FullGraph()).Checkpoint).To(equalBytes([]byte("from the second handle")), "the first handle sees the second's commit")
 		})
 	})
 }

@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/storecheck/storecheck/spec"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Queued work: enqueued, claimed under the session lease, renewed,
@@ -14,37 +14,37 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 	Describe("enqueue_queued_work", func() {
 		It("queues a batch with its payloads as items in order, enqueued at now, with the store's initial claim fencing token",
 			Rules("runtime.enqueue_queued_work.batch", "runtime.enqueue_queued_work.item_ids", "runtime.enqueue_queued_work.initial_claim_fence"), func() {
-				d := fx.draft(rt.SlotExclusive, "")
+				d := fx.draft(r.SlotExclusive, "")
 				d.Payloads = []spec.RawJSON{spec.RawJSON(`{"n":1}`), spec.RawJSON(`{"n":2}`)}
 				d.AvailableAtMs = fx.now() + 50
 				fx.advance(3)
 				b := fx.enqueue(d)
 				Expect(b.BatchID).NotTo(BeEmpty())
-				fx.expectSame(b, rt.QueuedWorkBatch{BatchID: b.BatchID, SessionID: rtSession, DeliveryPolicy: rt.DeliverNextTurn,
-					SlotPolicy: rt.SlotExclusive, AvailableAtMs: d.AvailableAtMs, EnqueuedAtMs: fx.now(), ClaimFencingToken: b.ClaimFencingToken,
-					Items: []rt.QueuedWorkItem{{ItemID: rt.ItemID(b.BatchID, 0), Payload: d.Payloads[0]}, {ItemID: rt.ItemID(b.BatchID, 1), Payload: d.Payloads[1]}}},
+				fx.expectSame(b, r.QueuedWorkBatch{BatchID: b.BatchID, SessionID: rtSession, DeliveryPolicy: r.DeliverNextTurn,
+					SlotPolicy: r.SlotExclusive, AvailableAtMs: d.AvailableAtMs, EnqueuedAtMs: fx.now(), ClaimFencingToken: b.ClaimFencingToken,
+					Items: []r.QueuedWorkItem{{ItemID: r.ItemID(b.BatchID, 0), Payload: d.Payloads[0]}, {ItemID: r.ItemID(b.BatchID, 1), Payload: d.Payloads[1]}}},
 					"runtime.enqueue_queued_work.batch")
-				Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{b}))
+				Expect(fx.list(rtSession)).To(Equal([]r.QueuedWorkBatch{b}))
 				other := fx.mergeable()
 				Expect(other.ClaimFencingToken).To(Equal(b.ClaimFencingToken), allowed("runtime.enqueue_queued_work.initial_claim_fence", "%d, the first batch's", b.ClaimFencingToken))
 			})
 		It("answers the queued batch for a source key already queued in the session, and adds nothing", Rules("runtime.enqueue_queued_work.source_key"), func() {
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.SourceKey = "source-1"
 			first := fx.enqueue(d)
 			fx.advance(10)
 			d.Payloads = []spec.RawJSON{spec.RawJSON(`{"text":"again"}`)}
 			Expect(fx.enqueue(d)).To(Equal(first))
-			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{first}))
+			Expect(fx.list(rtSession)).To(Equal([]r.QueuedWorkBatch{first}))
 		})
 		It("queues the same source key in another session as another batch", Rules("runtime.enqueue_queued_work.source_key", "runtime.enqueue_queued_work.batch_id"), func() {
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.SourceKey = "source-1"
 			a := fx.enqueue(d)
 			d.SessionID = rtOther
 			b := fx.enqueue(d)
 			Expect(b.BatchID).NotTo(Equal(a.BatchID))
-			Expect(fx.list(rtOther)).To(Equal([]rt.QueuedWorkBatch{b}))
+			Expect(fx.list(rtOther)).To(Equal([]r.QueuedWorkBatch{b}))
 		})
 		It("always queues drafts without a source key, in enqueue order, with distinct batch ids", Rules("runtime.enqueue_queued_work.batch", "runtime.enqueue_queued_work.batch_id"), func() {
 			a, b, c := fx.mergeable(), fx.mergeable(), fx.mergeable()
@@ -54,7 +54,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		})
 		It("gives a new batch an id that no batch the store holds has, in any session", Rules("runtime.enqueue_queued_work.batch_id"), func() {
 			a := fx.mergeable()
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.SessionID = rtOther
 			b := fx.enqueue(d)
 			Expect(fx.cancel(rtSession, a.BatchID)).NotTo(BeNil())
@@ -63,16 +63,16 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		})
 		It("rejects an unknown delivery or slot policy with invalid_argument", Rules("runtime.invalid_argument_at_any_point"), func() {
 			before := fx.state()
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.DeliveryPolicy = "someday"
 			_, err := fx.s.EnqueueQueuedWork(fx.ctx, d)
-			fx.refused(before, err, rt.ErrInvalidArgument)
+			fx.refused(before, err, r.ErrInvalidArgument)
 			d = fx.draft("shared", "k")
 			_, err = fx.s.EnqueueQueuedWork(fx.ctx, d)
-			fx.refused(before, err, rt.ErrInvalidArgument)
+			fx.refused(before, err, r.ErrInvalidArgument)
 		})
 		It("answers a draft of an unknown policy whose source key is queued with invalid_argument or the queued batch", Rules("runtime.invalid_argument_at_any_point"), func() {
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.SourceKey = "source-1"
 			first := fx.enqueue(d)
 			before := fx.state()
@@ -81,7 +81,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			if err == nil {
 				Expect(got).To(Equal(first), allowed("runtime.invalid_argument_at_any_point", "invalid_argument, or the batch queued under the source key"))
 			} else {
-				Expect(err).To(MatchError(rt.ErrInvalidArgument), allowed("runtime.invalid_argument_at_any_point", "invalid_argument, or the batch queued under the source key"))
+				Expect(err).To(MatchError(r.ErrInvalidArgument), allowed("runtime.invalid_argument_at_any_point", "invalid_argument, or the batch queued under the source key"))
 			}
 			Expect(fx.state()).To(Equal(before))
 		})
@@ -91,7 +91,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		It("claims nothing when max_batches is 0, even without a live lease, and the first batch when it is 1", Rules("runtime.claim_ready_queued_work.max_zero"), Bound("runtime.claim_ready_queued_work.max_zero#zero", spec.At, spec.Above), func() {
 			first := fx.mergeable()
 			fx.mergeable()
-			c, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, rt.SessionExecutionLeaseFence{SessionID: rtSession}, worker, rt.BoundaryTurn, claimTTL, 0)
+			c, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, r.SessionExecutionLeaseFence{SessionID: rtSession}, worker, r.BoundaryTurn, claimTTL, 0)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(c).To(BeNil())
 			Expect(fx.pending()).To(HaveLen(2))
@@ -99,7 +99,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		})
 		It("claims at most max_batches: all of one fewer or of max_batches claimable batches, the first max_batches of one more", Rules("runtime.claim_ready_queued_work.prefix"), Bound("runtime.claim_ready_queued_work.prefix#max_batches", spec.Below, spec.At, spec.Above), func() {
 			l := fx.lease(worker)
-			b := []rt.QueuedWorkBatch{fx.mergeable(), fx.mergeable(), fx.mergeable()}
+			b := []r.QueuedWorkBatch{fx.mergeable(), fx.mergeable(), fx.mergeable()}
 			ids := fx.batchIDs(b)
 			for _, tc := range []struct {
 				max  int
@@ -116,12 +116,12 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			fx.mergeable()
 			before := fx.state()
 			for what, fence := range fx.fenceVariants(l) {
-				_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, fence, worker, rt.BoundaryTurn, claimTTL, 1)
-				Expect(err).To(MatchError(rt.ErrSessionExecutionLeaseExpired), what)
+				_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, fence, worker, r.BoundaryTurn, claimTTL, 1)
+				Expect(err).To(MatchError(r.ErrSessionExecutionLeaseExpired), what)
 			}
 			fx.advance(leaseTTL)
-			_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, rt.BoundaryTurn, claimTTL, 1)
-			fx.refused(before, err, rt.ErrSessionExecutionLeaseExpired)
+			_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, r.BoundaryTurn, claimTTL, 1)
+			fx.refused(before, err, r.ErrSessionExecutionLeaseExpired)
 		})
 		It("claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one",
 			Rules("runtime.claim_ready_queued_work.candidates", "runtime.claim_ready_queued_work.prefix", "runtime.claim_ready_queued_work.batch_fence",
@@ -146,7 +146,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			})
 		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is, and after it", Rules("runtime.claim_ready_queued_work.candidates"), Bound("runtime.claim_ready_queued_work.candidates#available_at", spec.Below, spec.At, spec.Above), func() {
 			l := fx.lease(worker)
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.AvailableAtMs = fx.now() + 500
 			delayed, later := fx.enqueue(d), fx.enqueue(d)
 			ready := fx.mergeable()
@@ -182,13 +182,13 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			second := fx.claimWork(l, rival, 3)
 			Expect(fx.claimed(second)).To(Equal([]string{b2.BatchID, b3.BatchID}), "a batch another live claim holds is never in a claim")
 			cm := fx.commitOf(l, "cp")
-			cm.CompletedQueueClaims = []rt.CompletedQueueClaim{second.Completed()}
+			cm.CompletedQueueClaims = []r.CompletedQueueClaim{second.Completed()}
 			fx.commit(cm)
 			Expect(fx.batchIDs(fx.list(rtSession))).To(Equal([]string{b1.BatchID}))
 		})
 		It("claims an exclusive first batch alone", Rules("runtime.claim_ready_queued_work.prefix_reading"), func() {
 			l := fx.lease(worker)
-			x := fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
+			x := fx.enqueue(fx.draft(r.SlotExclusive, "k"))
 			m := fx.mergeable()
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{x.BatchID}))
 			Expect(fx.claimed(fx.claimWork(l, worker, 10))).To(Equal([]string{m.BatchID}))
@@ -199,16 +199,16 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				fx.mergeable()
 				fx.mergeable()
 				fx.mergeable()
-				fx.enqueue(fx.draft(rt.SlotMergeable, "other key"))
+				fx.enqueue(fx.draft(r.SlotMergeable, "other key"))
 				fx.mergeable()
-				fx.enqueue(fx.draft(rt.SlotMergeable, ""))
-				fx.enqueue(fx.draft(rt.SlotMergeable, ""))
-				fx.enqueue(fx.draft(rt.SlotExclusive, "k"))
+				fx.enqueue(fx.draft(r.SlotMergeable, ""))
+				fx.enqueue(fx.draft(r.SlotMergeable, ""))
+				fx.enqueue(fx.draft(r.SlotExclusive, "k"))
 				fx.mergeable()
-				c := fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 2)
+				c := fx.claimAsAllowed(fx.s, l, worker, r.BoundaryTurn, 2)
 				Expect(c.Batches).To(HaveLen(2), "at most max_batches")
 				for range 10 {
-					if fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 10) == nil {
+					if fx.claimAsAllowed(fx.s, l, worker, r.BoundaryTurn, 10) == nil {
 						break
 					}
 				}
@@ -216,23 +216,23 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			})
 		It("delivers only interrupt batches at a step boundary, where a next_turn batch ends the prefix", Rules("runtime.claim_ready_queued_work.prefix_reading"), func() {
 			l := fx.lease(worker)
-			interrupt := func() rt.QueuedWorkBatch {
-				d := fx.draft(rt.SlotMergeable, "k")
-				d.DeliveryPolicy = rt.DeliverInterrupt
+			interrupt := func() r.QueuedWorkBatch {
+				d := fx.draft(r.SlotMergeable, "k")
+				d.DeliveryPolicy = r.DeliverInterrupt
 				return fx.enqueue(d)
 			}
 			i1 := interrupt()
 			n := fx.mergeable()
 			i2 := interrupt()
-			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10))).To(Equal([]string{i1.BatchID}))
-			Expect(fx.claimOn(fx.s, l, worker, rt.BoundaryStep, 10)).To(BeNil(), "a next_turn batch first in line")
+			Expect(fx.claimed(fx.claimOn(fx.s, l, worker, r.BoundaryStep, 10))).To(Equal([]string{i1.BatchID}))
+			Expect(fx.claimOn(fx.s, l, worker, r.BoundaryStep, 10)).To(BeNil(), "a next_turn batch first in line")
 			// At a turn boundary both are deliverable: the next_turn batch
 			// first, the interrupt one with it or in the next claim, as the
 			// reading of the prefix rule has it.
-			c := fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 10)
+			c := fx.claimAsAllowed(fx.s, l, worker, r.BoundaryTurn, 10)
 			Expect(fx.claimed(c)[0]).To(Equal(n.BatchID))
 			if len(c.Batches) == 1 {
-				Expect(fx.claimed(fx.claimAsAllowed(fx.s, l, worker, rt.BoundaryTurn, 10))).To(Equal([]string{i2.BatchID}))
+				Expect(fx.claimed(fx.claimAsAllowed(fx.s, l, worker, r.BoundaryTurn, 10))).To(Equal([]string{i2.BatchID}))
 			}
 		})
 		It("answers none when nothing is ready, and rejects an unknown boundary with invalid_argument",
@@ -242,7 +242,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				fx.mergeable()
 				before := fx.state()
 				_, err := fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, l.Fence(), worker, "sometime", claimTTL, 1)
-				fx.refused(before, err, rt.ErrInvalidArgument)
+				fx.refused(before, err, r.ErrInvalidArgument)
 			})
 		It("answers an unknown boundary with invalid_argument or what a check before it answers (max_batches 0, a lease that is not live)",
 			Rules("runtime.invalid_argument_at_any_point"), func() {
@@ -253,13 +253,13 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				if err == nil {
 					Expect(c).To(BeNil(), allowed("runtime.invalid_argument_at_any_point", "invalid_argument or none"))
 				} else {
-					Expect(err).To(MatchError(rt.ErrInvalidArgument), allowed("runtime.invalid_argument_at_any_point", "invalid_argument or none"))
+					Expect(err).To(MatchError(r.ErrInvalidArgument), allowed("runtime.invalid_argument_at_any_point", "invalid_argument or none"))
 				}
 				Expect(fx.state()).To(Equal(before))
 				forged := l.Fence()
 				forged.LeaseToken = "forged"
 				_, err = fx.s.ClaimReadyQueuedWork(fx.ctx, rtSession, forged, worker, "sometime", claimTTL, 1)
-				fx.refusedAny(before, err, "runtime.invalid_argument_at_any_point", rt.ErrInvalidArgument, rt.ErrSessionExecutionLeaseExpired)
+				fx.refusedAny(before, err, "runtime.invalid_argument_at_any_point", r.ErrInvalidArgument, r.ErrSessionExecutionLeaseExpired)
 			})
 	})
 
@@ -288,7 +288,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			Expect(fx.claimWork(l, rival, 1)).To(BeNil(), "the renewed claim holds its batch again")
 			Expect(fx.cancel(rtSession, b.BatchID)).To(BeNil())
 			cm := fx.commitOf(l, "cp")
-			cm.CompletedQueueClaims = []rt.CompletedQueueClaim{renewed.Completed()}
+			cm.CompletedQueueClaims = []r.CompletedQueueClaim{renewed.Completed()}
 			fx.commit(cm)
 			Expect(fx.list(rtSession)).To(BeEmpty())
 		})
@@ -301,17 +301,17 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				forged.LeaseToken = "forged"
 				before := fx.state()
 				_, err := fx.s.RenewQueuedWorkClaim(fx.ctx, forged, 10*claimTTL)
-				fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+				fx.refused(before, err, r.ErrQueuedWorkClaimExpired)
 				fx.advance(claimTTL)
 				again := fx.claimWork(l, rival, 1)
 				Expect(again).NotTo(BeNil())
 				before = fx.state()
 				_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
-				fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+				fx.refused(before, err, r.ErrQueuedWorkClaimExpired)
 				Expect(fx.s.AbandonQueuedWorkClaim(fx.ctx, *again)).To(Succeed())
 				before = fx.state()
 				_, err = fx.s.RenewQueuedWorkClaim(fx.ctx, *again, claimTTL)
-				fx.refused(before, err, rt.ErrQueuedWorkClaimExpired)
+				fx.refused(before, err, r.ErrQueuedWorkClaimExpired)
 			})
 		It("renews the batches it still holds when it holds only some of them, whichever it answers",
 			Rules("runtime.renew_queued_work_claim.no_expiry_check", "runtime.renew_queued_work_claim.changed"), func() {
@@ -322,12 +322,12 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				part := c.Completed()
 				part.BatchIDs = []string{b1.BatchID}
 				cm := fx.commitOf(l, "cp")
-				cm.CompletedQueueClaims = []rt.CompletedQueueClaim{part}
+				cm.CompletedQueueClaims = []r.CompletedQueueClaim{part}
 				fx.commit(cm)
 				fx.advance(claimTTL - 1)
 				renewed, err := fx.s.RenewQueuedWorkClaim(fx.ctx, *c, claimTTL)
 				if err != nil {
-					Expect(err).To(MatchError(rt.ErrQueuedWorkClaimExpired), allowed("runtime.renew_queued_work_claim.changed", "the claim or queued_work_claim_expired"))
+					Expect(err).To(MatchError(r.ErrQueuedWorkClaimExpired), allowed("runtime.renew_queued_work_claim.changed", "the claim or queued_work_claim_expired"))
 				} else {
 					Expect(renewed.ExpiresAtMs).To(Equal(fx.now() + int64(claimTTL)))
 				}
@@ -353,9 +353,9 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			fx.mergeable()
 			c := fx.claimWork(l, worker, 1)
 			before := fx.state()
-			for _, m := range []func(*rt.QueuedWorkClaim){
-				func(x *rt.QueuedWorkClaim) { x.LeaseToken = "forged" },
-				func(x *rt.QueuedWorkClaim) { x.ClaimID = "forged" },
+			for _, m := range []func(*r.QueuedWorkClaim){
+				func(x *r.QueuedWorkClaim) { x.LeaseToken = "forged" },
+				func(x *r.QueuedWorkClaim) { x.ClaimID = "forged" },
 			} {
 				changed := *c
 				m(&changed)
@@ -371,7 +371,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			b := fx.mergeable()
 			other := fx.mergeable()
 			Expect(fx.cancel(rtSession, b.BatchID)).To(Equal(&b))
-			Expect(fx.list(rtSession)).To(Equal([]rt.QueuedWorkBatch{other}))
+			Expect(fx.list(rtSession)).To(Equal([]r.QueuedWorkBatch{other}))
 		})
 		It("keeps a batch a live claim holds and answers none, until the claim's expiry", Rules("runtime.cancel_queued_work_batch.free_only", "runtime.expiry"), Bound("runtime.expiry#expiry", spec.Below, spec.At), func() {
 			l := fx.lease(worker)
@@ -398,7 +398,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 		It("lists every batch of the session in enqueue order, claimed or delayed, and no other session's", Rules("runtime.list_queued_work.all", "runtime.list_queued_work.statements"), func() {
 			l := fx.lease(worker)
 			b1 := fx.mergeable()
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.AvailableAtMs = fx.now() + 10_000
 			b2 := fx.enqueue(d)
 			d.SessionID = rtOther
@@ -413,7 +413,7 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			l := fx.lease(worker)
 			b1 := fx.mergeable()
 			fx.claimWork(l, worker, 1)
-			d := fx.draft(rt.SlotMergeable, "k")
+			d := fx.draft(r.SlotMergeable, "k")
 			d.AvailableAtMs = fx.now() + 10_000
 			b2 := fx.enqueue(d)
 			b3 := fx.mergeable()

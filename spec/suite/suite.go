@@ -33,7 +33,7 @@ import (
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	rt "github.com/storecheck/storecheck/spec/runtime"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // Epoch is where every spec's fake clock starts: a fixed instant, so that
@@ -216,7 +216,7 @@ func focus(name, description string) (labelFilter string, focusStrings []string)
 
 // isRule says whether name is the ID of a rule of one of the contracts.
 func isRule(name string) bool {
-	for _, rules := range [][]spec.Rule{c.Rules, rt.Rules, cli.Rules} {
+	for _, rules := range [][]spec.Rule{c.Rules, r.Rules, cli.Rules} {
 		if slices.ContainsFunc(rules, func(r spec.Rule) bool { return r.ID == name }) {
 			return true
 		}
