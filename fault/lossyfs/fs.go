@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +44,7 @@ import (
 // lossy is the state of the file system.
 type lossy struct {
 	backing string
-	root    *fs.Inode
+	root    *gofs.Inode
 
 	// cut is the barrier: every change and read holds it shared, a cut
 	// holds it alone, so an operation in flight is wholly before the cut or
@@ -114,7 +114,7 @@ func subOf(rel string) string {
 func (l *lossy) track(fd int, sub string, handle bool) (*file, syscall.Errno) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, fs.ToErrno(err)
+		return nil, gofs.ToErrno(err)
 	}
 	l.filesMu.Lock()
 	defer l.filesMu.Unlock()
@@ -122,7 +122,7 @@ func (l *lossy) track(fd int, sub string, handle bool) (*file, syscall.Errno) {
 	if f == nil {
 		own, err := syscall.Open("/proc/self/fd/"+strconv.Itoa(fd), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, fs.ToErrno(err)
+			return nil, gofs.ToErrno(err)
 		}
 		f = &file{ino: st.Ino, sub: sub, fd: own}
 		l.files[st.Ino] = f
@@ -162,13 +162,13 @@ func (l *lossy) release(f *file, handle bool) {
 func (f *file) write(fd int, data []byte, off int64) (int, syscall.Errno) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
-		return 0, fs.ToErrno(err)
+		return 0, gofs.ToErrno(err)
 	}
 	c := change{off: off, size: st.Size, oldAt: off}
 	if off < st.Size {
 		c.old = make([]byte, min(int64(len(data)), st.Size-off))
 		if _, err := syscall.Pread(f.fd, c.old, off); err != nil {
-			return 0, fs.ToErrno(err)
+			return 0, gofs.ToErrno(err)
 		}
 	}
 	n, err := syscall.Pwrite(fd, data, off)
@@ -176,14 +176,14 @@ func (f *file) write(fd int, data []byte, off int64) (int, syscall.Errno) {
 		c.data = append([]byte(nil), data[:n]...)
 		f.log = append(f.log, c)
 	}
-	return max(n, 0), fs.ToErrno(err)
+	return max(n, 0), gofs.ToErrno(err)
 }
 
 // truncate sets the file's size and logs it. f.mu is held.
 func (f *file) truncate(size int64) syscall.Errno {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil {
-		return fs.ToErrno(err)
+		return gofs.ToErrno(err)
 	}
 	if size == st.Size && !slices.ContainsFunc(f.log, func(c change) bool { return c.dropped }) {
 		// Changes nothing, so nothing to lose; but where a failed sync
@@ -194,11 +194,11 @@ func (f *file) truncate(size int64) syscall.Errno {
 	if size < st.Size {
 		c.old = make([]byte, st.Size-size)
 		if _, err := syscall.Pread(f.fd, c.old, size); err != nil {
-			return fs.ToErrno(err)
+			return gofs.ToErrno(err)
 		}
 	}
 	if err := syscall.Ftruncate(f.fd, size); err != nil {
-		return fs.ToErrno(err)
+		return gofs.ToErrno(err)
 	}
 	f.log = append(f.log, c)
 	return 0
@@ -287,20 +287,20 @@ func (l *lossy) live(sub string, gen uint64) bool {
 // node is a file or folder of the file system: the loopback's, with every
 // change checked against the cut and file data going through handles.
 type node struct {
-	*fs.LoopbackNode
+	*gofs.LoopbackNode
 	l *lossy
 }
 
 var (
-	_ fs.NodeWrapChilder = (*node)(nil)
-	_ fs.NodeOpener      = (*node)(nil)
-	_ fs.NodeCreater     = (*node)(nil)
-	_ fs.NodeSetattrer   = (*node)(nil)
-	_ fs.NodeTmpfiler    = (*node)(nil)
+	_ gofs.NodeWrapChilder = (*node)(nil)
+	_ gofs.NodeOpener      = (*node)(nil)
+	_ gofs.NodeCreater     = (*node)(nil)
+	_ gofs.NodeSetattrer   = (*node)(nil)
+	_ gofs.NodeTmpfiler    = (*node)(nil)
 )
 
-func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
-	return &node{LoopbackNode: ops.(*fs.LoopbackNode), l: n.l}
+func (n *node) WrapChild(ctx context.Context, ops gofs.InodeEmbedder) gofs.InodeEmbedder {
+	return &node{LoopbackNode: ops.(*gofs.LoopbackNode), l: n.l}
 }
 
 func (n *node) rel() string              { return n.Path(n.Root()) }
@@ -321,7 +321,7 @@ func (n *node) guard(rel string, fn func() syscall.Errno) syscall.Errno {
 	return fn()
 }
 
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
 		ch, errno = n.LoopbackNode.Mkdir(ctx, name, mode, out)
 		return errno
@@ -329,7 +329,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	return ch, errno
 }
 
-func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
 		ch, errno = n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
 		return errno
@@ -337,7 +337,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	return ch, errno
 }
 
-func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
 		ch, errno = n.LoopbackNode.Symlink(ctx, target, name, out)
 		return errno
@@ -345,7 +345,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	return ch, errno
 }
 
-func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
+func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
 		ch, errno = n.LoopbackNode.Link(ctx, target, name, out)
 		return errno
@@ -392,7 +392,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	})
 }
 
-func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	to, ok := newParent.(*node)
 	if !ok {
 		return syscall.EXDEV
@@ -407,11 +407,11 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 
 // Tmpfile is refused: an unnamed file the loopback would open bypasses the
 // log.
-func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	return nil, nil, 0, syscall.EOPNOTSUPP
 }
 
-func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	n.l.cut.RLock()
 	defer n.l.cut.RUnlock()
 	rel := n.rel()
@@ -420,13 +420,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	}
 	fd, err := syscall.Open(n.backing(), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC|fuse.FMODE_EXEC))|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, 0, fs.ToErrno(err)
+		return nil, 0, gofs.ToErrno(err)
 	}
 	h, errno := n.l.handle(fd, rel, flags)
 	return h, keepCache, errno
 }
 
-func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	n.l.cut.RLock()
 	defer n.l.cut.RUnlock()
 	rel := n.child(name)
@@ -435,7 +435,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	fd, err := syscall.Open(filepath.Join(n.backing(), name), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC))|syscall.O_CREAT|syscall.O_CLOEXEC, mode)
 	if err != nil {
-		return nil, nil, 0, fs.ToErrno(err)
+		return nil, nil, 0, gofs.ToErrno(err)
 	}
 	// The loopback's own lookup makes the inode, so that it is the one a
 	// later lookup finds.
@@ -476,7 +476,7 @@ func (l *lossy) handle(fd int, rel string, flags uint32) (*handle, syscall.Errno
 	return h, 0
 }
 
-func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.l.cut.RLock()
 	defer n.l.cut.RUnlock()
 	rel := n.rel()
@@ -490,7 +490,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	p := n.backing()
 	if m, ok := in.GetMode(); ok {
 		if err := syscall.Chmod(p, m); err != nil {
-			return fs.ToErrno(err)
+			return gofs.ToErrno(err)
 		}
 	}
 	uid, uok := in.GetUID()
@@ -504,7 +504,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			g = int(gid)
 		}
 		if err := unix.Fchownat(unix.AT_FDCWD, p, u, g, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fs.ToErrno(err)
+			return gofs.ToErrno(err)
 		}
 	}
 	if size, ok := in.GetSize(); ok {
@@ -514,7 +514,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		} else {
 			fd, err := syscall.Open(p, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 			if err != nil {
-				return fs.ToErrno(err)
+				return gofs.ToErrno(err)
 			}
 			var errno syscall.Errno
 			f, errno = n.l.track(fd, subOf(rel), false)
@@ -542,7 +542,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			ts[1] = unix.NsecToTimespec(mtime.UnixNano())
 		}
 		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fs.ToErrno(err)
+			return gofs.ToErrno(err)
 		}
 	}
 	var st syscall.Stat_t
@@ -553,7 +553,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		err = syscall.Lstat(p, &st)
 	}
 	if err != nil {
-		return fs.ToErrno(err)
+		return gofs.ToErrno(err)
 	}
 	out.FromStat(&st)
 	// The attributes stay good as long as a getattr's would: SQLite, as
@@ -582,14 +582,14 @@ type handle struct {
 }
 
 var (
-	_ fs.FileReader    = (*handle)(nil)
-	_ fs.FileWriter    = (*handle)(nil)
-	_ fs.FileFsyncer   = (*handle)(nil)
-	_ fs.FileFlusher   = (*handle)(nil)
-	_ fs.FileReleaser  = (*handle)(nil)
-	_ fs.FileGetattrer = (*handle)(nil)
-	_ fs.FileStatxer   = (*handle)(nil)
-	_ fs.FileAllocater = (*handle)(nil)
+	_ gofs.FileReader    = (*handle)(nil)
+	_ gofs.FileWriter    = (*handle)(nil)
+	_ gofs.FileFsyncer   = (*handle)(nil)
+	_ gofs.FileFlusher   = (*handle)(nil)
+	_ gofs.FileReleaser  = (*handle)(nil)
+	_ gofs.FileGetattrer = (*handle)(nil)
+	_ gofs.FileStatxer   = (*handle)(nil)
+	_ gofs.FileAllocater = (*handle)(nil)
 )
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -597,7 +597,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	defer h.l.cut.RUnlock()
 	n, err := syscall.Pread(h.fd, dest, off)
 	if err != nil {
-		return nil, fs.ToErrno(err)
+		return nil, gofs.ToErrno(err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
@@ -613,7 +613,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	n, errno := h.f.write(h.fd, data, off)
 	if h.sync {
 		if err := h.f.synced(); err != nil && errno == 0 {
-			errno = fs.ToErrno(err)
+			errno = gofs.ToErrno(err)
 		}
 	}
 	return uint32(n), errno
@@ -645,7 +645,7 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	if err := h.f.synced(); err != nil {
-		return fs.ToErrno(err)
+		return gofs.ToErrno(err)
 	}
 	return 0
 }
@@ -674,7 +674,7 @@ func (h *handle) close() {
 func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(h.fd, &st); err != nil {
-		return fs.ToErrno(err)
+		return gofs.ToErrno(err)
 	}
 	out.FromStat(&st)
 	return 0
@@ -683,7 +683,7 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 func (h *handle) Statx(ctx context.Context, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
 	var st unix.Statx_t
 	if err := unix.Statx(h.fd, "", int(flags)|unix.AT_EMPTY_PATH, int(mask), &st); err != nil {
-		return fs.ToErrno(err)
+		return gofs.ToErrno(err)
 	}
 	out.FromStatx(&st)
 	return 0
