@@ -253,7 +253,7 @@ func (s *session) caps(store string) spec.Capabilities {
 
 // simBackend starts the simulated processes of store: handles in this
 // process, or a program's process each.
-func (s *session) simBackend(store string) sim.Backend {
+func (s *session) simBackend(store string) sim.Launcher {
 	if s.exec != nil {
 		return sim.Exec(s.options, store)
 	}

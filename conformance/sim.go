@@ -114,7 +114,7 @@ func processesFor(p sim.Params, caps spec.Capabilities, store string) (sim.Param
 // shrinkAndSave shrinks a failing run, saves the small schedule, its trace
 // and its interleaving, and fills c in: the failure, where it was saved
 // and how to replay it, the interleaving one column per process.
-func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend, res sim.Result) {
+func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Launcher, res sim.Result) {
 	small := res
 	if budget := r.cfg.Shrink; budget > 0 && res.Failure.Backend == nil {
 		var err error
@@ -223,7 +223,7 @@ func Replay(ctx context.Context, b Backend, s sim.Schedule, cfg Config) (sim.Res
 	if reg.Model == nil {
 		return sim.Result{}, configError("Schedule", "storecheck has no model of the %s store yet", s.Store)
 	}
-	var backend sim.Backend
+	var backend sim.Launcher
 	switch {
 	case b.local != nil:
 		backend = sim.InProcess(b.local, s.Store)

@@ -22,7 +22,7 @@ func subject(k stores.Store) sim.Subject { return storeOf(k).Subject(spec.Capabi
 
 // inProcess is the reference with bug (none: the zero Bug) as the
 // simulator's in-process backend of store.
-func inProcess(bug bugs.Bug, store string) sim.Backend {
+func inProcess(bug bugs.Bug, store string) sim.Launcher {
 	return sim.InProcess(stores.Backend(stores.Options{Bug: bug}), store)
 }
 

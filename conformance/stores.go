@@ -56,7 +56,7 @@ func storeOf(s stores.Store) Store {
 
 // Subject is the store as the simulator needs it, for a backend that
 // declared caps: its model configured by the choices the backend declares
-// (model.For), the crash points left to the backend (sim.Backend).
+// (model.For), the crash points left to the backend (sim.Launcher).
 func (s Store) Subject(caps spec.Capabilities) sim.Subject {
 	subj := sim.Subject{Model: model.For(s.Model, caps), NewWorkload: s.Workload, RareEvents: s.Events, Rival: s.reg.Rival,
 		Capabilities: caps}

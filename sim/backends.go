@@ -17,7 +17,7 @@ import (
 // it has not written yet (adapters.Crash). The store reaches the yield
 // points of the context it is given (spec.Yield) if it has any: the
 // reference does, before and after each of its transactions.
-func InProcess(b adapters.Backend, store string) Backend { return inProcess{b: b, store: store} }
+func InProcess(b adapters.Backend, store string) Launcher { return inProcess{b: b, store: store} }
 
 type inProcess struct {
 	b     adapters.Backend
@@ -73,7 +73,7 @@ func (p *inProcessProc) Close() error {
 // protocol, one program per process: a kill is a SIGKILL, an armed crash
 // point makes the program exit at that point for real, and a backend that
 // declares yield points is asked to pause at each of them.
-func Exec(o adapters.ExecOptions, store string) Backend { return &execBackend{o: o, store: store} }
+func Exec(o adapters.ExecOptions, store string) Launcher { return &execBackend{o: o, store: store} }
 
 type execBackend struct {
 	o      adapters.ExecOptions

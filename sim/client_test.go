@@ -24,7 +24,7 @@ var clientSubject = Subject{
 
 // otherClientReadings is the reference answering as a backend of other
 // readings of the client seed's silences (linearizability.OtherClientReadings).
-func otherClientReadings() Backend {
+func otherClientReadings() Launcher {
 	b := adapters.InProcess(adapters.Hello{Name: "other readings"}, adapters.LocalStore{Contract: cli.Contract,
 		Open: func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 			o.Clock = linearizability.SecondsClock(o.Clock)
@@ -44,7 +44,7 @@ func otherClientReadings() Backend {
 func TestClientSweepFlagsNoReadingTheSeedAllows(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		b    Backend
+		b    Launcher
 	}{
 		{"reference", InProcess(stores.Reference(), cli.StoreName)},
 		{"other readings", otherClientReadings()},

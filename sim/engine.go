@@ -31,7 +31,7 @@ var errKilled = spec.Errorf(spec.ErrCrashed, "the process was killed at a yield 
 type engine struct {
 	ctx     context.Context
 	subj    Subject
-	backend Backend
+	backend Launcher
 	sched   Schedule
 	path    string
 	// work is the run's folder; disk, when not nil, the forgetful file
@@ -105,7 +105,7 @@ type event struct {
 
 // newEngine sets a run up in a folder of its own under dir, or on disk
 // when it is not nil (and dir is then unused).
-func newEngine(ctx context.Context, subj Subject, b Backend, s Schedule, dir string, disk *lossyfs.Disk) (*engine, func(), error) {
+func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir string, disk *lossyfs.Disk) (*engine, func(), error) {
 	if disk != nil {
 		dir = disk.Dir
 	}

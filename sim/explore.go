@@ -136,7 +136,7 @@ func (s Swarm) Strategy() string {
 //
 // With p.PowerCuts the seed also cuts the power, on a forgetful file system
 // mounted under dir for the run (Sweep mounts one for all its runs).
-func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params, dir string) (Result, error) {
+func Explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params, dir string) (Result, error) {
 	l := newLazyDisk(p, subj, dir)
 	defer l.close()
 	d, why := l.forSeed(seed)
@@ -147,7 +147,7 @@ func Explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params,
 // reason noPower). A seed whose power stream cuts no power runs under dir
 // even when it is given a disk: its run is the same step for step, and a
 // plain folder is faster than any FUSE mount.
-func explore(ctx context.Context, subj Subject, b Backend, seed int64, p Params, dir string, d *lossyfs.Disk, noPower string) (Result, error) {
+func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params, dir string, d *lossyfs.Disk, noPower string) (Result, error) {
 	if p.PowerCuts && drawPower(seed).rate == 0 {
 		d = nil
 	}

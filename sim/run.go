@@ -33,9 +33,9 @@ const (
 // Epoch is where every run's fake clock starts.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Backend starts the processes of a simulated run: each one a handle on the
+// Launcher starts the processes of a simulated run: each one a handle on the
 // run's one database, as separate processes of the seeds' stores would be.
-type Backend interface {
+type Launcher interface {
 	// Start starts process n on the database at path; clock is the only
 	// time it may read.
 	Start(ctx context.Context, n int, path string, clock clockwork.Clock) (Process, error)
@@ -230,7 +230,7 @@ func (f *Failure) Signature() string {
 // first divergence. A schedule that cuts the power runs on a forgetful file
 // system mounted under dir for the run; where none can be mounted, Run
 // says so in its error.
-func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (Result, error) {
+func Run(ctx context.Context, subj Subject, b Launcher, s Schedule, dir string) (Result, error) {
 	d, done, err := diskFor(subj, s, dir)
 	defer done()
 	if err != nil {
@@ -240,7 +240,7 @@ func Run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string) (
 }
 
 // run is Run on disk (nil: under dir, with no power to cut).
-func run(ctx context.Context, subj Subject, b Backend, s Schedule, dir string, d *lossyfs.Disk) (Result, error) {
+func run(ctx context.Context, subj Subject, b Launcher, s Schedule, dir string, d *lossyfs.Disk) (Result, error) {
 	e, cleanup, err := newEngine(ctx, subj, b, s, dir, d)
 	if err != nil {
 		return Result{}, err

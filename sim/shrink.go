@@ -11,7 +11,7 @@ import (
 // way (the same Failure.Signature): fewer steps (operations, switches at
 // yield points, faults), fewer clients and processes, smaller clock jumps. It tries at most budget runs and
 // returns the smallest failing schedule it found with its result.
-func Shrink(ctx context.Context, subj Subject, b Backend, failing Result, dir string, budget int) (Result, error) {
+func Shrink(ctx context.Context, subj Subject, b Launcher, failing Result, dir string, budget int) (Result, error) {
 	d, unmount, err := diskFor(subj, failing.Schedule, dir)
 	defer unmount()
 	if err != nil {

@@ -24,7 +24,7 @@ var continuitySubject = Subject{
 	Rival:       linearizability.ContinuityRival,
 }
 
-func referenceBackend(b bugs.Bug) Backend {
+func referenceBackend(b bugs.Bug) Launcher {
 	return InProcess(stores.Backend(stores.Options{Bug: b}), "continuity")
 }
 
@@ -289,10 +289,10 @@ func (p oneReadPerIdentity) Apply(ctx context.Context, op spec.Op) (any, error) 
 	return out, nil
 }
 
-type oneReadPerIdentityBackend struct{ Backend }
+type oneReadPerIdentityBackend struct{ Launcher }
 
 func (b oneReadPerIdentityBackend) Start(ctx context.Context, n int, path string, clock clockwork.Clock) (Process, error) {
-	p, err := b.Backend.Start(ctx, n, path, clock)
+	p, err := b.Launcher.Start(ctx, n, path, clock)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func ScratchDir() string {
 // starting seeds when ctx ends or stop returns true. With p.PowerCuts it
 // mounts one forgetful file system under dir for all its runs that cut the
 // power (when the first of them starts), and undoes it before it returns.
-func Sweep(ctx context.Context, subj Subject, b Backend, seeds []int64, p Params, workers int, dir string,
+func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Params, workers int, dir string,
 	done func(Result), stop func() bool) error {
 	disk := newLazyDisk(p, subj, dir)
 	defer disk.close()
