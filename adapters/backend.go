@@ -7,11 +7,11 @@ import (
 	"github.com/storecheck/storecheck/spec"
 )
 
-// Backend is a backend as the kit sees it: the stores it implements and the
+// Driver is a backend as the kit sees it: the stores it implements and the
 // capabilities it declares (its hello), and a way to open a Target of one
 // store on a file or in memory. It is a set of Go stores in this process
 // (InProcess) or a program speaking the wire protocol (Exec).
-type Backend interface {
+type Driver interface {
 	// Info is what the backend declared: name, stores, capabilities.
 	Info() Hello
 	// Contract is the contract the backend speaks store by (false: it
@@ -24,7 +24,7 @@ type Backend interface {
 	Close() error
 }
 
-// SchemaWriter is a Backend that writes, at path, a new file of store that
+// SchemaWriter is a Driver that writes, at path, a new file of store that
 // its own open reads as carrying marker at version (the capability
 // client_schema_writer, the request write_foreign_schema).
 type SchemaWriter interface {
@@ -44,16 +44,16 @@ type LocalStore struct {
 	WriteSchema func(ctx context.Context, path, marker string, version int) error
 }
 
-// inProcess is a Backend of Go stores in this process.
+// inProcess is a Driver of Go stores in this process.
 type inProcess struct {
 	info   Hello
 	stores []LocalStore
 }
 
-// InProcess is a Backend of Go stores in this process: info declares its
+// InProcess is a Driver of Go stores in this process: info declares its
 // name and capabilities (its Version and Stores are filled in), stores are
 // the stores it implements, in order.
-func InProcess(info Hello, stores ...LocalStore) Backend {
+func InProcess(info Hello, stores ...LocalStore) Driver {
 	info.Version = ProtocolVersion
 	info.Stores = nil
 	for _, s := range stores {

@@ -49,26 +49,26 @@ func (a *Answers) Of(store string) map[string]int {
 // what a layer that opens its stores through it (the suite) reached. The
 // Targets forward Crash and Arm, and b's schema writer, so the layer sees
 // the backend it would see without the count.
-func Counting(b Backend, a *Answers) Backend { return countingBackend{b, a} }
+func Counting(b Driver, a *Answers) Driver { return countingBackend{b, a} }
 
 type countingBackend struct {
-	Backend
+	Driver
 	answers *Answers
 }
 
 func (b countingBackend) Open(ctx context.Context, store string, o spec.OpenOptions) (Target, error) {
-	t, err := b.Backend.Open(ctx, store, o)
+	t, err := b.Driver.Open(ctx, store, o)
 	if err != nil {
 		return t, err
 	}
-	c, _ := b.Backend.Contract(store)
+	c, _ := b.Driver.Contract(store)
 	return countingTarget{Target: t, contract: c, answers: b.answers}, nil
 }
 
 // WriteForeignSchema forwards to b's schema writer (a backend without one
 // writes no file: the capability it declares says so first).
 func (b countingBackend) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
-	w, ok := b.Backend.(SchemaWriter)
+	w, ok := b.Driver.(SchemaWriter)
 	if !ok {
 		return spec.Errorf(spec.ErrBadRequest, "write_foreign_schema: the backend writes no %q file", store)
 	}

@@ -50,7 +50,7 @@ type ExecOptions struct {
 	Stderr io.Writer
 }
 
-// Exec is a Backend that is a program speaking the wire protocol on its
+// Exec is a Driver that is a program speaking the wire protocol on its
 // stdin and stdout. Its Targets send each operation as a request with the
 // kit's clock (the suite's Options.Clock) in now_ms.
 //
@@ -69,7 +69,7 @@ type Exec struct {
 	err  error
 }
 
-var _ Backend = (*Exec)(nil)
+var _ Driver = (*Exec)(nil)
 
 // Sibling starts another process of the same program with the same
 // options: the way a store's deployment runs one process per handle on one
@@ -77,9 +77,9 @@ var _ Backend = (*Exec)(nil)
 // backend's own concurrency.
 func (e *Exec) Sibling(ctx context.Context) (*Exec, error) { return StartExec(ctx, e.o) }
 
-// Siblings is a Backend that can start more processes of itself (an Exec).
+// Siblings is a Driver that can start more processes of itself (an Exec).
 type Siblings interface {
-	Backend
+	Driver
 	Sibling(ctx context.Context) (*Exec, error)
 }
 

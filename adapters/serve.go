@@ -31,7 +31,7 @@ type ServeOptions struct {
 // ends (or ctx does); then it waits for the requests in flight and closes
 // every handle still open. Requests run concurrently; replies are written
 // as they finish.
-func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeOptions) error {
+func Serve(ctx context.Context, in io.Reader, out io.Writer, b Driver, o ServeOptions) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -99,7 +99,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, b Backend, o ServeO
 }
 
 type server struct {
-	b       Backend
+	b       Driver
 	o       ServeOptions
 	wmu     sync.Mutex
 	w       *bufio.Writer

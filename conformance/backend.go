@@ -26,11 +26,11 @@ import (
 )
 
 // Backend is what a check runs against: Go stores in this process (the
-// embedded reference, a Go author's harness, any adapters.Backend), or a
+// embedded reference, a Go author's harness, any adapters.Driver), or a
 // program speaking the wire protocol. The zero Backend is none.
 type Backend struct {
 	// local is the backend in this process; nil for a program.
-	local adapters.Backend
+	local adapters.Driver
 	// command is the program, when it is one.
 	command []string
 	env     []string
@@ -56,7 +56,7 @@ func InProcess(h suite.Harness) Backend { return Backend{local: harnessBackend(h
 // Adapter is b, a backend in this process as the adapters see it (the
 // reference with a deliberate bug, a wrapper of one); for a program use
 // Program, which starts a process per handle.
-func Adapter(b adapters.Backend) Backend { return Backend{local: b} }
+func Adapter(b adapters.Driver) Backend { return Backend{local: b} }
 
 // Program is a program speaking the wire protocol (docs/protocol.md),
 // started with command: a process of its own for every handle of a
@@ -70,10 +70,10 @@ func (b Backend) WithEnv(env ...string) Backend {
 	return b
 }
 
-// harnessBackend is h's stores as an in-process adapters.Backend: each one
+// harnessBackend is h's stores as an in-process adapters.Driver: each one
 // opened through h's opener and applied as operation values
 // (adapters.Local), armable at its crash points.
-func harnessBackend(h suite.Harness) adapters.Backend {
+func harnessBackend(h suite.Harness) adapters.Driver {
 	caps := h.Capabilities
 	caps.ClientSchemaWriter = caps.ClientSchemaWriter || h.WriteClientSchema != nil
 	var local []adapters.LocalStore
@@ -148,7 +148,7 @@ func (e *BackendError) Unwrap() error { return e.Err }
 // session is a backend opened for one run: its stores as Targets (through
 // b), what it declared, and, for a program, its first process.
 type session struct {
-	b       adapters.Backend
+	b       adapters.Driver
 	info    adapters.Hello
 	exec    *adapters.Exec
 	options adapters.ExecOptions
@@ -227,7 +227,7 @@ func (s *session) ownProcess(cfg Config, answers *adapters.Answers) func(context
 		s.mu.Lock()
 		s.siblings = append(s.siblings, e)
 		s.mu.Unlock()
-		var b adapters.Backend = e
+		var b adapters.Driver = e
 		if len(cfg.Withdraw) > 0 {
 			b = withdrawn{b, cfg.Withdraw}
 		}
@@ -263,12 +263,12 @@ func (s *session) simBackend(store string) sim.Launcher {
 // withdrawn is a Backend with some of its declared capabilities taken off:
 // the backend-wide ones and each store's own.
 type withdrawn struct {
-	adapters.Backend
+	adapters.Driver
 	names []string
 }
 
 func (w withdrawn) Info() adapters.Hello {
-	info := w.Backend.Info()
+	info := w.Driver.Info()
 	info.Capabilities.Capabilities = withdraw(info.Capabilities.Capabilities, w.names)
 	if len(info.Capabilities.Stores) > 0 {
 		own := adapters.StoreCapabilityMap{}
@@ -282,7 +282,7 @@ func (w withdrawn) Info() adapters.Hello {
 }
 
 func (w withdrawn) WriteForeignSchema(ctx context.Context, store, path, marker string, version int) error {
-	sw, ok := w.Backend.(adapters.SchemaWriter)
+	sw, ok := w.Driver.(adapters.SchemaWriter)
 	if !ok {
 		return spec.Errorf(spec.ErrBadRequest, "write_foreign_schema: backend %s writes no %q file", w.Info().Name, store)
 	}

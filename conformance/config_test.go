@@ -76,7 +76,7 @@ func withPoints(points map[string][]string) Backend {
 }
 
 // stores0 is a backend of no store.
-func stores0() adapters.Backend {
+func stores0() adapters.Driver {
 	return adapters.InProcess(adapters.Hello{Name: "empty", Capabilities: adapters.Capabilities{Capabilities: spec.Capabilities{InMemory: true}}})
 }
 

@@ -72,7 +72,7 @@ func TestAHarnessStoresOwnCapabilitiesReachEveryLayer(t *testing.T) {
 
 // helloed is a Backend with another hello.
 type helloed struct {
-	adapters.Backend
+	adapters.Driver
 	info adapters.Hello
 }
 

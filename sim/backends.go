@@ -17,10 +17,10 @@ import (
 // it has not written yet (adapters.Crash). The store reaches the yield
 // points of the context it is given (spec.Yield) if it has any: the
 // reference does, before and after each of its transactions.
-func InProcess(b adapters.Backend, store string) Launcher { return inProcess{b: b, store: store} }
+func InProcess(b adapters.Driver, store string) Launcher { return inProcess{b: b, store: store} }
 
 type inProcess struct {
-	b     adapters.Backend
+	b     adapters.Driver
 	store string
 }
 

@@ -20,10 +20,10 @@ import (
 // side file is empty again (its growth was never synced), the write is
 // past its end, and the process dies of SIGBUS, between the cut and the
 // kill that follows it.
-type mappingBackend struct{ adapters.Backend }
+type mappingBackend struct{ adapters.Driver }
 
 func (b mappingBackend) Open(ctx context.Context, store string, o spec.OpenOptions) (adapters.Target, error) {
-	t, err := b.Backend.Open(ctx, store, o)
+	t, err := b.Driver.Open(ctx, store, o)
 	if err != nil || o.Path == "" {
 		return t, err
 	}

@@ -123,10 +123,10 @@ func TestSimUsageErrors(t *testing.T) {
 
 // noCrashPoints is a backend that declares no crash points: the reference,
 // its hello's crash_points left empty.
-type noCrashPoints struct{ adapters.Backend }
+type noCrashPoints struct{ adapters.Driver }
 
 func (b noCrashPoints) Info() adapters.Hello {
-	info := b.Backend.Info()
+	info := b.Driver.Info()
 	info.Capabilities.CrashPoints = nil
 	return info
 }

@@ -23,17 +23,17 @@ import (
 // It is a backend that mints ids of its own, as one written from the seed
 // alone may: the kit's own tests run it to show that nothing the kit checks
 // depends on the reference's ids (rule runtime.minted_ids).
-func Runtime(inner adapters.Backend) adapters.Backend {
-	return renamedBackend{Backend: inner, names: &runtimeNames{out: map[string]string{}, in: map[string]string{}}}
+func Runtime(inner adapters.Driver) adapters.Driver {
+	return renamedBackend{Driver: inner, names: &runtimeNames{out: map[string]string{}, in: map[string]string{}}}
 }
 
 type renamedBackend struct {
-	adapters.Backend
+	adapters.Driver
 	names *runtimeNames
 }
 
 func (b renamedBackend) Open(ctx context.Context, store string, o spec.OpenOptions) (adapters.Target, error) {
-	t, err := b.Backend.Open(ctx, store, o)
+	t, err := b.Driver.Open(ctx, store, o)
 	if err != nil || store != r.StoreName {
 		return t, err
 	}

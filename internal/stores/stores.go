@@ -174,15 +174,15 @@ type Options struct {
 	Bug bugs.Bug
 }
 
-// Reference is the embedded reference as an adapters.Backend: every
+// Reference is the embedded reference as an adapters.Driver: every
 // registered store, opened as an in-process Target by its Reference. It is
 // what every command checks when no backend is named, what "storecheck
 // serve" serves, and what the tests check: the suite through
 // suite.HarnessOf, the checkers and the simulator through Open.
-func Reference() adapters.Backend { return Backend(Options{}) }
+func Reference() adapters.Driver { return Backend(Options{}) }
 
 // Backend is the reference backend as o asks.
-func Backend(o Options) adapters.Backend {
+func Backend(o Options) adapters.Driver {
 	name := "reference"
 	// Every read of the reference is one transaction (sqlitedb.DB.Read),
 	// the reads the seeds run as several statements included: it declares

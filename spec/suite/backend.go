@@ -10,7 +10,7 @@ import (
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
-// HarnessOf is the suite's harness for any adapters.Backend, in this
+// HarnessOf is the suite's harness for any adapters.Driver, in this
 // process or a program over the wire: its name and the capabilities it
 // declared (each store's own, where the hello gives a store capabilities of
 // its own); each store it implements opens through its Open and reaches the
@@ -18,7 +18,7 @@ import (
 // operation value applied to a Target, the path the checkers and the
 // simulator take; each store it does not implement keeps a nil opener, so
 // the suite skips its specs with that reason.
-func HarnessOf(b adapters.Backend) Harness {
+func HarnessOf(b adapters.Driver) Harness {
 	info := b.Info()
 	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities, CrashPoints: info.Capabilities.CrashPoints}
 	for store := range info.Capabilities.Stores {
