@@ -48,10 +48,17 @@ func (r *runner) simulate() error {
 		storeParams, oneProcess := processesFor(params, caps, name)
 		coverage := sim.Coverage{}
 		var sweep sim.Result // what the sweep's runs explored, summed
+		rechecked, diverged := 0, 0
 		err := sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
+			if res.Rechecked {
+				rechecked++
+			}
+			if res.Nondeterminism != nil {
+				diverged++
+			}
 			sweep.Yielded, sweep.CrashPoints = sweep.Yielded || res.Yielded, sweep.CrashPoints || res.CrashPoints
 			if res.NoPowerCuts != "" {
 				sweep.NoPowerCuts = res.NoPowerCuts
@@ -74,6 +81,14 @@ func (r *runner) simulate() error {
 				if res.Stalled != "" {
 					c.Message = "the kit stalled, not the backend, so the run decides nothing: " + res.Stalled
 				}
+			} else if d := res.Nondeterminism; d != nil {
+				// One seed is not one run: its reproduce line would not
+				// reproduce it, so it is no pass.
+				c.Outcome = reports.Inconclusive
+				c.Message = "nondeterministic, no verdict: " + d.String()
+			}
+			if d := res.Nondeterminism; d != nil && res.Failure != nil {
+				c.Message += "\n(nondeterministic: " + d.String() + "; the replay may not fail the same way)"
 			}
 			r.add(c)
 		}, func() bool { return cfg.FailFast && failed.Load() })
@@ -87,7 +102,7 @@ func (r *runner) simulate() error {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
 		r.result.Coverage = append(r.result.Coverage, reg.Coverage(string(LayerSim), over, coverage))
-		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over}
+		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over, Rechecked: rechecked, Diverged: diverged}
 		for _, e := range st.Events {
 			reach.Events = append(reach.Events, reports.EventCount{Event: e, Count: coverage[e]})
 		}
