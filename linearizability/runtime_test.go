@@ -16,6 +16,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/renamed"
 	"github.com/storecheck/storecheck/linearizability/model"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/spec"
@@ -255,7 +256,7 @@ func TestRuntimeRenamedIdsAreLinearizable(t *testing.T) {
 	}
 	for seed := range seeds {
 		path := filepath.Join(t.TempDir(), "runtime.db")
-		b := RenamedRuntime(adapters.InProcess(adapters.Hello{Name: "reference", Capabilities: adapters.Capabilities{
+		b := renamed.Runtime(adapters.InProcess(adapters.Hello{Name: "reference", Capabilities: adapters.Capabilities{
 			CrashPoints: map[string][]string{r.StoreName: refruntime.CrashPoints}}},
 			adapters.LocalStore{Contract: r.Contract, Open: refruntime.OpenTarget}))
 		open := func(ctx context.Context, clock clockwork.Clock) (adapters.Target, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/internal/renamed"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/linearizability/model"
@@ -22,12 +23,12 @@ var runtimeSubject = Subject{
 // default sweep, crashes and kills included: the simulator learns every id
 // from the answer that minted it (rule runtime.minted_ids).
 func TestRuntimeRenamedIdsPassTheDefaultSweep(t *testing.T) {
-	backend := InProcess(linearizability.RenamedRuntime(stores.Reference()), "runtime")
-	ran, renamed := 0, 0
+	backend := InProcess(renamed.Runtime(stores.Reference()), "runtime")
+	ran, withRenamed := 0, 0
 	err := Sweep(context.Background(), runtimeSubject, backend, DefaultSeeds.Seeds(Shard{}), Params{}, 0, ScratchDir(), func(r Result) {
 		ran++
 		if strings.Contains(strings.Join(r.Trace, "\n"), `"claim_id":"claim~`) {
-			renamed++
+			withRenamed++
 		}
 		if r.Failure != nil {
 			t.Errorf("seed %d: the renamed reference was flagged: %v", r.Schedule.Seed, r.Failure)
@@ -39,8 +40,8 @@ func TestRuntimeRenamedIdsPassTheDefaultSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ran != len(DefaultSeeds.Seeds(Shard{})) || renamed == 0 {
-		t.Fatalf("ran %d seeds, %d of them with a claim of a renamed id", ran, renamed)
+	if ran != len(DefaultSeeds.Seeds(Shard{})) || withRenamed == 0 {
+		t.Fatalf("ran %d seeds, %d of them with a claim of a renamed id", ran, withRenamed)
 	}
-	t.Logf("%d seeds, %d of them with a claim of a renamed id", ran, renamed)
+	t.Logf("%d seeds, %d of them with a claim of a renamed id", ran, withRenamed)
 }

@@ -9,7 +9,9 @@
 // zombie after a restart, a stalled reset) cannot overwrite newer state.
 //
 // Every rule is stated on the Store method it governs. Each rule is checked by
-// a spec in spec/suite/continuity.go of the same operation name.
+// a spec of the same operation name: the records' in
+// spec/suite/continuity_records.go, the snapshots' in
+// spec/suite/continuity_snapshots.go.
 package continuity
 
 import (

@@ -1,0 +1,132 @@
+package client
+
+// Opening a store: its marker and version, read before anything is written.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/client"
+)
+
+// Open opens (or creates) a store. A file of another marker or version is
+// refused with schema_mismatch before anything is written to it: the marker
+// is read first over a read-only connection, and read again in the
+// transaction that writes the schema.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	s := &Store{clock: o.Clock, rules: o.Rules.complete()}
+	if !sqlitedb.InMemory(o.Path) {
+		if err := s.precheck(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, IOKind: c.ErrIO})
+	if err != nil {
+		return nil, err
+	}
+	err = db.Write(ctx, fmt.Sprintf("open %q: schema", o.Path), func(tx *sql.Tx) error {
+		fresh, err := s.checkSchema(ctx, tx, o.Path)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return err
+		}
+		if fresh {
+			if _, err := tx.ExecContext(ctx, c.SchemaMetaDDL); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_meta(marker, version) VALUES (?, ?)`, c.SchemaMarker, c.SchemaVersion)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.db = db
+	return s, nil
+}
+
+// precheck reads the marker of an existing file without writing to it.
+func (s *Store) precheck(ctx context.Context, o Options) error {
+	if _, err := os.Stat(o.Path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	busy := o.BusyTimeout
+	if busy <= 0 {
+		busy = sqlitedb.DefaultBusyTimeout
+	}
+	ro, err := sql.Open("sqlite", fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", o.Path, busy.Milliseconds()))
+	if err != nil {
+		return spec.Errorf(c.ErrIO, "open %q: %w", o.Path, err)
+	}
+	defer ro.Close()
+	tx, err := ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return spec.Errorf(c.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
+	}
+	defer tx.Rollback()
+	if _, err := s.checkSchema(ctx, tx, o.Path); err != nil {
+		var ke *spec.Error
+		if errors.As(err, &ke) {
+			return err
+		}
+		return spec.Errorf(c.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
+	}
+	return nil
+}
+
+// checkSchema says whether the database is new (no tables at all), and fails
+// with schema_mismatch when it carries another marker or version.
+func (s *Store) checkSchema(ctx context.Context, tx *sql.Tx, path string) (fresh bool, err error) {
+	var tables, metas int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'schema_meta')
+		FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &metas); err != nil {
+		return false, err
+	}
+	if tables == 0 {
+		return true, nil
+	}
+	marker, version := "", int64(0)
+	if metas == 1 {
+		rows, err := tx.QueryContext(ctx, `SELECT marker, version FROM schema_meta`)
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			if err := rows.Scan(&marker, &version); err != nil {
+				rows.Close()
+				return false, err
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return false, err
+		}
+		if n != 1 {
+			marker, version = "", 0
+		}
+	}
+	if !s.rules.SchemaMatches(marker, version) {
+		shown := marker
+		if shown == "" {
+			shown = "(no marker)"
+		}
+		return false, spec.Errorf(c.ErrSchemaMismatch, "open %q: the file holds schema %s version %d, this store needs %s version %d",
+			path, shown, version, c.SchemaMarker, c.SchemaVersion)
+	}
+	return false, nil
+}
