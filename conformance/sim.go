@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
@@ -133,7 +134,12 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 	small := res
 	if budget := r.cfg.Shrink; budget > 0 && res.Failure.Backend == nil {
 		var err error
-		if small, err = sim.Shrink(r.ctx, subj, b, res, sim.ScratchDir(), budget); err != nil {
+		started := time.Now()
+		small, err = sim.ShrinkWith(r.ctx, subj, b, res, sim.ScratchDir(), sim.ShrinkOptions{Budget: budget, Workers: r.cfg.Workers})
+		// The check's time is its shrink's: what a sweep spends on each
+		// failure (the seed's own run is in the sweep's time).
+		c.Duration = time.Since(started)
+		if err != nil {
 			r.cfg.logf("storecheck sim: shrinking seed %d: %v", res.Schedule.Seed, err)
 			small = res
 		}
@@ -141,8 +147,8 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Backend
 	var msg strings.Builder
 	msg.WriteString(small.Failure.Error())
 	if len(small.Schedule.Steps) < len(res.Schedule.Steps) {
-		fmt.Fprintf(&msg, "\n(shrunk to %d steps from the seed's %d, which failed at %s)", len(small.Schedule.Steps), len(res.Schedule.Steps),
-			strings.SplitN(res.Failure.Error(), ":", 2)[0])
+		fmt.Fprintf(&msg, "\n(shrunk to %d steps from the seed's %d, which failed at %s; %d runs)", len(small.Schedule.Steps), len(res.Schedule.Steps),
+			strings.SplitN(res.Failure.Error(), ":", 2)[0], small.ShrinkRuns)
 	}
 	columns, rows := small.Interleaving()
 	grid := &reports.Interleaving{Columns: columns, Notes: small.Unexplored()}

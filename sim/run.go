@@ -93,6 +93,9 @@ type Result struct {
 	// where the two runs parted, nil when they gave the same trace.
 	Rechecked      bool
 	Nondeterminism *Divergence
+	// ShrinkRuns is how many runs the shrink that made this result counted
+	// (0: not shrunk).
+	ShrinkRuns int
 	// Ops is how many operations ran; SimTime how far the clock went.
 	Ops     int
 	SimTime time.Duration
