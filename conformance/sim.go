@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
@@ -48,10 +49,17 @@ func (r *runner) simulate() error {
 		storeParams, oneProcess := processesFor(params, caps, name)
 		coverage := sim.Coverage{}
 		var sweep sim.Result // what the sweep's runs explored, summed
+		rechecked, diverged := 0, 0
 		err := sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
+			if res.Rechecked {
+				rechecked++
+			}
+			if res.Nondeterminism != nil {
+				diverged++
+			}
 			sweep.Yielded, sweep.CrashPoints = sweep.Yielded || res.Yielded, sweep.CrashPoints || res.CrashPoints
 			if res.NoPowerCuts != "" {
 				sweep.NoPowerCuts = res.NoPowerCuts
@@ -74,6 +82,14 @@ func (r *runner) simulate() error {
 				if res.Stalled != "" {
 					c.Message = "the kit stalled, not the backend, so the run decides nothing: " + res.Stalled
 				}
+			} else if d := res.Nondeterminism; d != nil {
+				// One seed is not one run: its reproduce line would not
+				// reproduce it, so it is no pass.
+				c.Outcome = reports.Inconclusive
+				c.Message = "nondeterministic, no verdict: " + d.String()
+			}
+			if d := res.Nondeterminism; d != nil && res.Failure != nil {
+				c.Message += "\n(nondeterministic: " + d.String() + "; the replay may not fail the same way)"
 			}
 			r.add(c)
 		}, func() bool { return cfg.FailFast && failed.Load() })
@@ -87,7 +103,7 @@ func (r *runner) simulate() error {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
 		r.result.Coverage = append(r.result.Coverage, reg.Coverage(string(LayerSim), over, coverage))
-		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over}
+		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over, Rechecked: rechecked, Diverged: diverged}
 		for _, e := range st.Events {
 			reach.Events = append(reach.Events, reports.EventCount{Event: e, Count: coverage[e]})
 		}
@@ -118,7 +134,12 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Launche
 	small := res
 	if budget := r.cfg.Shrink; budget > 0 && res.Failure.Backend == nil {
 		var err error
-		if small, err = sim.Shrink(r.ctx, subj, b, res, sim.ScratchDir(), budget); err != nil {
+		started := time.Now()
+		small, err = sim.ShrinkWith(r.ctx, subj, b, res, sim.ScratchDir(), sim.ShrinkOptions{Budget: budget, Workers: r.cfg.Workers})
+		// The check's time is its shrink's: what a sweep spends on each
+		// failure (the seed's own run is in the sweep's time).
+		c.Duration = time.Since(started)
+		if err != nil {
 			r.cfg.logf("storecheck sim: shrinking seed %d: %v", res.Schedule.Seed, err)
 			small = res
 		}
@@ -126,8 +147,8 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Launche
 	var msg strings.Builder
 	msg.WriteString(small.Failure.Error())
 	if len(small.Schedule.Steps) < len(res.Schedule.Steps) {
-		fmt.Fprintf(&msg, "\n(shrunk to %d steps from the seed's %d, which failed at %s)", len(small.Schedule.Steps), len(res.Schedule.Steps),
-			strings.SplitN(res.Failure.Error(), ":", 2)[0])
+		fmt.Fprintf(&msg, "\n(shrunk to %d steps from the seed's %d, which failed at %s; %d runs)", len(small.Schedule.Steps), len(res.Schedule.Steps),
+			strings.SplitN(res.Failure.Error(), ":", 2)[0], small.ShrinkRuns)
 	}
 	columns, rows := small.Interleaving()
 	grid := &reports.Interleaving{Columns: columns, Notes: small.Unexplored()}

@@ -334,6 +334,10 @@ type Reach struct {
 	// Over says what the counts were taken over ("seeds 1..100").
 	Over   string       `json:"over,omitempty"`
 	Events []EventCount `json:"events"`
+	// Rechecked is how many seeds the sweep ran twice to check that one
+	// seed is one run; Diverged how many of them parted.
+	Rechecked int `json:"rechecked,omitempty"`
+	Diverged  int `json:"diverged,omitempty"`
 }
 
 // EventCount is how often a sweep reached one event.
@@ -360,6 +364,9 @@ func (r Reach) Summary() string {
 	s := fmt.Sprintf("%d of %d rare events reached", len(r.Events)-len(missing), len(r.Events))
 	if len(missing) > 0 {
 		s += " (not: " + strings.Join(missing, "; ") + ")"
+	}
+	if r.Rechecked > 0 {
+		s += fmt.Sprintf("; %d seeds run twice, %d parted", r.Rechecked, r.Diverged)
 	}
 	return s
 }

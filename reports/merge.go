@@ -279,6 +279,8 @@ func mergeReach(into, rs []Reach) []Reach {
 			into = append(into, r)
 			continue
 		}
+		into[i].Rechecked += r.Rechecked
+		into[i].Diverged += r.Diverged
 		for _, e := range r.Events {
 			j := slices.IndexFunc(into[i].Events, func(o EventCount) bool { return o.Event == e.Event })
 			if j < 0 {

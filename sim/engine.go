@@ -52,6 +52,9 @@ type engine struct {
 	// syncArmed: a power cut at a sync is armed on the disk (the disk is
 	// asked, after each step, whether it struck); syncCut, once it has.
 	syncArmed bool
+	// syncFails: a sync of the run was made to fail, which a process's
+	// start may meet (start).
+	syncFails bool
 	syncCut   *syncCut
 	// settledOps are the operations over so far, in the order they
 	// ended: what a failure after a crash names (blame.go).
@@ -153,7 +156,21 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 func (e *engine) start(p *proc) error {
 	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
 	bp, err := e.backend.Start(e.ctx, p.n, e.path, p.clock)
+	if err != nil && e.syncFails {
+		// The start's open synced (recovering a WAL does) and met the
+		// sync made to fail: an open that fails on an I/O error is right,
+		// and the sync after it succeeds (Linux's behaviour), so the
+		// process is started again, once.
+		bp, err = e.backend.Start(e.ctx, p.n, e.path, p.clock)
+	}
 	if err != nil {
+		if p.p != nil && e.syncArmed && e.struckAtSync() {
+			// The power went at the armed sync under the start (an open
+			// that recovers a WAL syncs it): no failure of the backend's.
+			// The process stays dead until do ends the cut
+			// (strikeAtSync), starting every process again.
+			return nil
+		}
 		return err
 	}
 	p.p, p.inj = bp, fault.Wrap(bp, e.sched.Store)
@@ -444,6 +461,7 @@ func (s *struck) FailSync(ctx context.Context, file string, nth int) error {
 	if s.e.disk == nil {
 		return fmt.Errorf("the run has no forgetful file system to fail a sync on")
 	}
+	s.e.syncFails = true
 	return s.e.disk.FailSync(s.e.work, file, nth)
 }
 

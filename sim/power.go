@@ -9,6 +9,8 @@ import (
 
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // Power cuts. A run that may cut the power keeps its database on a
@@ -259,9 +261,28 @@ func (e *engine) restartAfterCut(i int, st Step) bool {
 	}
 	for _, p := range e.procs {
 		if err := e.start(p); err != nil {
-			e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("restart process %d: %w", p.n, err)})
+			e.fail(reopenFailure(i, st, p.n, e.sched.Store, err))
 			return false
 		}
 	}
 	return true
+}
+
+// reopenFailure is a process that could not start again after the power
+// cut of step i. A store that answers its open with an I/O error (SQLite's
+// "file is not a database": a header it never synced, torn) cannot open
+// what it left durable, which breaks the rule that every acknowledged
+// write survives the cut: a verdict on the backend, not a failure of it.
+// Any other error (the program died, broke the protocol) is the backend's
+// own failure.
+func reopenFailure(i int, st Step, process int, store string, err error) *Failure {
+	what := fmt.Sprintf("%04d %s", i, st)
+	if spec.KindOf(err) != spec.ErrIO {
+		return &Failure{Step: i, What: what, Backend: fmt.Errorf("restart process %d: %w", process, err)}
+	}
+	rule := spec.PowerLossRule(store)
+	return &Failure{Step: i, What: what + fmt.Sprintf(", then process %d opened again", process),
+		Op: "open after the power cut", Got: model.Fail(spec.ErrIO), Message: err.Error(),
+		Allowed: []string{"ok (the store opens what it left durable)"}, Rules: []string{rule},
+		Why: "the store cannot open the files the cut left, so nothing it acknowledged before it survives"}
 }

@@ -89,6 +89,13 @@ type Result struct {
 	// system with, or a backend that declares it keeps its writes across
 	// process crashes only where the seed allows it.
 	NoPowerCuts string
+	// Rechecked: a sweep ran the seed twice (Rechecked); Nondeterminism is
+	// where the two runs parted, nil when they gave the same trace.
+	Rechecked      bool
+	Nondeterminism *Divergence
+	// ShrinkRuns is how many runs the shrink that made this result counted
+	// (0: not shrunk).
+	ShrinkRuns int
 	// Ops is how many operations ran; SimTime how far the clock went.
 	Ops     int
 	SimTime time.Duration

@@ -82,7 +82,8 @@ func ScratchDir() string {
 	return os.TempDir()
 }
 
-// Sweep runs the schedule of every seed, workers at a time, and calls done
+// Sweep runs the schedule of every seed, workers at a time (a sampled share
+// of them twice, their traces compared: recheck.go), and calls done
 // with each result in seed order (results are held until every earlier seed
 // is done, so what done sees does not depend on scheduling). It stops
 // starting seeds when ctx ends or stop returns true. With p.PowerCuts it
@@ -112,6 +113,14 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 			for i := range next {
 				d, noPower := disk.forSeed(seeds[i])
 				res, err := explore(ctx, subj, b, seeds[i], p, dir, d, noPower)
+				if err == nil && res.Stalled == "" && Rechecked(seeds[i]) {
+					again, err2 := explore(ctx, subj, b, seeds[i], p, dir, d, noPower)
+					// A second run the kit stalled in says nothing.
+					if err2 == nil && again.Stalled == "" {
+						res.Rechecked = true
+						res.Nondeterminism = diverge(res.Moves, again.Moves)
+					}
+				}
 				results[i] <- slot{res, err}
 			}
 		}()
