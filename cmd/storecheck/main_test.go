@@ -250,7 +250,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--"}, "storecheck run: no command after --; " + runAccepted + "\n"},
 		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; usage: storecheck serve\n"},
 		{[]string{"selftest", "--bugs", "client_due_times_as_text,nope"}, "storecheck selftest: \"nope\" names no deliberate bug; accepted: " + strings.Join(bugNames(), ", ") + "\n"},
-		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, selftest, serve, help\n"},
+		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, merge, selftest, serve, help\n"},
 	} {
 		var out, errs bytes.Buffer
 		if code := cli(tc.args, &out, &errs, h); code != exitUsage {
