@@ -63,8 +63,9 @@ func Adapter(b adapters.Driver) Backend { return Backend{local: b} }
 // linearizability run after the first, and for every simulated process.
 func Program(command ...string) Backend { return Backend{command: slices.Clone(command)} }
 
-// WithEnv is b, a program, started with env added to this process's
-// environment.
+// WithEnv is b, a program, started with env (NAME=value) added to this
+// process's environment; its reproduce lines set env too, so that they run
+// what failed.
 func (b Backend) WithEnv(env ...string) Backend {
 	b.env = append(slices.Clone(b.env), env...)
 	return b
@@ -153,6 +154,9 @@ type session struct {
 	exec    *adapters.Exec
 	options adapters.ExecOptions
 	command []string
+	// env is what the program was started with on top of this process's
+	// environment (WithEnv): its reproduce lines set it too.
+	env     []string
 	harness bool
 
 	mu       sync.Mutex
@@ -162,7 +166,7 @@ type session struct {
 // open opens b for a run configured by cfg: a program is started (its
 // hello read); the capabilities cfg withdraws are taken off either way.
 func (b Backend) open(ctx context.Context, cfg Config) (*session, error) {
-	s := &session{command: b.command, harness: b.harness}
+	s := &session{command: b.command, env: b.env, harness: b.harness}
 	switch {
 	case b.local != nil:
 		s.b = b.local

@@ -110,7 +110,9 @@ type Config struct {
 	// wire; past it the program has failed.
 	ReplyTimeout time.Duration
 	// ReportDir is where failing checks keep their files: a history and
-	// its visualization, a shrunk schedule, its trace and interleaving.
+	// its visualization, a shrunk schedule, its trace and interleaving
+	// (none: DefaultReportDir in the working folder; in a test binary,
+	// TestReportDir, outside the source tree).
 	ReportDir string
 	// FailFast stops at the first failure.
 	FailFast bool
@@ -218,7 +220,8 @@ var withdrawable = []string{spec.CapFiles, spec.CapSharedFiles, spec.CapInMemory
 
 // Validate says what in c the check cannot run, naming the field: an
 // unknown store or layer, a seed range that ends before it starts, a shard
-// out of its range, a count below zero, a capability it cannot withdraw.
+// out of its range, a count below zero, a spec to narrow to when the spec
+// layer does not run, a capability it cannot withdraw.
 func (c Config) Validate() error {
 	for _, s := range c.Stores {
 		if _, ok := stores.Lookup(s); !ok {
@@ -235,6 +238,11 @@ func (c Config) Validate() error {
 	}
 	if err := validateKnobs(c); err != nil {
 		return err
+	}
+	if c.Spec != "" && len(c.Layers) > 0 && !c.runs(LayerSpec) {
+		// Else the narrowing would be ignored without a word.
+		return configError("Spec", "narrows the spec layer, which the run does not run (its layers: %s): run the spec layer too, or narrow nothing",
+			layerList(c.Layers))
 	}
 	for _, w := range c.Withdraw {
 		if !slices.Contains(withdrawable, w) {

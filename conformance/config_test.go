@@ -123,6 +123,17 @@ func TestReproduceLines(t *testing.T) {
 		{goTestLines{test: "TestX", pkg: "example.com/mystore", given: map[string]string{"steps": "60", "ops": "9"}, env: []string{"STORECHECK_TEST_RACY", "STORECHECK_TEST_UNSET"}}.linearize("continuity", 2),
 			"STORECHECK_TEST_RACY='1 2' go test -run '^TestX$/^linearizability$/^continuity$' example.com/mystore -storecheck.seed 2 -storecheck.ops 9"},
 		{Config{Env: []string{"STORECHECK_TEST_RACY"}}.commandLines([]string{"./b"}).sim("client", 5), "STORECHECK_TEST_RACY='1 2' storecheck sim --store client --seed 5 -- ./b"},
+		// A program's own environment (WithEnv) wins over this process's, as
+		// it did when it ran.
+		{Config{Env: []string{"STORECHECK_TEST_RACY"}}.commandLines([]string{"./b"}, "STORECHECK_TEST_RACY=3", "MODE=a b").sim("client", 5),
+			"STORECHECK_TEST_RACY=3 MODE='a b' storecheck sim --store client --seed 5 -- ./b"},
+		// The re-check of a saved history: the check's own knobs, no backend,
+		// no environment; under go test, the kit's command through go run.
+		{Config{Env: []string{"STORECHECK_TEST_RACY"}}.commandLines([]string{"./b"}).recheck("out/h 1.json"), "storecheck check 'out/h 1.json'"},
+		{Config{CheckTimeout: time.Hour}.commandLines(nil).recheck("h.json"), "storecheck check --check-timeout 1h0m0s h.json"},
+		{goTestLines{test: "TestX", pkg: "p", given: map[string]string{"check-timeout": "2m", "ops": "9"}, env: []string{"STORECHECK_TEST_RACY"}}.recheck("/tmp/h.json"),
+			"go run github.com/storecheck/storecheck/cmd/storecheck check --check-timeout 2m0s /tmp/h.json"},
+		{configLines{Config{}.WithDefaults()}.recheck("h.json"), "storecheck check h.json"},
 		{configLines{Config{Steps: 60}.WithDefaults()}.sim("continuity", 17),
 			`conformance.Run with conformance.Config{Stores: []string{"continuity"}, Layers: []conformance.Layer{"sim"}, Seeds: conformance.Seed(17), Steps: 60}`},
 		{configLines{Config{Duration: 90 * time.Second, ReplyTimeout: time.Hour}.WithDefaults()}.linearize("continuity", 1),

@@ -109,6 +109,9 @@ func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 		cfg.Stores = harnessStores(h)
 	}
 	fillDefaults(&cfg, TestDefaults())
+	if err := narrowsARunLayer(cfg, given); err != nil {
+		t.Fatal(err)
+	}
 	if cfg.Seeds == nil && cfg.SimSeeds == nil {
 		seeds := TestSimSeeds
 		cfg.SimSeeds = &seeds
@@ -121,7 +124,7 @@ func TestWith(t *testing.T, h suite.Harness, cfg Config) {
 		t.Fatal(err)
 	}
 	t.Logf("failing checks keep their files in %s", cfg.ReportDir)
-	ln := goTestLines{test: t.Name(), pkg: testPackage(), given: given, env: cfg.Env}
+	ln := goTestLines{test: t.Name(), pkg: testPackageAsGiven(), given: given, env: cfg.Env}
 	for _, l := range Layers {
 		if !cfg.runs(l) || (cfg.FailFast && t.Failed()) {
 			continue
@@ -213,6 +216,17 @@ func report(t *testing.T, rep reports.Run, err error) {
 	}
 }
 
+// narrowsARunLayer says, naming the flag, that -storecheck.spec was given
+// to a run without the spec layer, whose narrowing it would be ignored.
+func narrowsARunLayer(cfg Config, given map[string]string) error {
+	v, ok := given["spec"]
+	if !ok || cfg.runs(LayerSpec) {
+		return nil
+	}
+	return fmt.Errorf("conformance: -%s %s narrows the spec layer, which -%s %s does not run: add spec to the layers, or drop -%[1]s",
+		knobNamed("spec").TestFlag(), shellQuote(v), knobNamed("layers").TestFlag(), layerList(cfg.Layers))
+}
+
 // givenFlags are the storecheck flags given on fs's command line, by
 // knob name.
 func givenFlags(fs *flag.FlagSet) map[string]string {
@@ -277,6 +291,52 @@ func runPattern(parts []string) string {
 		out[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	return strings.Join(out, "/")
+}
+
+// testPackageAsGiven is the package of this test binary as the person who
+// ran go test names it where they ran it: "." when go test ran in the
+// package's folder, "./DIR" when it ran in a folder above it; else (go test
+// ran elsewhere, or the binary on its own) its import path, which go test
+// takes from any folder of the module.
+func testPackageAsGiven() string {
+	here, err := os.Getwd()
+	from, ok := goCommandDir()
+	if err != nil || !ok {
+		return testPackage()
+	}
+	// /proc gives the parent's folder with its links resolved.
+	if real, err := filepath.EvalSymlinks(here); err == nil {
+		here = real
+	}
+	return packageFrom(from, here, testPackage())
+}
+
+// packageFrom is the package in folder here as go test run in folder from
+// takes it: "." or "./DIR" under from, else pkg (its import path).
+func packageFrom(from, here, pkg string) string {
+	rel, err := filepath.Rel(from, here)
+	switch {
+	case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		return pkg
+	case rel == ".":
+		return "."
+	}
+	return "./" + filepath.ToSlash(rel)
+}
+
+// goCommandDir is the folder go test was run in: the working folder of
+// this process's parent when that is the go command (go test runs a test
+// binary in its package's folder, and sets PWD to it, so only the parent
+// knows). Linux's /proc tells; elsewhere, or when the binary ran on its
+// own, there is none.
+func goCommandDir() (string, bool) {
+	proc := filepath.Join("/proc", strconv.Itoa(os.Getppid()))
+	exe, err := os.Readlink(filepath.Join(proc, "exe"))
+	if err != nil || strings.TrimSuffix(filepath.Base(exe), ".exe") != "go" {
+		return "", false
+	}
+	dir, err := os.Readlink(filepath.Join(proc, "cwd"))
+	return dir, err == nil
 }
 
 // testPackage is the package of this test binary as go test takes it

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/linearizability"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec/suite"
 )
@@ -81,9 +83,42 @@ func TestTheTestFlagsChooseSeedsPerLayer(t *testing.T) {
 	}
 }
 
-// A go test line names the package by its import path, which the go
-// command finds from any folder of the module: here from its root and
-// from another package's folder.
+// A go test line names the package as the person who ran go test would
+// where they ran it: "." in its folder, "./DIR" from a folder above, else
+// the import path (a binary run on its own, a folder beside it).
+func TestTheGoTestLineNamesThePackageAsGiven(t *testing.T) {
+	for _, tc := range []struct{ from, here, want string }{
+		{"/m/store", "/m/store", "."},
+		{"/m", "/m/store", "./store"},
+		{"/", "/m/store/sub", "./m/store/sub"},
+		{"/m/other", "/m/store", "example.com/m/store"},
+		{"/m/store/sub", "/m/store", "example.com/m/store"},
+		{"/m/store2", "/m/store", "example.com/m/store"},
+	} {
+		if got := packageFrom(tc.from, tc.here, "example.com/m/store"); got != tc.want {
+			t.Errorf("go test run in %s, the package in %s: %q, want %q", tc.from, tc.here, got, tc.want)
+		}
+	}
+	// This test binary: where go test ran it, the package it names is
+	// this one (go list finds it there); run on its own, its import path.
+	from, ok := goCommandDir()
+	if !ok {
+		if testPackageAsGiven() != testPackage() {
+			t.Errorf("a binary not run by go test names %q, want its import path", testPackageAsGiven())
+		}
+		return
+	}
+	here, _ := os.Getwd()
+	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", testPackageAsGiven())
+	cmd.Dir = from
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != here {
+		t.Errorf("go list %s in %s (where go test ran): %q, %v; want %s", testPackageAsGiven(), from, out, err, here)
+	}
+}
+
+// A go test line names the package by its import path when it cannot
+// tell where go test ran, which the go command finds from any folder of
+// the module: here from its root and from another package's folder.
 func TestTheGoTestLineNamesThePackageByItsImportPath(t *testing.T) {
 	pkg := testPackage()
 	if pkg != "github.com/storecheck/storecheck/conformance" {
@@ -260,7 +295,17 @@ func TestAGoTestFailureShowsWhatFailedAndTheLine(t *testing.T) {
 			if tc.layer == "linearizability" {
 				saved, _ := filepath.Glob(filepath.Join(reports, "linearizability-continuity-*", "history.json"))
 				if len(saved) == 0 || !strings.Contains(out, "history and visualization in "+reports) {
-					t.Errorf("no history saved in %s:\n%s", reports, out)
+					t.Fatalf("no history saved in %s:\n%s", reports, out)
+				}
+				// The deterministic re-check of the saved history comes
+				// first, runnable with no storecheck installed; it fails
+				// again, every time.
+				recheck := "re-check the saved history (deterministic): go run github.com/storecheck/storecheck/cmd/storecheck check " + saved[0] + "\n"
+				if i := strings.Index(out, recheck); i < 0 || i > strings.Index(out, "reproduce: "+line) {
+					t.Errorf("the failure does not offer %q before its re-run:\n%s", recheck, out)
+				}
+				if hc, err := CheckHistory(saved[0], 0); err != nil || hc.Result.Verdict != linearizability.Illegal {
+					t.Errorf("the saved history checked again: %+v, %v; want illegal", hc.Result.Verdict, err)
 				}
 			}
 			// The line that follows the failure wanted: its own.
@@ -287,5 +332,34 @@ func TestFailFastUnderGoTest(t *testing.T) {
 		"-storecheck.layers=spec,linearizability", "-storecheck.fail-fast", "-storecheck.report-dir="+t.TempDir())
 	if code != 1 || !strings.Contains(out, "--- FAIL: TestBrokenHarness/spec/continuity") || strings.Contains(out, "TestBrokenHarness/linearizability") {
 		t.Errorf("exit %d, want the specs failed and no linearizability check:\n%s", code, out)
+	}
+}
+
+// A spec to narrow to, given to a run without the spec layer, is an error
+// naming the flag (or the field), not a narrowing silently ignored.
+func TestASpecWithoutTheSpecLayerIsAnError(t *testing.T) {
+	given := map[string]string{"spec": "continuity x y", "layers": "sim"}
+	cfg, err := withFlags(Config{}, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillDefaults(&cfg, TestDefaults())
+	err = narrowsARunLayer(cfg, given)
+	if err == nil || !strings.Contains(err.Error(), "-storecheck.spec 'continuity x y' narrows the spec layer, which -storecheck.layers sim does not run") {
+		t.Errorf("-storecheck.spec with -storecheck.layers sim: %v", err)
+	}
+	var ce *ConfigError
+	if err := (Config{Spec: "x", Layers: []Layer{LayerLinearizability}}).Validate(); !errors.As(err, &ce) || ce.Field != "Spec" ||
+		!strings.Contains(ce.Problem, "narrows the spec layer, which the run does not run (its layers: linearizability)") {
+		t.Errorf("Config.Spec without the spec layer: %v", err)
+	}
+	// With the spec layer, or with every layer, it narrows.
+	for _, c := range []Config{{Spec: "x"}, {Spec: "x", Layers: []Layer{LayerSpec, LayerSim}}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if err := narrowsARunLayer(TestDefaults(), map[string]string{"spec": "x"}); err != nil {
+		t.Errorf("-storecheck.spec with every layer: %v", err)
 	}
 }

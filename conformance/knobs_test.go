@@ -69,6 +69,17 @@ func TestTheFieldsDocSaysWhatTheKnobsZeroMeans(t *testing.T) {
 		if docs[k.Field] == "" {
 			t.Errorf("knob %s: Config.%s has no doc", k.Name, k.Field)
 		}
+		// A knob whose 0 is not the field's (shrink: the knob's 0 does not
+		// shrink, Config's 0 is the default): the field's doc says both, and
+		// the go test flag's help gives what 0 means there with its default.
+		if k.ZeroIs != 0 {
+			if !strings.Contains(docs[k.Field], "0: the default") || !strings.Contains(docs[k.Field], "knob's 0") {
+				t.Errorf("knob %s: its 0 is not Config.%s's, whose doc does not say both: %q", k.Name, k.Field, docs[k.Field])
+			}
+			if help := k.TestHelpText(); !strings.Contains(help, "(0: "+k.Zero+")") || !strings.HasSuffix(help, "(default "+k.TestDefault()+")") {
+				t.Errorf("knob %s: the go test flag's help does not say what 0 means and its default: %q", k.Name, help)
+			}
+		}
 	}
 }
 
@@ -185,8 +196,12 @@ func TestTheDocsListTheGoTestFlagsWithTheirDefaults(t *testing.T) {
 				t.Errorf("%s names -storecheck.%s, which go test does not take", doc, m[1])
 			}
 		}
-		if doc == "../README.md" && !strings.Contains(strings.Join(strings.Fields(string(text)), " "), fmt.Sprintf("one history of %d operations", TestOps)) {
+		flat := strings.Join(strings.Fields(string(text)), " ")
+		if doc == "../README.md" && !strings.Contains(flat, fmt.Sprintf("one history of %d operations", TestOps)) {
 			t.Errorf("the README does not say go test's history is of %d operations", TestOps)
+		}
+		if doc == "../README.md" && !strings.Contains(flat, "each of the seeds "+TestSimSeeds.String()) {
+			t.Errorf("the README does not say go test's simulator runs the seeds %s", TestSimSeeds)
 		}
 	}
 }

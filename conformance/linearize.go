@@ -51,7 +51,7 @@ sweep:
 			reg, _ := stores.Lookup(name)
 			c := r.linearizeStore(reg, seed, linearizeHooks{answers: answers[name]})
 			if r.s.err() != nil { // it was in flight
-				c.Outcome, c.Message, c.Reproduce, c.Details, c.Artifacts = reports.NotRun, suite.InFlightMessage, "", "", nil
+				c.Outcome, c.Message, c.Recheck, c.Reproduce, c.Details, c.Artifacts = reports.NotRun, suite.InFlightMessage, "", "", "", nil
 			}
 			r.add(c)
 			progress.Done(1)
@@ -155,12 +155,13 @@ func (r *runner) linearizeStore(st stores.Store, seed int64, hooks linearizeHook
 		check.Message = "the check ran out of time (" + cfg.CheckTimeout.String() + "): " + res.Summary()
 	}
 	check.Reproduce = hist.Command
-	folder, err := linearizability.WriteFailure(cfg.ReportDir, hist, res, st.Contract)
+	folder, err := linearizability.WriteFailure(cfg.ReportDir, hist, res, st.Contract, r.lines.recheck)
 	if err != nil {
 		cfg.logf("storecheck: could not write the failure report: %v", err)
 		return check
 	}
 	check.Message += "\nhistory and visualization in " + folder
+	check.Recheck = r.lines.recheck(filepath.Join(folder, "history.json"))
 	if rel, err := filepath.Rel(cfg.ReportDir, folder); err == nil {
 		check.Artifacts = []reports.Artifact{
 			{Name: "visualization", Path: filepath.Join(rel, "visualization.html")},

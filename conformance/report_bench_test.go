@@ -67,7 +67,7 @@ func BenchmarkAFailingLinearizeReport(b *testing.B) {
 			dir := b.TempDir()
 			for b.Loop() {
 				_ = res.Headline() + res.Explain(s.Contract) + res.Excerpt(40)
-				if _, err := linearizability.WriteFailure(dir, hist, res, s.Contract); err != nil {
+				if _, err := linearizability.WriteFailure(dir, hist, res, s.Contract, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/storecheck/storecheck/fault/lossyfs"
+	"github.com/storecheck/storecheck/reports"
 )
 
 // A reproduce line is what a report prints for a check to be run again: a
@@ -23,19 +24,28 @@ type lines interface {
 	sim(store string, seed int64) string
 	// replay runs a saved schedule again ("" when no command can).
 	replay(schedule string) string
+	// recheck checks a saved history again, offline and deterministically:
+	// what a linearizability failure offers before its re-run, which runs
+	// real concurrency again.
+	recheck(history string) string
 	// widen names what runs more seeds ("--seeds").
 	widen() string
 }
 
 // commandLines are storecheck's command lines for a run of cfg against
-// backend (nil: the embedded reference).
+// backend (nil: the embedded reference), a program started with env
+// (NAME=value, Program's WithEnv) added to the environment.
 type commandLines struct {
 	cfg     Config
 	backend []string
+	env     []string
 }
 
-// commandLines are the storecheck command lines of a run of c.
-func (c Config) commandLines(backend []string) lines { return commandLines{c.WithDefaults(), backend} }
+// commandLines are the storecheck command lines of a run of c against the
+// program backend started with env added (WithEnv).
+func (c Config) commandLines(backend []string, env ...string) lines {
+	return commandLines{c.WithDefaults(), backend, env}
+}
 
 // flagText is " --NAME VALUE" for a flag and its value (" --NAME=false"
 // for a boolean, as a flag of the flag package must be given).
@@ -68,38 +78,66 @@ func knobFlags(cfg Config, command string, l Layer) string {
 var kitEnv = []string{lossyfs.DeviceEnv}
 
 // envPrefix is the environment a line sets before its command: NAME=value
-// of each variable the kit reads (kitEnv) or of names that is set now.
-func envPrefix(names []string) string {
+// of each variable the kit reads (kitEnv) or of names that is set now,
+// then each of set (NAME=value, what a program was started with on top of
+// this process's environment, which wins over it as it did there).
+func envPrefix(names []string, set ...string) string {
+	given := map[string]bool{}
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, "=")
+		given[name] = true
+	}
 	var b strings.Builder
+	seen := map[string]bool{}
 	for _, name := range append(slices.Clone(kitEnv), names...) {
-		if v, ok := os.LookupEnv(name); ok {
+		if v, ok := os.LookupEnv(name); ok && !given[name] && !seen[name] {
+			seen[name] = true
 			b.WriteString(name + "=" + shellQuote(v) + " ")
 		}
+	}
+	for _, kv := range set {
+		name, v, _ := strings.Cut(kv, "=")
+		b.WriteString(name + "=" + shellQuote(v) + " ")
 	}
 	return b.String()
 }
 
+// envText is the environment l's lines set before storecheck.
+func (l commandLines) envText() string { return envPrefix(l.cfg.Env, l.env...) }
+
 func (l commandLines) spec(store string, seed int64, name string) string {
 	cfg := l.cfg
 	cfg.Spec = name
-	return fmt.Sprintf("%sstorecheck run --store %s --layers spec --seed %d%s%s", envPrefix(l.cfg.Env), store, seed,
+	return fmt.Sprintf("%sstorecheck run --store %s --layers spec --seed %d%s%s", l.envText(), store, seed,
 		knobFlags(cfg, cmdRun, LayerSpec), backendSuffix(l.backend))
 }
 
 func (l commandLines) linearize(store string, seed int64) string {
-	return fmt.Sprintf("%sstorecheck linearize%s --store %s --seed %d%s", envPrefix(l.cfg.Env), knobFlags(l.cfg, cmdLinearize, LayerLinearizability),
+	return fmt.Sprintf("%sstorecheck linearize%s --store %s --seed %d%s", l.envText(), knobFlags(l.cfg, cmdLinearize, LayerLinearizability),
 		store, seed, backendSuffix(l.backend))
 }
 
 func (l commandLines) sim(store string, seed int64) string {
-	return fmt.Sprintf("%sstorecheck sim%s --store %s --seed %d%s", envPrefix(l.cfg.Env), knobFlags(l.cfg, cmdSim, LayerSim),
+	return fmt.Sprintf("%sstorecheck sim%s --store %s --seed %d%s", l.envText(), knobFlags(l.cfg, cmdSim, LayerSim),
 		store, seed, backendSuffix(l.backend))
 }
 
 func (commandLines) widen() string { return "--seeds" }
 
+func (l commandLines) recheck(history string) string {
+	return recheckLine("storecheck", l.cfg, history)
+}
+
+// recheckLine is the storecheck check line of a saved history: the
+// command (storecheck, or go run of it), the check's own knobs that are
+// not at their defaults (--check-timeout), the file. No environment: the
+// check reads the history alone, never the backend.
+func recheckLine(command string, cfg Config, history string) string {
+	return command + " check" + knobFlags(cfg, cmdCheck, LayerLinearizability) + " " + shellQuote(history)
+}
+
 func (l commandLines) replay(schedule string) string {
-	return envPrefix(l.cfg.Env) + "storecheck replay" + knobFlags(l.cfg, cmdReplay, LayerSim) + " " + shellQuote(schedule) + backendSuffix(l.backend)
+	return l.envText() + "storecheck replay" + knobFlags(l.cfg, cmdReplay, LayerSim) + " " + shellQuote(schedule) + backendSuffix(l.backend)
 }
 
 // backendSuffix is " -- BACKEND ARG..." for a backend command, quoted for a
@@ -123,12 +161,7 @@ func Quote(words ...string) string {
 
 // shellQuote is w as one word of a POSIX shell: as it is when it holds
 // nothing a shell reads specially, else in single quotes.
-func shellQuote(w string) string {
-	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
+func shellQuote(w string) string { return reports.QuoteWord(w) }
 
 // configLines name the Config that runs a check of a Go harness again
 // when Run was called on it outside a test (Test prints go test lines): no
@@ -157,7 +190,10 @@ func (l configLines) linearize(store string, seed int64) string {
 }
 func (l configLines) sim(store string, seed int64) string { return l.line(LayerSim, store, seed) }
 func (configLines) replay(string) string                  { return "" }
-func (configLines) widen() string                         { return "Config.Seeds" }
+func (l configLines) recheck(history string) string {
+	return recheckLine("storecheck", l.cfg.WithDefaults(), history)
+}
+func (configLines) widen() string { return "Config.Seeds" }
 
 // goTestLines are the go test lines of a check run by Test: the
 // environment the harness reads (Config.Env), the package, -run narrowed
@@ -207,3 +243,17 @@ func (l goTestLines) sim(store string, seed int64) string { return l.line(LayerS
 func (goTestLines) replay(string) string { return "" }
 
 func (goTestLines) widen() string { return "-" + seedsFlag }
+
+// recheckCommand is storecheck run from go test's module, which requires
+// the kit: no storecheck need be installed.
+const recheckCommand = "go run github.com/storecheck/storecheck/cmd/storecheck"
+
+func (l goTestLines) recheck(history string) string {
+	var cfg Config
+	for _, k := range knobs {
+		if v, ok := l.given[k.Name]; ok && k.Takes(cmdCheck) {
+			_ = k.Set(&cfg, v) // taken once already, by withFlags
+		}
+	}
+	return recheckLine(recheckCommand, cfg.WithDefaults(), history)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -29,6 +30,11 @@ func Run(ctx context.Context, b Backend, cfg Config) (reports.Run, error) {
 
 // run is Run with the reproduce lines ln (nil: the storecheck command's).
 func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, error) {
+	if cfg.ReportDir == "" && testing.Testing() {
+		// Run called from a test: its files outside the source tree, as
+		// Test's.
+		cfg.ReportDir = TestReportDir()
+	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return reports.Run{}, err
@@ -45,7 +51,7 @@ func run(ctx context.Context, b Backend, cfg Config, ln lines) (reports.Run, err
 		ln = configLines{cfg}
 	}
 	if ln == nil {
-		ln = cfg.commandLines(s.command)
+		ln = cfg.commandLines(s.command, s.env...)
 	}
 	r := &runner{ctx: ctx, s: s, cfg: cfg, lines: ln,
 		result: reports.Run{Tool: "storecheck", Backend: s.info.Name, Seed: cfg.SeedsOf(cfg.Layers[0]).First}}

@@ -7,14 +7,18 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 )
 
 // WriteFailure writes a failing (or inconclusive) check's folder under dir:
 // the history, porcupine's visualization, and a summary with the command
-// that reproduces the run and, for an illegal history, the explanation in
-// words (Result.Explain, with contract's rules). It returns the folder.
-func WriteFailure(dir string, h History, res Result, contract spec.Contract) (string, error) {
+// that checks the saved history again (recheck's line of the history's
+// path; nil: storecheck check PATH), offered first for it is
+// deterministic, then the one that reproduces the run and, for an illegal
+// history, the explanation in words (Result.Explain, with contract's
+// rules). It returns the folder.
+func WriteFailure(dir string, h History, res Result, contract spec.Contract, recheck func(history string) string) (string, error) {
 	folder := filepath.Join(dir, fmt.Sprintf("linearizability-%s-seed-%d", h.Store, h.Seed))
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return "", err
@@ -34,8 +38,13 @@ func WriteFailure(dir string, h History, res Result, contract spec.Contract) (st
 	if err := errors.Join(herr, verr); err != nil {
 		return "", err
 	}
-	summary := fmt.Sprintf("store: %s\nseed: %d\nverdict: %s\noperations: %d\nreproduce: %s\nre-check offline: storecheck check %s\n",
-		h.Store, h.Seed, res.Summary(), len(h.Entries), h.Command, filepath.Join(folder, "history.json"))
+	history := filepath.Join(folder, "history.json")
+	line := "storecheck check " + history
+	if recheck != nil {
+		line = recheck(history)
+	}
+	summary := fmt.Sprintf("store: %s\nseed: %d\nverdict: %s\noperations: %d\n%s: %s\nreproduce: %s\n",
+		h.Store, h.Seed, res.Summary(), len(h.Entries), reports.RecheckLabel, line, h.Command)
 	if res.Verdict == Illegal {
 		summary += "\n" + res.Headline() + "\n" + res.Explain(contract)
 	}

@@ -52,9 +52,7 @@ func Annotation(c Check) string {
 		lines = append(lines[:annotationLines], fmt.Sprintf("… (%d more lines: see the log and the report)", len(lines)-annotationLines))
 	}
 	msg = append(msg, lines...)
-	if c.Reproduce != "" {
-		msg = append(msg, "reproduce: "+c.Reproduce)
-	}
+	msg = append(msg, nonEmpty(recheckLine(c), reproduceLine(c))...)
 	return "::error title=" + escapeProperty(title) + "::" + escapeData(strings.Join(msg, "\n"))
 }
 

@@ -104,7 +104,8 @@ type junitProblem struct {
 }
 
 // WriteJUnit writes the run as JUnit XML. A failure carries its message,
-// details and the command that reproduces it; an inconclusive check is an
+// details, the command that checks its saved history again and the one
+// that reproduces it; an inconclusive check is an
 // error (it is not a pass, and not a conformance failure).
 func WriteJUnit(w io.Writer, r Run) error {
 	out := junitSuites{Name: "storecheck", Time: r.Duration.Seconds()}
@@ -126,7 +127,7 @@ func WriteJUnit(w io.Writer, r Run) error {
 		}
 		s := &out.Suites[i]
 		tc := junitCase{Name: c.Name, ClassName: "storecheck." + c.Store + "." + c.Layer, Time: c.Duration.Seconds()}
-		body := strings.TrimSpace(strings.Join(nonEmpty(c.Message, c.Details, reproduceLine(c)), "\n\n"))
+		body := strings.TrimSpace(strings.Join(nonEmpty(c.Message, c.Details, recheckLine(c), reproduceLine(c)), "\n\n"))
 		switch c.Outcome {
 		case Failed:
 			kind := "conformance"

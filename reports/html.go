@@ -43,6 +43,7 @@ table.coverage td { padding: .1em .6em; font-size: 13px; }
 {{range .Problems}}<section class="failure">
 <h2 class="{{lower .Outcome}}">{{.Outcome}}: {{.Store}}/{{.Layer}}: {{.Name}}</h2>
 <pre>{{.Message}}</pre>
+{{if .Recheck}}<p>Re-check the saved history (deterministic): <code>{{.Recheck}}</code></p>{{end}}
 {{if .Reproduce}}<p>Reproduce: <code>{{.Reproduce}}</code></p>{{end}}
 {{range .Artifacts}}<p><a href="{{.Path}}">{{.Name}}</a></p>
 {{if eq .Name "visualization"}}<iframe src="{{.Path}}" title="porcupine visualization"></iframe>{{end}}

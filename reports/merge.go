@@ -329,9 +329,40 @@ func CopyArtifacts(dir string, shards []Shard, r *Run) error {
 			}
 			written[dst] = src
 			a.Path = dst
+			if a.Name == "history" && c.Recheck != "" {
+				// The re-check names the history where the shard saved it:
+				// name the merged report's copy instead.
+				c.Recheck = withLastWord(c.Recheck, QuoteWord(filepath.Join(dir, dst)))
+			}
 		}
 	}
 	return nil
+}
+
+// withLastWord is line, a command a POSIX shell reads (its words as
+// QuoteWord writes them), with its last word replaced by word.
+func withLastWord(line, word string) string {
+	start, quoted := 0, false
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] == '\\' && !quoted:
+			i++ // an escaped character: '\'' closes, writes ' and reopens
+		case line[i] == '\'':
+			quoted = !quoted
+		case line[i] == ' ' && !quoted:
+			start = i + 1
+		}
+	}
+	return line[:start] + word
+}
+
+// QuoteWord is w as one word of a POSIX shell: as it is when it holds
+// nothing a shell reads specially, else in single quotes.
+func QuoteWord(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 func copyFile(src, dst string) error {

@@ -40,6 +40,11 @@ type Check struct {
 	Outcome  Outcome       `json:"outcome"`
 	Message  string        `json:"message,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// Recheck is the command line that checks the evidence the check saved
+	// again, deterministically (storecheck check HISTORY.json): a failure
+	// offers it before Reproduce, which runs real concurrency again and may
+	// fail at another operation, or not at all.
+	Recheck string `json:"recheck,omitempty"`
 	// Reproduce is the command line that runs this check again.
 	Reproduce string `json:"reproduce,omitempty"`
 	// Details is what a person needs to see the failure: the minimal
@@ -262,16 +267,30 @@ func writeText(w io.Writer, r Run, width int) {
 
 // WriteCheck writes a failed or inconclusive check as a person reads it on
 // a terminal width columns wide: what failed and why, the interleaving of a
-// simulated run one column per process (fitted to the width), and the
-// command that runs it again.
+// simulated run one column per process (fitted to the width), the command
+// that checks its saved history again and the one that runs it again.
 func WriteCheck(w io.Writer, c Check, width int) {
 	fmt.Fprintf(w, "%s %s/%s: %s\n%s\n", map[Outcome]string{Failed: "FAIL", Inconclusive: "INCONCLUSIVE"}[c.Outcome], c.Store, c.Layer, c.Name, indent(c.Message, "    "))
 	if c.Interleaving != nil && len(c.Interleaving.Rows) > 0 {
 		fmt.Fprintf(w, "    the interleaving, one column per process:\n%s\n", indent(c.Interleaving.Fitted(width-4, consoleRows), "    "))
 	}
+	if c.Recheck != "" {
+		fmt.Fprintf(w, "    %s\n", recheckLine(c))
+	}
 	if c.Reproduce != "" {
 		fmt.Fprintf(w, "    reproduce: %s\n", c.Reproduce)
 	}
+}
+
+// RecheckLabel names a check's Recheck line in every form of the report:
+// what it does, and why it comes before the reproduce line.
+const RecheckLabel = "re-check the saved history (deterministic)"
+
+func recheckLine(c Check) string {
+	if c.Recheck == "" {
+		return ""
+	}
+	return RecheckLabel + ": " + c.Recheck
 }
 
 // indent is text with every line indented by prefix.

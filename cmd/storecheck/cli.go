@@ -209,6 +209,10 @@ func (inv invocation) check(name string, cfg conformance.Config, printed func(re
 	rep, err := conformance.Run(context.Background(), inv.target(), cfg)
 	var ce *conformance.ConfigError
 	switch {
+	case errors.As(err, &ce) && ce.Field == "Spec" && inv.f.given("spec"):
+		// The flag, as the person gave it.
+		fmt.Fprintf(inv.stderr, "storecheck %s: --spec %s %s\n", name, conformance.Quote(inv.f.str("spec")), ce.Problem)
+		return exitUsage
 	case errors.As(err, &ce):
 		fmt.Fprintf(inv.stderr, "storecheck %s: %s\n", name, ce.Problem)
 		return exitUsage

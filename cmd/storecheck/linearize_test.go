@@ -36,6 +36,15 @@ func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 	if !strings.Contains(string(summary), "reproduce: storecheck linearize --clients 8 --ops 2000 --handles 2 --store continuity --seed 3") {
 		t.Errorf("summary lacks the command:\n%s", summary)
 	}
+	// The deterministic re-check of the saved history is offered first,
+	// on the console and in the folder; the re-run, real concurrency again,
+	// second.
+	recheck := reports.RecheckLabel + ": storecheck check " + filepath.Join(folder, "history.json") + "\n"
+	for form, text := range map[string]string{"console": out, "summary.txt": string(summary)} {
+		if i := strings.Index(text, recheck); i < 0 || i > strings.Index(text, "reproduce: storecheck linearize") {
+			t.Errorf("the %s does not offer %q before the re-run:\n%s", form, recheck, text)
+		}
+	}
 	var o, e bytes.Buffer
 	if code := cli([]string{"check", filepath.Join(folder, "history.json")}, &o, &e, conformance.Reference()); code != exitFailed {
 		t.Fatalf("check of the saved history: exit %d\n%s%s", code, o.String(), e.String())

@@ -41,7 +41,20 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, conformance.Adapter(stores.Backend(o))))
 	}
-	os.Exit(m.Run())
+	os.Exit(leavesNoReportFolder(m.Run))
+}
+
+// leavesNoReportFolder runs the tests, and fails them when they left the
+// default report folder in this package's source folder, where none was.
+func leavesNoReportFolder(tests func() int) int {
+	_, err := os.Stat(conformance.DefaultReportDir)
+	had := err == nil
+	code := tests()
+	if _, err := os.Stat(conformance.DefaultReportDir); err == nil && !had {
+		fmt.Fprintf(os.Stderr, "FAIL: a test left %s/ in cmd/storecheck's source folder: give its run --report-dir, or run it in a folder of its own\n", conformance.DefaultReportDir)
+		return 1
+	}
+	return code
 }
 
 // storecheck runs the command in a new process against the named harness.
@@ -50,10 +63,14 @@ func storecheck(t *testing.T, harness string, args ...string) (stdout, stderr st
 	return storecheckEnv(t, nil, harness, args...)
 }
 
-// storecheckEnv is storecheck with more environment.
+// storecheckEnv is storecheck with more environment. It runs in a folder
+// of its own: a check that fails (or is inconclusive, on a loaded machine)
+// keeps its files in the default report folder, storecheck-report in the
+// working folder, which must not be this package's source folder.
 func storecheckEnv(t *testing.T, env []string, harness string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = t.TempDir()
 	cmd.Env = append(append(os.Environ(), harnessEnv+"="+harness), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -251,6 +268,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "extra"}, "storecheck serve: unexpected argument \"extra\"; usage: storecheck serve\n"},
 		{[]string{"selftest", "--bugs", "client_due_times_as_text,nope"}, "storecheck selftest: \"nope\" names no deliberate bug; accepted: " + strings.Join(bugNames(), ", ") + "\n"},
 		{[]string{"frobnicate"}, "storecheck: unknown command \"frobnicate\"; accepted: run, linearize, check, sim, replay, merge, selftest, serve, help\n"},
+		// A narrowing the run would ignore, named as it was given.
+		{[]string{"run", "--layers", "linearizability", "--spec", "continuity x"}, "storecheck run: --spec 'continuity x' narrows the spec layer, which the run does not run (its layers: linearizability): run the spec layer too, or narrow nothing\n"},
 	} {
 		var out, errs bytes.Buffer
 		if code := cli(tc.args, &out, &errs, h); code != exitUsage {

@@ -221,9 +221,12 @@ func (o Options) check(b bugs.Bug, names []string, every bool) map[string]Verdic
 	ref := conformance.Adapter(stores.Backend(stores.Options{Bug: b}))
 	storeArg := strings.Join(names, ",")
 
-	// A layer in a process of its own: the specs always (Ginkgo runs one
-	// suite a process), and every layer over the exec adapter, against
-	// "storecheck serve" started with the same bug.
+	// A layer in a process of its own: the specs always (runs of the suite
+	// in one process take turns at Ginkgo's one global suite, spec/suite's
+	// ginkgoTurn, so the subjects checked at once need processes of their
+	// own for their specs to overlap; and what a power-cut spec's cut does
+	// ends the process it runs in, not selftest), and every layer over the
+	// exec adapter, against "storecheck serve" started with the same bug.
 	scratch, _ := os.MkdirTemp("", "storecheck-selftest-")
 	defer os.RemoveAll(scratch)
 	sub := func(args ...string) Verdict {
