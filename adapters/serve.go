@@ -166,7 +166,10 @@ type handle struct {
 // at sets the handle's clock to nowMS, the time the request carries: the
 // backend's time is the kit's, backwards too (a spec may set the clock back
 // to order two events). The kit keeps its clock still while operations on
-// one handle are in flight, so requests in flight together carry one now.
+// one handle are in flight, so requests in flight together carry one now;
+// but the simulator's requests that overlap on one handle
+// (concurrent_requests) move one at a time, from yield point to yield
+// point, and each is set to its own now again as it resumes.
 func (h *handle) at(nowMS int64) {
 	if nowMS == 0 {
 		return
@@ -271,7 +274,15 @@ func (s *server) handle(ctx context.Context, req *Request) (any, error) {
 		}
 		h.at(req.NowMS)
 		if req.Yields {
-			ctx = spec.WithYield(ctx, func(place string) error { return s.yield(ctx, req.ID, place) })
+			ctx = spec.WithYield(ctx, func(place string) error {
+				if err := s.yield(ctx, req.ID, place); err != nil {
+					return err
+				}
+				// Another request on the handle may have moved its clock
+				// while this one waited: it goes on at its own time.
+				h.at(req.NowMS)
+				return nil
+			})
 		}
 		return h.target.Apply(ctx, op)
 	case TypeArmCrash:

@@ -216,7 +216,7 @@ func configError(field, format string, args ...any) error {
 }
 
 // withdrawable are the capabilities Config.Withdraw may name.
-var withdrawable = []string{spec.CapFiles, spec.CapSharedFiles, spec.CapInMemory, spec.CapSQLiteLocking, spec.CapClientSchemaTable}
+var withdrawable = []string{spec.CapFiles, spec.CapSharedFiles, spec.CapInMemory, spec.CapSQLiteLocking, spec.CapClientSchemaTable, spec.CapConcurrent}
 
 // Validate says what in c the check cannot run, naming the field: an
 // unknown store or layer, a seed range that ends before it starts, a shard
@@ -300,6 +300,8 @@ func withdraw(caps spec.Capabilities, names []string) spec.Capabilities {
 			caps.SQLiteLocking = false
 		case spec.CapClientSchemaTable:
 			caps.ClientSchemaTable = false
+		case spec.CapConcurrent:
+			caps.ConcurrentRequests = false
 		}
 	}
 	return caps

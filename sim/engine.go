@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,9 +26,11 @@ import (
 var errKilled = spec.Errorf(spec.ErrCrashed, "the process was killed at a yield point")
 
 // engine carries out steps against the backend's processes, one operation
-// in flight per process: an operation runs on a goroutine of its own, and
-// the engine lets exactly one of them move at a time, from one yield point
-// to the next, so that what the backend does is a function of the steps.
+// in flight per process, or, when the schedule overlaps them (a backend
+// that serves several requests at once), one per client: an operation runs
+// on a goroutine of its own, and the engine lets exactly one of them move at
+// a time, from one yield point to the next, so that what the backend does
+// is a function of the steps.
 type engine struct {
 	ctx     context.Context
 	subj    Subject
@@ -47,6 +50,11 @@ type engine struct {
 	calls int
 	// whole: operations are never paused at yield points.
 	whole bool
+	// overlap: each client of a process may have an operation in flight
+	// (Schedule.Overlap); lanes are then the goroutines the clients'
+	// operations run on, by client.
+	overlap bool
+	lanes   []chan func()
 	// cutAt is the step of the run's last power cut (-1: none yet).
 	cutAt int
 	// syncArmed: a power cut at a sync is armed on the disk (the disk is
@@ -67,18 +75,39 @@ type proc struct {
 	// work runs the process's operations on one goroutine for the whole
 	// run: a fresh goroutine per operation would grow its stack again for
 	// every one (SQLite's calls run deep).
-	work   chan func()
-	p      Process
-	inj    *fault.Injector
-	flight *flight
-	armed  string        // a crash point armed for its next operation
-	pause  time.Duration // a pause before its next operation is sent
+	work chan func()
+	p    Process
+	inj  *fault.Injector
+	// flights are the operations in flight on it, in the order they were
+	// sent: at most one, unless the run overlaps them (one per client).
+	flights []*flight
+	armed   string        // a crash point armed for its next operation
+	pause   time.Duration // a pause before its next operation is sent
 	// clock is the process's own: it moves to the run's time when an
 	// operation is sent, and stands still while the operation is in
 	// flight, as a request's now_ms does over the wire. So a store that
 	// reads its clock after a yield point reads the time of the request,
-	// in process as over the wire.
+	// in process as over the wire. With several in flight, it is set to
+	// the time of the one that moves, each time one moves.
 	clock *clockwork.FakeClock
+}
+
+// busy reports whether an operation is in flight on p.
+func (p *proc) busy() bool { return len(p.flights) > 0 }
+
+// flightOf is client's operation in flight on p, or nil.
+func (p *proc) flightOf(client int) *flight {
+	for _, f := range p.flights {
+		if f.client == client {
+			return f
+		}
+	}
+	return nil
+}
+
+// land takes f off p's flights: it returned, or was abandoned.
+func (p *proc) land(f *flight) {
+	p.flights = slices.DeleteFunc(p.flights, func(g *flight) bool { return g == f })
 }
 
 // flight is an operation in flight on a process.
@@ -90,8 +119,9 @@ type flight struct {
 	op     spec.Op
 	sym    spec.Op // op as the schedule has it, references unresolved
 	now    int64
-	place  string // the yield point it waits at
-	yields int    // the yield points it reached
+	at     time.Time // now, as the process's clock reads it
+	place  string    // the yield point it waits at
+	yields int       // the yield points it reached
 	armed  string
 	events chan event
 	resume chan error
@@ -119,9 +149,10 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"), work: work, disk: disk,
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
 		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-			Capabilities: s.Capabilities},
+			Capabilities: s.Capabilities, Overlap: s.Overlap},
 			Coverage: map[string]int{}}}
 	e.cutAt = -1
+	e.overlap = s.Overlap
 	e.procs = make([]*proc, s.Processes)
 	cleanup := func() {
 		for _, p := range e.procs {
@@ -129,11 +160,16 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 				defer close(p.work)
 			}
 			if p != nil && p.p != nil {
-				if p.flight != nil {
+				if p.busy() {
 					e.abandon(p)
 					p.p.Kill()
 				}
 				p.p.Close()
+			}
+		}
+		for _, l := range e.lanes {
+			if l != nil {
+				close(l)
 			}
 		}
 		os.RemoveAll(work)
@@ -193,12 +229,12 @@ func (e *engine) step(i int, st Step) bool {
 	case StepOp:
 		return e.send(i, st)
 	case StepResume:
-		p := e.procs[st.Process]
-		if p.flight == nil {
-			e.trace(i, st.Process, "resume: nothing in flight")
+		p, f := e.resumed(st)
+		if f == nil {
+			e.trace(i, p.n, "resume: nothing in flight")
 			return true
 		}
-		return e.advance(i, p, nil)
+		return e.advance(i, p, f, nil)
 	case StepFault:
 		return e.strike(i, st)
 	}
@@ -206,12 +242,40 @@ func (e *engine) step(i int, st Step) bool {
 	return false
 }
 
-// send starts a client's operation on its process, once the operation its
-// process has in flight has run to its end.
+// resumed is the process a resume step moves and the operation it moves
+// (nil: none in flight): the process's one, or, where operations overlap,
+// the step's client's.
+func (e *engine) resumed(st Step) (*proc, *flight) {
+	if e.overlap {
+		p := e.procs[e.sched.ProcessOf(st.Client)]
+		return p, p.flightOf(st.Client)
+	}
+	p := e.procs[st.Process]
+	if !p.busy() {
+		return p, nil
+	}
+	return p, p.flights[0]
+}
+
+// ahead is the operation that must end before client sends one on p: the
+// one p has in flight, or, where operations overlap, the client's own.
+func (e *engine) ahead(p *proc, client int) *flight {
+	if e.overlap {
+		return p.flightOf(client)
+	}
+	if !p.busy() {
+		return nil
+	}
+	return p.flights[0]
+}
+
+// send starts a client's operation on its process, once the operation
+// ahead of it (its process's, or where operations overlap its client's
+// own) has run to its end.
 func (e *engine) send(i int, st Step) bool {
 	p := e.procs[e.sched.ProcessOf(st.Client)]
-	for p.flight != nil {
-		if !e.advance(i, p, nil) {
+	for f := e.ahead(p, st.Client); f != nil; f = e.ahead(p, st.Client) {
+		if !e.advance(i, p, f, nil) {
 			return false
 		}
 	}
@@ -223,7 +287,7 @@ func (e *engine) send(i int, st Step) bool {
 	op := e.answers.Resolve(st.Op)
 	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
 	f := &flight{step: i, call: e.calls, client: st.Client, id: st.ID, op: op, sym: st.Op, now: e.clock.Now().UnixMilli(),
-		armed: p.armed, events: make(chan event, 1), resume: make(chan error)}
+		at: e.clock.Now(), armed: p.armed, events: make(chan event, 1), resume: make(chan error)}
 	e.calls++
 	p.armed = ""
 	if f.armed != "" {
@@ -233,7 +297,7 @@ func (e *engine) send(i int, st Step) bool {
 			return false
 		}
 	}
-	p.flight = f
+	p.flights = append(p.flights, f)
 	e.oracle.call(f.call, op, f.now)
 	e.res.Ops++
 	args := describeOp(op)
@@ -243,7 +307,7 @@ func (e *engine) send(i int, st Step) bool {
 		j, _ := json.Marshal(op)
 		args = op.Name() + " " + armedTag(f.armed) + " " + string(j)
 	}
-	e.trace(i, p.n, fmt.Sprintf("client %d: %s", st.Client, args))
+	e.traceOf(i, p, f, fmt.Sprintf("client %d: %s", st.Client, args))
 	ctx := e.ctx
 	if !e.whole {
 		ctx = spec.WithYield(ctx, func(place string) error {
@@ -252,34 +316,90 @@ func (e *engine) send(i int, st Step) bool {
 		})
 	}
 	inj := p.inj
-	p.work <- func() {
+	e.laneOf(p, st.Client) <- func() {
 		res, err := inj.Apply(ctx, op)
 		f.events <- event{done: true, res: res, err: err}
 	}
-	return e.await(i, p)
+	return e.await(i, p, f)
 }
 
-// advance lets p's operation move from its yield point to the next (or to
-// its end); stop, when not nil, makes it stop there instead.
-func (e *engine) advance(i int, p *proc, stop error) bool {
-	p.flight.resume <- stop
-	return e.await(i, p)
+// laneOf is the goroutine client's operations on p run on: p's own, or,
+// where operations overlap, the client's, kept for the whole run as p's is.
+func (e *engine) laneOf(p *proc, client int) chan func() {
+	if !e.overlap {
+		return p.work
+	}
+	if e.lanes == nil {
+		e.lanes = make([]chan func(), max(e.sched.Clients, client+1))
+	}
+	if e.lanes[client] == nil {
+		l := make(chan func())
+		go func() {
+			for fn := range l {
+				fn()
+			}
+		}()
+		e.lanes[client] = l
+	}
+	return e.lanes[client]
 }
 
-// await waits for p's operation to reach a yield point or to return.
-func (e *engine) await(i int, p *proc) bool {
-	f := p.flight
-	ev := <-f.events
+// advance lets f, an operation in flight on p, move from its yield point to
+// the next (or to its end); stop, when not nil, makes it stop there
+// instead. The process's clock reads f's time while it moves.
+func (e *engine) advance(i int, p *proc, f *flight, stop error) bool {
+	p.clock.Advance(f.at.Sub(p.clock.Now()))
+	f.resume <- stop
+	return e.await(i, p, f)
+}
+
+// stuckAfter is how long an operation that overlaps others on its process
+// may take to reach its next yield point before the run calls it stuck:
+// the others wait at yield points, which hold no lock, so an operation
+// that does not move waits for a lock one of them holds (or hangs).
+const stuckAfter = 30 * time.Second
+
+// await waits for f, on p, to reach a yield point or to return.
+func (e *engine) await(i int, p *proc, f *flight) bool {
+	var ev event
+	if e.overlap && len(p.flights) > 1 {
+		t := time.NewTimer(stuckAfter)
+		select {
+		case ev = <-f.events:
+			t.Stop()
+		case <-t.C:
+			return e.stuck(i, p, f)
+		}
+	} else {
+		ev = <-f.events
+	}
 	if !ev.done {
 		f.place = ev.place
 		f.yields++
 		e.res.Yielded = true
 		e.res.Coverage["yield at "+ev.place]++
-		e.trace(i, p.n, "  … "+ev.place)
+		e.traceOf(i, p, f, "  … "+ev.place)
 		return true
 	}
-	p.flight = nil
+	p.land(f)
 	return e.returned(i, p, f, ev.res, ev.err)
+}
+
+// stuck fails the run: f neither returned nor reached a yield point while
+// the other operations of its process waited at theirs. It is left where
+// it is (its goroutine with it): stopping it would need the lock it waits
+// for.
+func (e *engine) stuck(i int, p *proc, f *flight) bool {
+	p.land(f)
+	var waiting []string
+	for _, g := range p.flights {
+		waiting = append(waiting, fmt.Sprintf("client %d's %s at %s", g.client, g.op.Name(), g.place))
+	}
+	e.fail(&Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Backend: fmt.Errorf(
+		"the operation neither returned nor reached a yield point in %v while the other operations of process %d waited at yield points (%s): "+
+			"a yield point must hold no lock, of the database or of the backend's own, and this one waits for one (the backend declares concurrent_requests)",
+		stuckAfter, p.n, strings.Join(waiting, ", "))})
+	return false
 }
 
 // returned judges what an operation answered.
@@ -288,7 +408,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		// The power went at a sync while the operation was in flight:
 		// whatever it answered (or however its process died of it), it
 		// answered with no power, so it is indefinite.
-		e.trace(i, p.n, "  → ? (the power went at a sync under it)")
+		e.traceOf(i, p, f, "  → ? (the power went at a sync under it)")
 		e.oracle.indefinite(f.call, f.op)
 		return true
 	}
@@ -306,7 +426,9 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	crashed := spec.KindOf(err) == spec.ErrCrashed
 	if f.armed != "" || crashed {
 		// The process may have died at the point; either way, a process
-		// armed for one operation is started afresh.
+		// armed for one operation is started afresh, and the operations
+		// it had in flight beside this one end with it.
+		e.endWith(i, p, "its process crashed under it")
 		p.p.Kill()
 		if err := e.start(p); err != nil {
 			e.fail(&Failure{Step: i, What: e.describe(f.step, Step{}, f.op), Backend: fmt.Errorf("restart: %w", err)})
@@ -325,12 +447,12 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		}
 	}
 	if spec.IsNotSent(err) {
-		e.trace(i, p.n, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
+		e.traceOf(i, p, f, fmt.Sprintf("  → %s (refused before the backend)", got.Kind))
 		e.oracle.dropped(f.call, f.op)
 		return true
 	}
 	if !definite {
-		e.trace(i, p.n, fmt.Sprintf("  → ? (%s)", got.Kind))
+		e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s)", got.Kind))
 		e.oracle.indefinite(f.call, f.op)
 		point := ""
 		if crashed && f.armed != "" && !strings.HasSuffix(f.armed, "/after_commit") {
@@ -339,7 +461,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.settle(i, f, false, false, point)
 		return true
 	}
-	e.trace(i, p.n, "  → "+got.String())
+	e.traceOf(i, p, f, "  → "+got.String())
 	if got.Kind == "" && f.id != "" {
 		e.answers[f.id] = got.Result
 	}
@@ -350,7 +472,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		// it dropped may be the very ones that allow this answer: no
 		// verdict, and the run stops here.
 		e.res.Inconclusive = true
-		e.trace(i, p.n, fmt.Sprintf("  no verdict: no configuration the oracle kept allows this answer, and it kept only %d of them", e.oracle.limit))
+		e.traceOf(i, p, f, fmt.Sprintf("  no verdict: no configuration the oracle kept allows this answer, and it kept only %d of them", e.oracle.limit))
 		return false
 	}
 	if !ok {
@@ -405,10 +527,10 @@ var errStopped = errors.New("the run stopped")
 func (s *struck) Kill(ctx context.Context) error {
 	e, p := s.e, s.p
 	e.res.Coverage[EventKill]++
-	// The paused operation stops first (in process it may hold a lock
-	// of its own that the kill needs; over the wire the adapter gives
-	// up on it at once), then the process dies.
-	if p.flight != nil {
+	// The paused operations stop first (in process they may hold a lock
+	// of their own that the kill needs; over the wire the adapter gives
+	// up on them at once), then the process dies.
+	if p.busy() {
 		e.abandon(p)
 	}
 	p.p.Kill()
@@ -420,8 +542,8 @@ func (s *struck) Kill(ctx context.Context) error {
 
 func (s *struck) Restart(ctx context.Context) error {
 	e, p := s.e, s.p
-	for p.flight != nil {
-		if !e.advance(s.i, p, nil) {
+	for p.busy() {
+		if !e.advance(s.i, p, p.flights[0], nil) {
 			return errStopped
 		}
 	}
@@ -483,15 +605,36 @@ func (s *struck) CutPower(ctx context.Context, kept lossyfs.Fates) error {
 	return nil
 }
 
-// abandon stops p's paused operation where it is, as a killed process
-// would: it is indefinite, unless it was paused at its first yield point.
+// abandon stops p's paused operations where they are, as a killed process
+// would: each is indefinite, unless it was paused at its first yield point.
 // A yield point comes before each transaction and each statement outside
 // one (spec.Yield), so an operation stopped at its first has written
 // nothing: it never took effect, and the oracle need not keep the states in
 // which it did (each indefinite operation doubles them).
 func (e *engine) abandon(p *proc) {
-	f := p.flight
-	p.flight = nil
+	for p.busy() {
+		e.abandonFlight(p, p.flights[0])
+	}
+}
+
+// endWith abandons the operations in flight on p, telling each one's end
+// in its own column (why: what ended them), where operations overlap: a
+// process that dies under several operations ends each of them. Without
+// overlap, none is in flight beside the one that crashed.
+func (e *engine) endWith(i int, p *proc, why string) {
+	for p.busy() {
+		f := p.flights[0]
+		if f.yields == 1 {
+			e.traceOf(i, p, f, "  → never ran: "+why+" at its first yield point")
+		} else {
+			e.traceOf(i, p, f, "  → ? ("+why+": it may have taken effect)")
+		}
+		e.abandonFlight(p, f)
+	}
+}
+
+func (e *engine) abandonFlight(p *proc, f *flight) {
+	p.land(f)
 	f.resume <- errKilled
 	for ev := range f.events {
 		if ev.done {
@@ -507,12 +650,16 @@ func (e *engine) abandon(p *proc) {
 }
 
 // drain runs every operation still in flight to its end, process by
-// process, as steps of the schedule.
+// process (and where operations overlap, in the order they were sent), as
+// steps of the schedule.
 func (e *engine) drain(steps func() int) bool {
 	for _, p := range e.procs {
-		for p.flight != nil {
-			i := steps()
-			if !e.do(i, Step{Kind: StepResume, Process: p.n}) {
+		for p.busy() {
+			st := Step{Kind: StepResume, Process: p.n}
+			if e.overlap {
+				st.Client = p.flights[0].client
+			}
+			if !e.do(steps(), st) {
 				return false
 			}
 		}
@@ -553,7 +700,19 @@ func doom(p Process) {
 // trace adds a line of the run: the step, the process, what happened.
 func (e *engine) trace(i, process int, text string) {
 	e.res.Trace = append(e.res.Trace, fmt.Sprintf("%04d p%d %s", i, process, text))
-	e.res.Moves = append(e.res.Moves, Move{Step: i, Process: process, Text: text})
+	e.res.Moves = append(e.res.Moves, Move{Step: i, Process: process, Client: -1, Text: text})
+}
+
+// traceOf adds a line of operation f's, on p: where operations overlap
+// inside a process, it names the caller too ("p0.c3": client 3, on
+// process 0).
+func (e *engine) traceOf(i int, p *proc, f *flight, text string) {
+	who := fmt.Sprintf("p%d", p.n)
+	if e.overlap {
+		who = fmt.Sprintf("p%d.c%d", p.n, f.client)
+	}
+	e.res.Trace = append(e.res.Trace, fmt.Sprintf("%04d %s %s", i, who, text))
+	e.res.Moves = append(e.res.Moves, Move{Step: i, Process: p.n, Client: f.client, Text: text})
 }
 
 func (e *engine) describe(i int, st Step, op spec.Op) string {

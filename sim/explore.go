@@ -60,6 +60,13 @@ type Params struct {
 	// operations then interleave only between one another (the simulator
 	// as a backend without yield points gets it).
 	Whole bool
+	// Overlap keeps several operations in flight on one process, one per
+	// client and at most Callers at once (default 2), for a backend that
+	// serves several requests at once (capability concurrent_requests):
+	// races between two callers of one process are then explored, as
+	// races between processes are.
+	Overlap bool
+	Callers int
 	// PowerCuts lets the seed cut the power (fault.PowerCut): the runs keep
 	// their databases on a forgetful file system mounted under their
 	// folder, when the machine allows (FUSE); else they run without, and
@@ -76,6 +83,9 @@ func (p Params) withDefaults() Params {
 	}
 	if p.Processes <= 0 {
 		p.Processes = 2
+	}
+	if p.Callers <= 0 {
+		p.Callers = 2
 	}
 	return p
 }
@@ -155,7 +165,7 @@ func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	swarm := DrawSwarm(r)
 	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy(),
-		Capabilities: subj.Capabilities}
+		Capabilities: subj.Capabilities, Overlap: p.Overlap}
 	e, cleanup, err := newEngine(ctx, subj, b, s, dir, d)
 	if err != nil {
 		return Result{}, err
@@ -175,7 +185,13 @@ func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 	}
 	x.deadliner, _ = x.workload.(Deadliner)
-	x.sched = newScheduler(rand.New(rand.NewPCG(uint64(seed), 0x9c7)), p.Processes, swarm.Depth, p.Steps*3)
+	// A thread of the scheduler is a process, or where operations overlap
+	// inside one, a client.
+	threads := p.Processes
+	if p.Overlap {
+		threads = p.Clients
+	}
+	x.sched = newScheduler(rand.New(rand.NewPCG(uint64(seed), 0x9c7)), threads, swarm.Depth, p.Steps*3)
 	step := 0
 	next := func() int { step++; return step - 1 }
 	for issued := 0; issued < p.Steps; {
@@ -294,33 +310,20 @@ func (x *explorer) next(e *engine) ([]Step, bool) {
 		}
 		f -= k.rate
 	}
-	busy := make([]bool, len(e.procs))
-	for i, p := range e.procs {
-		busy[i] = p.flight != nil
+	n, c, resume := x.pickProcess(e)
+	if resume != nil {
+		return []Step{*resume}, false
 	}
-	x.sched.sync(busy)
-	n := x.sched.pick()
-	if busy[n] {
-		return []Step{{Kind: StepResume, Process: n}}, false
-	}
-	// Process n is idle: one of its clients issues its next operation.
-	var mine []int
-	for c := range x.p.Clients {
-		if c%x.p.Processes == n {
-			mine = append(mine, c)
-		}
-	}
-	if len(mine) == 0 {
-		return []Step{{Kind: StepResume, Process: n}}, false
-	}
-	c := mine[x.r.IntN(len(mine))]
 	at := e.clock.Now().UnixMilli()
 	var op spec.Op
 	if x.rival != nil && x.r.Float64() < sw.RivalRate {
+	rival:
 		for _, p := range e.procs {
-			if p.flight != nil && p.flight.place != "" {
-				op = x.rival(p.flight.sym, x.r)
-				break
+			for _, f := range p.flights {
+				if f.place != "" {
+					op = x.rival(f.sym, x.r)
+					break rival
+				}
 			}
 		}
 	}
@@ -342,6 +345,49 @@ func (x *explorer) next(e *engine) ([]Step, bool) {
 		}
 	}
 	return append(steps, st), true
+}
+
+// pickProcess is who moves next: the process n and the client c that issues
+// its next operation there, or the resume step of an operation in flight.
+// A thread of the scheduler is a process (an idle one's client is drawn),
+// or, where operations overlap inside a process, a client, enabled while
+// its process has fewer than Callers in flight (or it has one of them).
+func (x *explorer) pickProcess(e *engine) (n, c int, resume *Step) {
+	if !x.p.Overlap {
+		busy := make([]bool, len(e.procs))
+		for i, p := range e.procs {
+			busy[i] = p.busy()
+		}
+		x.sched.sync(busy)
+		n = x.sched.pick(nil)
+		if busy[n] {
+			return n, 0, &Step{Kind: StepResume, Process: n}
+		}
+		// Process n is idle: one of its clients issues its next operation.
+		var mine []int
+		for c := range x.p.Clients {
+			if c%x.p.Processes == n {
+				mine = append(mine, c)
+			}
+		}
+		if len(mine) == 0 {
+			return n, 0, &Step{Kind: StepResume, Process: n}
+		}
+		return n, mine[x.r.IntN(len(mine))], nil
+	}
+	busy, enabled := make([]bool, x.p.Clients), make([]bool, x.p.Clients)
+	for c := range busy {
+		p := e.procs[c%x.p.Processes]
+		busy[c] = p.flightOf(c) != nil
+		enabled[c] = busy[c] || len(p.flights) < x.p.Callers
+	}
+	x.sched.sync(busy)
+	c = x.sched.pick(enabled)
+	n = c % x.p.Processes
+	if busy[c] {
+		return n, c, &Step{Kind: StepResume, Process: n, Client: c}
+	}
+	return n, c, nil
 }
 
 func (x *explorer) deadlinesAfter(now int64) []int64 {

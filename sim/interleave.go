@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,9 +10,9 @@ import (
 	"github.com/storecheck/storecheck/spec"
 )
 
-// Row is one line of a run laid out by process: the step, and what each
-// process did at it ("" for nothing; "┊" for an operation of its own still
-// in flight, paused at a yield point).
+// Row is one line of a run laid out by process (or by caller): the step,
+// and what each column did at it ("" for nothing; "┊" for an operation of
+// its own still in flight, paused at a yield point).
 type Row struct {
 	Step  int
 	Cells []string
@@ -25,53 +26,110 @@ type Row struct {
 // a row of its own just below that operation's, and its answer says
 // whether it died at the point. A power cut's row ends every operation in flight, each in its own
 // column.
+//
+// Where the run overlapped operations inside a process (Schedule.Overlap),
+// a column is one caller: "p0.c3" is client 3's operations on process 0,
+// and "p0" process 0's own moves (its faults), when it has any.
 func (r Result) Interleaving() (columns []string, rows []Row) {
-	n := max(r.Schedule.Processes, 1)
-	for p := range n {
-		columns = append(columns, fmt.Sprintf("process %d", p))
-	}
+	columns, colOf, procOf := r.columns()
+	n := len(columns)
 	folded := foldedCrashes(r.Moves)
 	flying := make([]bool, n)
 	armed := make([]string, n)
 	for k, m := range r.Moves {
-		if m.Process < 0 || m.Process >= n || folded[k] {
+		j := colOf(m)
+		if j < 0 || folded[k] {
 			continue
 		}
 		row := Row{Step: m.Step, Cells: make([]string, n)}
-		for p := range n {
-			if flying[p] && p != m.Process {
-				row.Cells[p] = "┊"
+		for q := range n {
+			if flying[q] && q != j {
+				row.Cells[q] = "┊"
 			}
 		}
 		text, note := m.Text, ""
 		switch {
 		case strings.HasPrefix(text, "client "):
-			flying[m.Process] = true
+			flying[j] = true
 			if point := armedPoint(text); point != "" {
 				// The operation's row keeps its arguments (a narrow
 				// column shows its fences); the crash gets a row of
 				// its own below it, on the same step.
-				armed[m.Process] = shortPoint(text, point)
+				armed[j] = shortPoint(text, point)
 				text = strings.Replace(text, " "+armedTag(point), "", 1)
-				note = "  crash armed at " + armed[m.Process]
+				note = "  crash armed at " + armed[j]
 			}
 		case strings.HasPrefix(text, "  → "):
-			if armed[m.Process] != "" {
-				text = crashAnswer(text, armed[m.Process])
+			if armed[j] != "" {
+				text = crashAnswer(text, armed[j])
 			}
-			flying[m.Process], armed[m.Process] = false, ""
+			flying[j], armed[j] = false, ""
 		case text == "kill the backend (SIGKILL)":
-			flying[m.Process], armed[m.Process] = false, ""
+			// Every operation of the process dies with it.
+			for q := range n {
+				if procOf[q] == m.Process {
+					flying[q], armed[q] = false, ""
+				}
+			}
 		}
-		row.Cells[m.Process] = text
+		row.Cells[j] = text
 		rows = append(rows, row)
 		if note != "" {
 			below := Row{Step: m.Step, Cells: slices.Clone(row.Cells)}
-			below.Cells[m.Process] = note
+			below.Cells[j] = note
 			rows = append(rows, below)
 		}
 	}
 	return columns, rows
+}
+
+// columns are the interleaving's columns, the column of each move (-1:
+// none) and the process of each column: a process each, or where the run
+// overlapped operations inside a process, a caller each (with a column of
+// the process's own before its callers', when it has moves of its own).
+func (r Result) columns() (names []string, colOf func(Move) int, procOf []int) {
+	n := max(r.Schedule.Processes, 1)
+	if !r.Schedule.Overlap {
+		for p := range n {
+			names, procOf = append(names, fmt.Sprintf("process %d", p)), append(procOf, p)
+		}
+		return names, func(m Move) int {
+			if m.Process < 0 || m.Process >= n {
+				return -1
+			}
+			return m.Process
+		}, procOf
+	}
+	type key struct{ p, c int }
+	used := map[key]bool{}
+	for _, m := range r.Moves {
+		if m.Process >= 0 && m.Process < n {
+			used[key{m.Process, max(m.Client, -1)}] = true
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(used), func(a, b key) int {
+		if a.p != b.p {
+			return a.p - b.p
+		}
+		return a.c - b.c
+	})
+	index := map[key]int{}
+	for j, k := range keys {
+		index[k] = j
+		procOf = append(procOf, k.p)
+		if k.c < 0 {
+			names = append(names, fmt.Sprintf("p%d", k.p))
+		} else {
+			names = append(names, fmt.Sprintf("p%d.c%d", k.p, k.c))
+		}
+	}
+	return names, func(m Move) int {
+		j, ok := index[key{m.Process, max(m.Client, -1)}]
+		if !ok {
+			return -1
+		}
+		return j
+	}, procOf
 }
 
 // shortPoint is point as an operation's rows show it: "…/after_write" when

@@ -243,16 +243,16 @@ func (e *engine) strikeAtSync(i int, st Step) bool {
 func (e *engine) restartAfterCut(i int, st Step) bool {
 	e.cutAt = i
 	for _, p := range e.procs {
-		if p.flight != nil {
-			// Each operation the cut hits ends on the cut's row, in its
-			// own column, as abandon judges it.
-			if p.flight.yields == 1 {
-				e.trace(i, p.n, cutBeforeWrite)
+		// Each operation the cut hits ends on the cut's row, in its own
+		// column, as abandon judges it.
+		for _, f := range p.flights {
+			if f.yields == 1 {
+				e.traceOf(i, p, f, cutBeforeWrite)
 			} else {
-				e.trace(i, p.n, cutInFlight)
+				e.traceOf(i, p, f, cutInFlight)
 			}
-			e.abandon(p)
 		}
+		e.abandon(p)
 		p.p.Kill()
 	}
 	if err := e.disk.Thaw(e.work); err != nil {

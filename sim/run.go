@@ -101,10 +101,14 @@ type Result struct {
 	SimTime time.Duration
 }
 
-// Move is one line of a run, on the process it happened on.
+// Move is one line of a run, on the process it happened on: of client
+// Client's operation, or of the process itself (Client -1: a fault, a
+// kill). Where a run overlaps operations inside a process, the client is
+// the caller the interleaving's column is.
 type Move struct {
 	Step    int
 	Process int
+	Client  int
 	Text    string
 }
 
@@ -126,6 +130,9 @@ func (r Result) Unexplored() []string {
 	}
 	if r.NoPowerCuts != "" {
 		out = append(out, "power loss not explored: "+r.NoPowerCuts)
+	}
+	if s := r.Schedule; s.Processes == 1 && s.Clients > 1 && !s.Overlap {
+		out = append(out, "races inside the process were not explored: the run had one process and one operation in flight on it at a time (a backend that serves several requests at once declares concurrent_requests)")
 	}
 	return out
 }

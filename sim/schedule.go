@@ -22,11 +22,15 @@ const (
 	// StepOp: a client issues an operation on its process. The operation
 	// runs to its first yield point (or to its end, for a backend without
 	// yield points). When the process still has an operation in flight,
-	// that one runs to its end first.
+	// that one runs to its end first; where the schedule overlaps
+	// operations inside a process (Schedule.Overlap), only the client's
+	// own does.
 	StepOp = "op"
 	// StepResume: the operation in flight on a process runs from the yield
-	// point it waits at to the next one (or to its end). A resume of a
-	// process with nothing in flight does nothing.
+	// point it waits at to the next one (or to its end); where the
+	// schedule overlaps operations inside a process, the operation of the
+	// step's client, on the client's process. A resume of nothing in
+	// flight does nothing.
 	StepResume = "resume"
 	// StepFault: a fault (package fault) strikes: a clock jump, a kill, a
 	// crash point armed, a busy database, an I/O error, a lost reply, a
@@ -60,7 +64,12 @@ type Schedule struct {
 	// Capabilities are the backend's declared choices the run's model read
 	// (Subject.Capabilities).
 	Capabilities spec.Capabilities
-	Steps        []Step
+	// Overlap: every client may have an operation in flight, several on
+	// one process, as callers of a backend that serves several requests
+	// at once (capability concurrent_requests); without it, a process has
+	// one operation in flight at a time.
+	Overlap bool
+	Steps   []Step
 }
 
 // ProcessOf is the process client c runs on.
@@ -84,6 +93,7 @@ type scheduleJSON struct {
 	Strategy  string `json:"strategy,omitempty"`
 	// Capabilities: see Schedule.Capabilities.
 	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
+	Overlap      bool               `json:"overlap,omitempty"`
 	Steps        []stepJSON         `json:"steps"`
 }
 
@@ -91,7 +101,7 @@ type scheduleJSON struct {
 // as fault.Marshal writes it.
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-		Steps: make([]stepJSON, len(s.Steps))}
+		Overlap: s.Overlap, Steps: make([]stepJSON, len(s.Steps))}
 	if s.Capabilities != (spec.Capabilities{}) {
 		caps := s.Capabilities
 		out.Capabilities = &caps
@@ -141,7 +151,7 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("%s: a schedule needs at least one client and one process", path)
 	}
 	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Strategy: raw.Strategy,
-		Steps: make([]Step, len(raw.Steps))}
+		Overlap: raw.Overlap, Steps: make([]Step, len(raw.Steps))}
 	if raw.Capabilities != nil {
 		s.Capabilities = *raw.Capabilities
 	}
@@ -159,6 +169,9 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 				return Schedule{}, fmt.Errorf("%s: step %d: client %d of %d", path, i, j.Client, raw.Clients)
 			}
 		case StepResume:
+			if j.Client < 0 || j.Client >= raw.Clients {
+				return Schedule{}, fmt.Errorf("%s: step %d: client %d of %d", path, i, j.Client, raw.Clients)
+			}
 		case StepFault:
 			if st.Fault, err = fault.Unmarshal(j.Fault); err != nil {
 				return Schedule{}, fmt.Errorf("%s: step %d: %w", path, i, err)
@@ -184,6 +197,9 @@ func (s Schedule) WriteFile(path string) error {
 func (st Step) String() string {
 	switch st.Kind {
 	case StepResume:
+		if st.Client > 0 {
+			return fmt.Sprintf("process %d: resume client %d", st.Process, st.Client)
+		}
 		return fmt.Sprintf("process %d: resume", st.Process)
 	case StepFault:
 		return fmt.Sprintf("process %d: %s", st.Process, st.Fault)

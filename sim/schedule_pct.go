@@ -50,25 +50,35 @@ func (s *scheduler) sync(busy []bool) {
 	}
 }
 
-// pick is the process that moves at this decision.
-func (s *scheduler) pick() int {
+// pick is the thread that moves at this decision, among the enabled ones
+// (nil: every one; PCT runs the enabled thread of highest priority).
+func (s *scheduler) pick(enabled []bool) int {
 	defer func() { s.n++ }()
 	if s.depth == 0 {
-		return s.r.IntN(len(s.prio))
+		if enabled == nil {
+			return s.r.IntN(len(s.prio))
+		}
+		var on []int
+		for i, ok := range enabled {
+			if ok {
+				on = append(on, i)
+			}
+		}
+		return on[s.r.IntN(len(on))]
 	}
-	top := s.highest()
+	top := s.highest(enabled)
 	for s.demote < len(s.change) && s.change[s.demote] <= s.n {
 		s.demote++
 		s.prio[top] = float64(s.demote) - 1 + s.r.Float64()/2
-		top = s.highest()
+		top = s.highest(enabled)
 	}
 	return top
 }
 
-func (s *scheduler) highest() int {
-	top := 0
+func (s *scheduler) highest(enabled []bool) int {
+	top := -1
 	for i, p := range s.prio {
-		if p > s.prio[top] {
+		if (enabled == nil || enabled[i]) && (top < 0 || p > s.prio[top]) {
 			top = i
 		}
 	}

@@ -75,4 +75,13 @@ type Capabilities struct {
 	// continuity resolve_many, client task_is_known): the checkers then
 	// judge each such read as one step, not statement by statement.
 	AtomicReads bool `json:"atomic_reads,omitempty"`
+	// ConcurrentRequests: one process of the backend (one handle, in
+	// process) serves several operations at once, from several callers,
+	// each reaching its own yield points while the others wait at theirs,
+	// as the seeds' stores serve their callers (one process, a writer
+	// lock, concurrent callers). The simulator then keeps several
+	// operations in flight on one process, so races between two callers
+	// of one process are explored (for a store without SharedFiles, which
+	// runs as one process).
+	ConcurrentRequests bool `json:"concurrent_requests,omitempty"`
 }

@@ -37,7 +37,7 @@ type Config struct {
 }
 
 // capabilityNames are the capabilities a config may withdraw.
-var capabilityNames = []string{"files", "shared_files", "in_memory", "sqlite_locking", "client_schema_table"}
+var capabilityNames = []string{"files", "shared_files", "in_memory", "sqlite_locking", "client_schema_table", "concurrent_requests"}
 
 // loadConfig takes --config FILE off args (before any "--") and reads it,
 // or reads ./storecheck.json when it exists; nil when there is none.
