@@ -26,7 +26,7 @@ func TestRecheckedIsAboutOneSeedInTwenty(t *testing.T) {
 
 // The first line two runs differ in names the side that wrote it.
 func TestDivergeNamesTheSideThatParted(t *testing.T) {
-	base := []Move{{0, 0, "client 0: resolve_many {}"}, {0, 0, "  … resolve_many/before_read"}}
+	base := []Move{{Step: 0, Process: 0, Text: "client 0: resolve_many {}"}, {Step: 0, Process: 0, Text: "  … resolve_many/before_read"}}
 	with := func(m ...Move) []Move { return append(append([]Move{}, base...), m...) }
 	for _, c := range []struct {
 		name     string
@@ -35,13 +35,13 @@ func TestDivergeNamesTheSideThatParted(t *testing.T) {
 		first    string
 		identity bool
 	}{
-		{"the same", with(Move{1, 0, "  → ok"}), with(Move{1, 0, "  → ok"}), "", "", true},
-		{"an answer", with(Move{1, 0, "  → ok"}), with(Move{1, 0, "  → stale_fencing_token"}), SideBackend, "  → ok", false},
-		{"a yield point", with(Move{1, 0, "  … resolve_many/after_read"}), with(Move{1, 0, "  → ok"}), SideBackend, "  … resolve_many/after_read", false},
-		{"a request", with(Move{1, 1, "client 2: upsert {}"}), with(Move{1, 1, "client 3: upsert {}"}), SideKit, "client 2: upsert {}", false},
-		{"a fault", with(Move{1, 0, "kill p0"}), with(Move{1, 0, "clock +5s"}), SideKit, "kill p0", false},
-		{"a refusal by the kit", with(Move{1, 0, "  → busy (refused before the backend)"}), with(Move{1, 0, "  → ok"}), SideBackend, "  → busy (refused before the backend)", false},
-		{"one run ended", with(), with(Move{1, 0, "  → ok"}), SideBackend, "", false},
+		{"the same", with(Move{Step: 1, Process: 0, Text: "  → ok"}), with(Move{Step: 1, Process: 0, Text: "  → ok"}), "", "", true},
+		{"an answer", with(Move{Step: 1, Process: 0, Text: "  → ok"}), with(Move{Step: 1, Process: 0, Text: "  → stale_fencing_token"}), SideBackend, "  → ok", false},
+		{"a yield point", with(Move{Step: 1, Process: 0, Text: "  … resolve_many/after_read"}), with(Move{Step: 1, Process: 0, Text: "  → ok"}), SideBackend, "  … resolve_many/after_read", false},
+		{"a request", with(Move{Step: 1, Process: 1, Text: "client 2: upsert {}"}), with(Move{Step: 1, Process: 1, Text: "client 3: upsert {}"}), SideKit, "client 2: upsert {}", false},
+		{"a fault", with(Move{Step: 1, Process: 0, Text: "kill p0"}), with(Move{Step: 1, Process: 0, Text: "clock +5s"}), SideKit, "kill p0", false},
+		{"a refusal by the kit", with(Move{Step: 1, Process: 0, Text: "  → busy (refused before the backend)"}), with(Move{Step: 1, Process: 0, Text: "  → ok"}), SideBackend, "  → busy (refused before the backend)", false},
+		{"one run ended", with(), with(Move{Step: 1, Process: 0, Text: "  → ok"}), SideBackend, "", false},
 	} {
 		d := diverge(c.a, c.b)
 		if c.identity {
