@@ -134,7 +134,7 @@ var knobs = []Knob{
 	{Name: "power-cuts", Field: "NoPowerCuts", Negate: true, Kind: KindBool, Layers: []Layer{LayerSim}, Commands: []string{cmdSim},
 		Help: "cut the power in simulated runs, losing what the backend never synced, on a forgetful FUSE file system (false: never, as on a machine without FUSE)"},
 	{Name: "workers", Field: "Workers", Kind: KindInt, Arg: "N", Commands: []string{cmdSim, cmdSelftest},
-		Help: "seeds (or selftest backends) checked at once", Zero: "one per CPU"},
+		Help: "seeds (or selftest backends, or a shrink's candidates) checked at once", Zero: "one per CPU"},
 	{Name: "shrink", Field: "Shrink", Kind: KindInt, Arg: "RUNS", Commands: []string{cmdSim},
 		Help: "runs spent shrinking a failing schedule", Zero: "do not shrink", ZeroIs: -1},
 	{Name: "check-timeout", Field: "CheckTimeout", Kind: KindDuration, Arg: "D", Layers: []Layer{LayerLinearizability}, Commands: []string{cmdRun, cmdLinearize, cmdCheck},
