@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -250,13 +251,7 @@ func mergeCoverage(into, cs []Coverage) []Coverage {
 		i := slices.IndexFunc(into, func(o Coverage) bool { return o.Store == c.Store && o.Layer == c.Layer })
 		if i < 0 {
 			c.Cells = slices.Clone(c.Cells)
-			if c.Outside != nil {
-				outside := map[string]int{}
-				for k, v := range c.Outside {
-					outside[k] = v
-				}
-				c.Outside = outside
-			}
+			c.Outside = maps.Clone(c.Outside)
 			into = append(into, c)
 			continue
 		}

@@ -54,22 +54,6 @@ func ShrinkWith(ctx context.Context, subj Subject, b Launcher, failing Result, d
 		res.Schedule.Steps = res.Schedule.Steps[:res.Failure.Step+1]
 		best = res
 	}
-	// try runs a candidate and keeps it when it fails the same way.
-	try := func(s Schedule) (bool, error) {
-		if runs >= budget {
-			return false, nil
-		}
-		runs++
-		res, err := run(ctx, subj, b, s, dir, d)
-		if err != nil {
-			return false, err
-		}
-		if same(res) {
-			keep(res)
-			return true, nil
-		}
-		return false, nil
-	}
 	// tryFirst runs candidates side by side, workers at a time, and keeps
 	// the first in order that fails the same way: it answers its index
 	// (-1: none did), counting the runs one at a time would have made.
@@ -102,6 +86,11 @@ func ShrinkWith(ctx context.Context, subj Subject, b Launcher, failing Result, d
 			}
 		}
 		return -1, nil
+	}
+	// try runs one candidate and keeps it when it fails the same way.
+	try := func(s Schedule) (bool, error) {
+		j, err := tryFirst([]Schedule{s})
+		return j == 0, err
 	}
 	with := func(steps []Step) Schedule {
 		s := best.Schedule
