@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,9 +46,11 @@ func (t flakyTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
 	return t.Target.Apply(ctx, op)
 }
 
-// A seed whose two runs part is inconclusive, saying so and naming the
-// backend and the step; the reference's rechecked seeds pass.
-func TestANondeterministicRunIsNoPass(t *testing.T) {
+// A backend whose rechecked seed parts is not held to more than the seed:
+// the values it mints are its to choose, so its pass stays a pass and the
+// run's notes say which seed does not repeat, at which step and why; the
+// reference's rechecked seeds repeat and leave no such note.
+func TestABackendThatDoesNotRepeatPassesWithANote(t *testing.T) {
 	var seed int64 = 1
 	for !sim.Rechecked(seed) {
 		seed++
@@ -56,25 +60,52 @@ func TestANondeterministicRunIsNoPass(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		backend Backend
-		want    reports.Outcome
+		parts   bool
 	}{
-		{"the reference", Reference(), reports.Passed},
-		{"a flaky backend", Adapter(flakyBackend{stores.Reference(), &atomic.Int64{}}), reports.Inconclusive},
+		{"the reference", Reference(), false},
+		{"a flaky backend", Adapter(flakyBackend{stores.Reference(), &atomic.Int64{}}), true},
 	} {
 		r, err := Run(context.Background(), c.backend, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		got := r.Checks[0]
-		if got.Outcome != c.want {
-			t.Errorf("%s: seed %d %s: %s", c.name, seed, got.Outcome, got.Message)
+		for _, got := range r.Checks {
+			if got.Outcome != reports.Passed {
+				t.Errorf("%s: %s %s: %s", c.name, got.Name, got.Outcome, got.Message)
+			}
 		}
-		if c.want == reports.Inconclusive && (!strings.Contains(got.Message, "nondeterministic, no verdict: the seed ran twice and parted at step ") ||
-			!strings.Contains(got.Message, "the backend is nondeterministic")) {
-			t.Errorf("%s: the message does not name the step and the backend: %s", c.name, got.Message)
+		note := slices.IndexFunc(r.Notes, func(n string) bool { return strings.Contains(n, "does not repeat") })
+		switch {
+		case c.parts && (note < 0 || !strings.Contains(r.Notes[note], fmt.Sprintf("seed %d does not repeat: the seed ran twice and parted at step ", seed)) ||
+			!strings.Contains(r.Notes[note], "the backend is nondeterministic")):
+			t.Errorf("%s: no note names the seed, the step and the backend: %q", c.name, r.Notes)
+		case !c.parts && note >= 0:
+			t.Errorf("%s: %s", c.name, r.Notes[note])
 		}
 		if r.Reach[0].Rechecked != 1 {
 			t.Errorf("%s: %d seeds rechecked, want 1", c.name, r.Reach[0].Rechecked)
 		}
+	}
+}
+
+// A kit that draws another step after the same answers is the kit's bug:
+// the seed gives no verdict. A failure that does not repeat stays a
+// failure, saying its replay may not fail the same way.
+func TestAKitThatDoesNotRepeatGivesNoVerdict(t *testing.T) {
+	kit := &sim.Divergence{Step: 3, Side: sim.SideKit, Why: "it drew a different step", First: "client 1: a", Second: "client 2: b"}
+	backend := &sim.Divergence{Step: 3, Side: sim.SideBackend, Why: "it answered differently", First: "  → ok", Second: "  → busy"}
+	c := reports.Check{Outcome: reports.Passed}
+	if note := recheckVerdict(&c, sim.Result{Nondeterminism: kit}); c.Outcome != reports.Inconclusive || note != "" ||
+		!strings.HasPrefix(c.Message, "nondeterministic, no verdict: ") {
+		t.Errorf("the kit parted: %s %q, note %q", c.Outcome, c.Message, note)
+	}
+	c = reports.Check{Outcome: reports.Failed, Message: "step 3: wrong"}
+	if note := recheckVerdict(&c, sim.Result{Nondeterminism: backend, Failure: &sim.Failure{Step: 3}}); c.Outcome != reports.Failed || note != "" ||
+		!strings.Contains(c.Message, "the replay may not fail the same way") {
+		t.Errorf("a failure that parted: %s %q, note %q", c.Outcome, c.Message, note)
+	}
+	c = reports.Check{Outcome: reports.Passed}
+	if note := recheckVerdict(&c, sim.Result{Nondeterminism: backend}); c.Outcome != reports.Passed || note == "" {
+		t.Errorf("a backend's pass that parted: %s, note %q", c.Outcome, note)
 	}
 }

@@ -50,6 +50,7 @@ func (r *runner) simulate() error {
 		coverage := sim.Coverage{}
 		var sweep sim.Result // what the sweep's runs explored, summed
 		rechecked, diverged := 0, 0
+		var recheckNotes []string
 		err := sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
@@ -82,14 +83,9 @@ func (r *runner) simulate() error {
 				if res.Stalled != "" {
 					c.Message = "the kit stalled, not the backend, so the run decides nothing: " + res.Stalled
 				}
-			} else if d := res.Nondeterminism; d != nil {
-				// One seed is not one run: its reproduce line would not
-				// reproduce it, so it is no pass.
-				c.Outcome = reports.Inconclusive
-				c.Message = "nondeterministic, no verdict: " + d.String()
 			}
-			if d := res.Nondeterminism; d != nil && res.Failure != nil {
-				c.Message += "\n(nondeterministic: " + d.String() + "; the replay may not fail the same way)"
+			if note := recheckVerdict(&c, res); note != "" {
+				recheckNotes = append(recheckNotes, name+": "+note)
 			}
 			r.add(c)
 		}, func() bool { return cfg.FailFast && failed.Load() })
@@ -97,7 +93,7 @@ func (r *runner) simulate() error {
 			return &BackendError{err}
 		}
 		notes, gaps := unexplored(reg, caps, coverage, sweep, backend.CrashPoints(), len(seeds), r.lines.widen())
-		r.result.Notes = append(r.result.Notes, notes...)
+		r.result.Notes = append(append(r.result.Notes, recheckNotes...), notes...)
 		r.result.Gaps = append(r.result.Gaps, gaps...)
 		if oneProcess != "" {
 			r.result.Notes = append(r.result.Notes, oneProcess)
@@ -113,6 +109,32 @@ func (r *runner) simulate() error {
 		return &BackendError{backendErr}
 	}
 	return nil
+}
+
+// recheckVerdict judges a seed whose two runs parted (sim.Rechecked),
+// on its check c: what parted is kept, and the verdict is the seed's, as
+// the seed allows it. A kit that drew another step after the same answers
+// is the kit's own bug: no verdict (inconclusive). A backend that answered
+// the same requests another way may be within the seed: the values it
+// mints (ids, tokens, sequence numbers) are its to choose, so a pass stays
+// a pass and the note it answers says its runs do not repeat; a failure
+// stays a failure, saying its replay may not fail the same way.
+func recheckVerdict(c *reports.Check, res sim.Result) (note string) {
+	d := res.Nondeterminism
+	switch {
+	case d == nil:
+		return ""
+	case res.Failure != nil:
+		c.Message += "\n(nondeterministic: " + d.String() + "; the replay may not fail the same way)"
+		return ""
+	case d.Side == sim.SideKit:
+		c.Outcome = reports.Inconclusive
+		c.Message = "nondeterministic, no verdict: " + d.String()
+		return ""
+	case c.Outcome == reports.Passed:
+		return fmt.Sprintf("seed %d does not repeat: %s (the seed leaves the values a backend mints to it, so this is no verdict; a failure of this backend may not replay from its seed, its saved schedule is the faithful record)", res.Schedule.Seed, d)
+	}
+	return ""
 }
 
 // processesFor is the run's size for a store that declares caps: two

@@ -9,8 +9,8 @@ import (
 // traces (FoundationDB's simulator re-runs about 5% of its runs): one seed
 // is one run only if both the kit and the backend are deterministic, and a
 // run that is not gives a reproduce line that reproduces nothing. A mismatch
-// is a verdict of its own (Result.Nondeterminism), never a pass or a
-// failure.
+// is kept whole (Result.Nondeterminism), and the layer that reads it judges
+// it by the side that parted (conformance's recheckVerdict).
 
 // recheckShare is one run in recheckShare that is run twice.
 const recheckShare = 20
