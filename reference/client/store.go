@@ -9,7 +9,6 @@ package client
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"time"
 
@@ -179,7 +178,7 @@ func validJSON(what string, v spec.RawJSON) error {
 }
 
 // changed runs a statement and says whether it changed a row.
-func changed(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+func changed(ctx context.Context, tx *sqlitedb.Tx, query string, args ...any) (bool, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return false, err

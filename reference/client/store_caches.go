@@ -7,11 +7,13 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 func (s *Store) put(ctx context.Context, op, query string, args ...any) error {
-	return s.db.Write(ctx, op, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, op, func(tx *sqlitedb.Tx) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})
@@ -20,7 +22,7 @@ func (s *Store) put(ctx context.Context, op, query string, args ...any) error {
 // getText reads one optional text value.
 func (s *Store) getText(ctx context.Context, op, query string, arg string) (*string, error) {
 	var out *string
-	err := s.db.Read(ctx, op, func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, op, func(tx *sqlitedb.Tx) error {
 		var v string
 		err := tx.QueryRowContext(ctx, query, arg).Scan(&v)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -52,7 +54,7 @@ func (s *Store) PutProse(ctx context.Context, role, prose, specHash string) erro
 
 func (s *Store) Prose(ctx context.Context, role string) (*cli.Prose, error) {
 	var out *cli.Prose
-	err := s.db.Read(ctx, "prose", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "prose", func(tx *sqlitedb.Tx) error {
 		var (
 			p   cli.Prose
 			cat int64

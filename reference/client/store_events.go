@@ -4,7 +4,8 @@ package client
 
 import (
 	"context"
-	"database/sql"
+
+	"github.com/storecheck/storecheck/reference/sqlitedb"
 
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
@@ -16,7 +17,7 @@ func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.Raw
 	}
 	now := ms(s.clock.Now())
 	var seq int64
-	err := s.db.Write(ctx, "append_event", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "append_event", func(tx *sqlitedb.Tx) error {
 		res, err := tx.ExecContext(ctx, s.rules.WriteEvent, eventType, string(data), now)
 		if err != nil {
 			return err
@@ -29,7 +30,7 @@ func (s *Store) AppendEvent(ctx context.Context, eventType string, data spec.Raw
 
 func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]cli.Event, error) {
 	var out []cli.Event
-	err := s.db.Read(ctx, "events_since", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "events_since", func(tx *sqlitedb.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, type, data_json, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, seq, s.rules.EventsLimit(lim))
 		if err != nil {
 			return err
@@ -54,7 +55,7 @@ func (s *Store) EventsSince(ctx context.Context, seq int64, lim uint32) ([]cli.E
 
 func (s *Store) EventHead(ctx context.Context) (int64, error) {
 	var head int64
-	err := s.db.Read(ctx, "event_head", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "event_head", func(tx *sqlitedb.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&head)
 	})
 	return head, err

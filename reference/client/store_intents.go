@@ -8,6 +8,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 )
@@ -40,7 +42,7 @@ func (s *Store) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON
 	query := `INSERT INTO intents (` + intentColumns + `) VALUES (?, ?, 0, 'pending', ?, NULL, '', ?, ?)
 		ON CONFLICT(op_id) DO NOTHING`
 	var added bool
-	err := s.db.Write(ctx, "enqueue_intent", func(tx *sql.Tx) (err error) {
+	err := s.db.Write(ctx, "enqueue_intent", func(tx *sqlitedb.Tx) (err error) {
 		added, err = changed(ctx, tx, query, opID, string(env), now, now, now)
 		return err
 	})
@@ -49,7 +51,7 @@ func (s *Store) EnqueueIntent(ctx context.Context, opID string, env spec.RawJSON
 
 func (s *Store) Intent(ctx context.Context, opID string) (*cli.Intent, error) {
 	var out *cli.Intent
-	err := s.db.Read(ctx, "intent", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "intent", func(tx *sqlitedb.Tx) error {
 		in, err := scanIntent(tx.QueryRowContext(ctx, `SELECT `+intentColumns+` FROM intents WHERE op_id = ?`, opID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -74,7 +76,7 @@ func (s *Store) FlushOrder(ctx context.Context) ([]cli.Intent, error) {
 // due are at most n intents due at now, in due order.
 func (s *Store) due(ctx context.Context, op string, now time.Time, n int) ([]cli.Intent, error) {
 	var out []cli.Intent
-	err := s.db.Read(ctx, op, func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, op, func(tx *sqlitedb.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+intentColumns+` FROM intents
 			WHERE state IN ('pending', 'retrying') AND `+s.rules.Due+` ORDER BY `+s.rules.DueOrder+` LIMIT ?`, ms(now), n)
 		if err != nil {
@@ -96,7 +98,7 @@ func (s *Store) due(ctx context.Context, op string, now time.Time, n int) ([]cli
 // settleWrite runs one intent transition and says whether it acted.
 func (s *Store) settleWrite(ctx context.Context, op, query string, args ...any) (bool, error) {
 	var acted bool
-	err := s.db.Write(ctx, op, func(tx *sql.Tx) (err error) {
+	err := s.db.Write(ctx, op, func(tx *sqlitedb.Tx) (err error) {
 		acted, err = changed(ctx, tx, query, args...)
 		return err
 	})
@@ -136,7 +138,7 @@ func (s *Store) DeleteIntent(ctx context.Context, opID string) (bool, error) {
 
 func (s *Store) PendingIntentCount(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.Read(ctx, "pending_intent_count", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "pending_intent_count", func(tx *sqlitedb.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM intents WHERE state IN ('pending', 'retrying')`).Scan(&n)
 	})
 	return n, err

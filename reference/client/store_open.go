@@ -34,7 +34,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = db.Write(ctx, fmt.Sprintf("open %q: schema", o.Path), func(tx *sql.Tx) error {
+	err = db.Write(ctx, fmt.Sprintf("open %q: schema", o.Path), func(tx *sqlitedb.Tx) error {
 		fresh, err := s.checkSchema(ctx, tx, o.Path)
 		if err != nil {
 			return err
@@ -88,12 +88,27 @@ func (s *Store) precheck(ctx context.Context, o Options) error {
 	return nil
 }
 
+// schemaReader is the transaction checkSchema reads in: the open's own
+// (*sqlitedb.Tx) or the read-only look before it (*sql.Tx).
+type schemaReader interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // checkSchema says whether the database is new (no tables at all), and fails
 // with schema_mismatch when it carries another marker or version.
-func (s *Store) checkSchema(ctx context.Context, tx *sql.Tx, path string) (fresh bool, err error) {
+func (s *Store) checkSchema(ctx context.Context, tx schemaReader, path string) (fresh bool, err error) {
 	var tables, metas int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'schema_meta')
-		FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &metas); err != nil {
+	counts, err := tx.QueryContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'schema_meta')
+		FROM sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		return false, err
+	}
+	counts.Next()
+	err = counts.Scan(&tables, &metas)
+	if cerr := counts.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return false, err
 	}
 	if tables == 0 {

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 )
 
 // storedPair is the session's (generation, seq), and whether it has a row.
-func storedPair(ctx context.Context, tx *sql.Tx, sessionID string) (gen, seq uint64, ok bool, err error) {
+func storedPair(ctx context.Context, tx *sqlitedb.Tx, sessionID string) (gen, seq uint64, ok bool, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT generation, seq FROM sessions WHERE session_id = ?`, sessionID).Scan(&gen, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, false, nil
@@ -24,7 +26,7 @@ func storedPair(ctx context.Context, tx *sql.Tx, sessionID string) (gen, seq uin
 // sessionForTask is the session of the task's latest open binding, else of
 // its latest binding; found is false when it has none. ("" is a session id
 // like any other: a backend_ref of {"task_id":""} files the tuple under it.)
-func sessionForTask(ctx context.Context, tx *sql.Tx, taskID string) (id string, found bool, err error) {
+func sessionForTask(ctx context.Context, tx *sqlitedb.Tx, taskID string) (id string, found bool, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT session_id FROM session_tasks WHERE task_id = ?
 		ORDER BY released_at IS NULL DESC, bound_seq DESC LIMIT 1`, taskID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -35,7 +37,7 @@ func sessionForTask(ctx context.Context, tx *sql.Tx, taskID string) (id string, 
 
 // openBinding opens the pair's binding at now and closes the session's other
 // open binding; false when the pair was open already.
-func (s *Store) openBinding(ctx context.Context, tx *sql.Tx, op, sessionID, taskID string, now int64) (bool, error) {
+func (s *Store) openBinding(ctx context.Context, tx *sqlitedb.Tx, op, sessionID, taskID string, now int64) (bool, error) {
 	var open bool
 	err := tx.QueryRowContext(ctx, `SELECT released_at IS NULL FROM session_tasks WHERE session_id = ? AND task_id = ?`,
 		sessionID, taskID).Scan(&open)
@@ -67,7 +69,7 @@ func (s *Store) UpsertSession(ctx context.Context, taskID string, v cli.Versione
 	now := ms(s.clock.Now())
 	sessionID := cli.SessionIDFor(taskID, v.BackendRef)
 	var wrote bool
-	err := s.db.Write(ctx, "upsert_session", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "upsert_session", func(tx *sqlitedb.Tx) error {
 		gen, seq, ok, err := storedPair(ctx, tx, sessionID)
 		if err != nil {
 			return err
@@ -102,7 +104,7 @@ func (s *Store) UpsertSession(ctx context.Context, taskID string, v cli.Versione
 func (s *Store) BumpSessionVersion(ctx context.Context, taskID string, generation, seq uint64) (bool, error) {
 	now := ms(s.clock.Now())
 	var moved bool
-	err := s.db.Write(ctx, "bump_session_version", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "bump_session_version", func(tx *sqlitedb.Tx) error {
 		sessionID, found, err := sessionForTask(ctx, tx, taskID)
 		if err != nil || !found {
 			return err
@@ -120,7 +122,7 @@ func (s *Store) BumpSessionVersion(ctx context.Context, taskID string, generatio
 
 func (s *Store) GetSession(ctx context.Context, taskID string) (*cli.SessionRecord, error) {
 	var out *cli.SessionRecord
-	err := s.db.Read(ctx, "get_session", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "get_session", func(tx *sqlitedb.Tx) error {
 		sessionID, found, err := sessionForTask(ctx, tx, taskID)
 		if err != nil || !found {
 			return err
@@ -147,7 +149,7 @@ func (s *Store) GetSession(ctx context.Context, taskID string) (*cli.SessionReco
 func (s *Store) BindTask(ctx context.Context, sessionID, taskID string) (bool, error) {
 	now := ms(s.clock.Now())
 	var opened bool
-	err := s.db.Write(ctx, "bind_task", func(tx *sql.Tx) (err error) {
+	err := s.db.Write(ctx, "bind_task", func(tx *sqlitedb.Tx) (err error) {
 		opened, err = s.openBinding(ctx, tx, "bind_task", sessionID, taskID, now)
 		return err
 	})
@@ -163,7 +165,7 @@ func (s *Store) ReleaseBinding(ctx context.Context, sessionID, taskID string) (b
 func (s *Store) ActiveSessions(ctx context.Context) ([]cli.LiveSession, error) {
 	where := s.rules.Active
 	var out []cli.LiveSession
-	err := s.db.Read(ctx, "active_sessions", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "active_sessions", func(tx *sqlitedb.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT s.session_id, s.resource_state,
 			COALESCE((SELECT b.task_id FROM session_tasks AS b WHERE b.session_id = s.session_id AND b.released_at IS NULL
 				ORDER BY b.bound_seq DESC LIMIT 1), '')

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 )
@@ -40,7 +42,7 @@ func (s *Store) OpenTask(ctx context.Context, cz cli.Causality, kind string) (bo
 	// The record is written either way, a fresh open or a refresh of the
 	// chain, and the call answers true (client.open_task.refresh).
 	var written bool
-	err := s.db.Write(ctx, "open_task", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "open_task", func(tx *sqlitedb.Tx) error {
 		refreshed, err := changed(ctx, tx, `UPDATE task SET kind = ?, parent_task = ?, hop = ?, attempt = `+attempt+`
 			WHERE task_id = ?`, kind, cz.ParentTask, cz.Hop, cz.Attempt, cz.Task)
 		if err != nil || refreshed {
@@ -62,7 +64,7 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state cli.TaskSta
 	now := ms(s.clock.Now())
 	firstWins := ` WHERE ` + s.rules.VerdictOpen
 	var settled bool
-	err := s.db.Write(ctx, "settle_task", func(tx *sql.Tx) (err error) {
+	err := s.db.Write(ctx, "settle_task", func(tx *sqlitedb.Tx) (err error) {
 		settled, err = changed(ctx, tx, `INSERT INTO task (`+taskColumns+`) VALUES (?, '', '', 0, 0, ?, ?, ?)
 			ON CONFLICT(task_id) DO UPDATE SET task_state = excluded.task_state, settled_at = excluded.settled_at`+firstWins,
 			taskID, string(state), now, now)
@@ -73,7 +75,7 @@ func (s *Store) SettleTask(ctx context.Context, taskID string, state cli.TaskSta
 
 func (s *Store) Task(ctx context.Context, taskID string) (*cli.Task, error) {
 	var out *cli.Task
-	err := s.db.Read(ctx, "task", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "task", func(tx *sqlitedb.Tx) error {
 		t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM task WHERE task_id = ?`, taskID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -88,7 +90,7 @@ func (s *Store) Task(ctx context.Context, taskID string) (*cli.Task, error) {
 
 func (s *Store) OpenTasks(ctx context.Context, lim uint32) ([]cli.Task, error) {
 	var out []cli.Task
-	err := s.db.Read(ctx, "open_tasks", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "open_tasks", func(tx *sqlitedb.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM task WHERE settled_at IS NULL
 			ORDER BY opened_at, rowid LIMIT ?`, s.rules.OpenTasksLimit(lim))
 		if err != nil {
@@ -114,7 +116,7 @@ const intentNamesTask = `json_valid(env_json) AND json_type(env_json, '$.causali
 
 func (s *Store) TaskIsKnown(ctx context.Context, taskID string) (bool, error) {
 	var known bool
-	err := s.db.Read(ctx, "task_is_known", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "task_is_known", func(tx *sqlitedb.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM session_tasks WHERE task_id = ?)
 			OR EXISTS(SELECT 1 FROM intents WHERE `+intentNamesTask+`)`, taskID, taskID).Scan(&known)
 	})
@@ -123,7 +125,7 @@ func (s *Store) TaskIsKnown(ctx context.Context, taskID string) (bool, error) {
 
 func (s *Store) TaskAttempt(ctx context.Context, taskID string) (int64, error) {
 	var attempt int64
-	err := s.db.Read(ctx, "task_attempt", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "task_attempt", func(tx *sqlitedb.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(attempt), 0) FROM intents WHERE `+intentNamesTask, taskID).Scan(&attempt)
 	})
 	return attempt, err

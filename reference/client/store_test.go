@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/storecheck/storecheck/reference/sqlitedb"
 
 	"github.com/jonboulle/clockwork"
 
@@ -145,11 +146,11 @@ func benchStore(b *testing.B, mode string) *Store {
 // fillOutbox writes n intents in one transaction: a quarter settled, the
 // rest live with next attempt times spread over the hour after epoch.
 func fillOutbox(b *testing.B, s *Store, n int) {
-	err := s.db.Write(context.Background(), "fill", func(tx *sql.Tx) error {
+	err := s.db.Write(context.Background(), "fill", func(tx *sqlitedb.Tx) error {
 		for i := range n {
 			state := []string{"pending", "retrying", "pending", "accepted"}[i%4]
 			next := epoch.Add(time.Duration(i*7919%3600000) * time.Millisecond)
-			if _, err := tx.Exec(`INSERT INTO intents (`+intentColumns+`) VALUES (?, '{"causality":{"task":"t"}}', 0, ?, ?, NULL, '', ?, ?)`,
+			if _, err := tx.ExecContext(context.Background(), `INSERT INTO intents (`+intentColumns+`) VALUES (?, '{"causality":{"task":"t"}}', 0, ?, ?, NULL, '', ?, ?)`,
 				fmt.Sprint("fill-", i), state, ms(next), ms(epoch), ms(epoch)); err != nil {
 				return err
 			}

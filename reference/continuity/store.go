@@ -88,7 +88,7 @@ func (s *Store) WithRules(r Rules) *Store { return &Store{db: s.db, rules: r.com
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
-func loadRecord(ctx context.Context, tx *sql.Tx, id c.Identity) (*Stored, error) {
+func loadRecord(ctx context.Context, tx *sqlitedb.Tx, id c.Identity) (*Stored, error) {
 	r := Stored{Record: c.Record{Identity: id}}
 	err := tx.QueryRowContext(ctx, `SELECT agent_runtime_id, session_id, generation, checkpoint_version, fencing_token
 		FROM continuity_records WHERE identity = ?`, id).
@@ -104,7 +104,7 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id c.Identity) (*Stored, error)
 
 func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
 	out := make(map[c.Identity]c.Resolution, len(ids))
-	err := s.db.Read(ctx, "resolve_many", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "resolve_many", func(tx *sqlitedb.Tx) error {
 		for _, id := range ids {
 			r, err := loadRecord(ctx, tx, id)
 			if err != nil {
@@ -126,7 +126,7 @@ func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identi
 
 func (s *Store) LoadSessionSnapshot(ctx context.Context, session c.SessionID) (*c.Snapshot, error) {
 	var snap *c.Snapshot
-	err := s.db.Read(ctx, "load_session_snapshot", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "load_session_snapshot", func(tx *sqlitedb.Tx) error {
 		var data []byte
 		err := tx.QueryRowContext(ctx, `SELECT data FROM session_snapshots WHERE session_id = ?`, session).Scan(&data)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -146,7 +146,7 @@ func (s *Store) LoadSessionSnapshot(ctx context.Context, session c.SessionID) (*
 
 func (s *Store) SessionSnapshotMatchesCurrent(ctx context.Context, m c.MatchCandidate) (bool, error) {
 	var match bool
-	err := s.db.Read(ctx, "session_snapshot_matches_current", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "session_snapshot_matches_current", func(tx *sqlitedb.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT EXISTS(
 			SELECT 1 FROM session_snapshots AS snap
 			JOIN continuity_records AS rec
@@ -172,7 +172,7 @@ func blob(b []byte) []byte {
 
 func (s *Store) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, session c.SessionID, expected string) (bool, error) {
 	var deleted bool
-	err := s.db.Write(ctx, "delete_session_snapshot_if_current_revision", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "delete_session_snapshot_if_current_revision", func(tx *sqlitedb.Tx) error {
 		var data []byte
 		err := tx.QueryRowContext(ctx, `SELECT data FROM session_snapshots WHERE session_id = ?`, session).Scan(&data)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -196,7 +196,7 @@ func (s *Store) DeleteSessionSnapshotIfCurrentRevision(ctx context.Context, sess
 }
 
 func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) error {
-	return s.db.Write(ctx, "save_session_snapshot", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "save_session_snapshot", func(tx *sqlitedb.Tx) error {
 		rec, err := loadRecord(ctx, tx, w.Identity)
 		if err != nil {
 			return err
@@ -256,7 +256,7 @@ func (s *Store) SaveSessionSnapshot(ctx context.Context, w c.SnapshotWrite) erro
 // none), in a read transaction of its own: what an upsert decides on.
 func (s *Store) Stored(ctx context.Context, id c.Identity) (*Stored, error) {
 	var cur *Stored
-	err := s.db.Read(ctx, "stored_record", func(tx *sql.Tx) (err error) {
+	err := s.db.Read(ctx, "stored_record", func(tx *sqlitedb.Tx) (err error) {
 		cur, err = loadRecord(ctx, tx, id)
 		return err
 	})
@@ -266,7 +266,7 @@ func (s *Store) Stored(ctx context.Context, id c.Identity) (*Stored, error) {
 // UpsertContinuityRecord reads the record, decides (Rules.Upsert) and
 // writes, in one transaction.
 func (s *Store) UpsertContinuityRecord(ctx context.Context, r c.Record, fence c.FencingToken) error {
-	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "upsert_continuity_record", func(tx *sqlitedb.Tx) error {
 		cur, err := loadRecord(ctx, tx, r.Identity)
 		if err != nil {
 			return err
@@ -289,7 +289,7 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 	if previous != nil && previous.Identity != attempt.Identity {
 		return spec.Errorf(c.ErrCorruption, "rollback identity mismatch: attempted %s, previous %s", attempt.Identity, previous.Identity)
 	}
-	return s.db.Write(ctx, "rollback_continuity_record", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "rollback_continuity_record", func(tx *sqlitedb.Tx) error {
 		cur, err := loadRecord(ctx, tx, attempt.Identity)
 		if err != nil {
 			return err
@@ -327,7 +327,7 @@ func (s *Store) RollbackContinuityRecord(ctx context.Context, attempt c.Record, 
 }
 
 func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence c.FencingToken) error {
-	return s.db.Write(ctx, "delete_continuity_record", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "delete_continuity_record", func(tx *sqlitedb.Tx) error {
 		cur, err := loadRecord(ctx, tx, id)
 		if err != nil {
 			return err
@@ -348,7 +348,7 @@ func (s *Store) DeleteContinuityRecord(ctx context.Context, id c.Identity, fence
 
 func (s *Store) MaxFencingToken(ctx context.Context) (c.FencingToken, error) {
 	var records, snapshots c.FencingToken
-	err := s.db.Read(ctx, "max_fencing_token", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "max_fencing_token", func(tx *sqlitedb.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(fencing_token), 0) FROM continuity_records),
 			(SELECT COALESCE(MAX(fencing_token), 0) FROM session_snapshots)`).Scan(&records, &snapshots)
 	})

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
@@ -15,7 +17,7 @@ import (
 func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.CommitResult, error) {
 	now := s.now()
 	var res r.CommitResult
-	err := s.db.Write(ctx, "commit_runtime_state", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "commit_runtime_state", func(tx *sqlitedb.Tx) error {
 		h, err := loadHead(ctx, tx)
 		if err != nil {
 			return err
@@ -121,7 +123,7 @@ func (s *Store) CommitRuntimeState(ctx context.Context, cm r.RuntimeCommit) (r.C
 }
 
 // writeHead writes the head the commit moves to, at the graph delta's leaf.
-func writeHead(ctx context.Context, tx *sql.Tx, cm r.RuntimeCommit, res r.CommitResult) error {
+func writeHead(ctx context.Context, tx *sqlitedb.Tx, cm r.RuntimeCommit, res r.CommitResult) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO session_head (singleton, session_id, head_revision, config,
 		agent_frames, current_agent_frame_id, checkpoint_ref, leaf_node_id) VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
 		cm.SessionID, res.HeadRevision, raw(cm.Config), raw(cm.AgentFrames), cm.CurrentAgentFrameID,
@@ -133,7 +135,7 @@ func writeHead(ctx context.Context, tx *sql.Tx, cm r.RuntimeCommit, res r.Commit
 }
 
 // checkCompletedClaims is check 5 of commit_runtime_state.
-func (s *Store) checkCompletedClaims(ctx context.Context, tx *sql.Tx, cm r.RuntimeCommit, now int64) error {
+func (s *Store) checkCompletedClaims(ctx context.Context, tx *sqlitedb.Tx, cm r.RuntimeCommit, now int64) error {
 	for _, c := range cm.CompletedQueueClaims {
 		if c.SessionID != cm.SessionID {
 			return spec.Errorf(r.ErrQueuedWorkClaimExpired, "claim %s is of session %s, the commit of session %s", c.ClaimID, c.SessionID, cm.SessionID)
@@ -148,7 +150,7 @@ func (s *Store) checkCompletedClaims(ctx context.Context, tx *sql.Tx, cm r.Runti
 }
 
 // heldBy checks that a live claim with this id and token holds the batch.
-func (s *Store) heldBy(ctx context.Context, tx *sql.Tx, session, batchID, claimID, token string, now int64) error {
+func (s *Store) heldBy(ctx context.Context, tx *sqlitedb.Tx, session, batchID, claimID, token string, now int64) error {
 	var id, tok sql.NullString
 	var expires int64
 	err := tx.QueryRowContext(ctx, `SELECT claim_id, claim_token, claim_expires_at_ms FROM queued_work_batches
@@ -167,7 +169,7 @@ func (s *Store) heldBy(ctx context.Context, tx *sql.Tx, session, batchID, claimI
 
 // applyGraph applies a commit's graph delta to the nodes (the leaf is the
 // head's).
-func (s *Store) applyGraph(ctx context.Context, tx *sql.Tx, d r.GraphDelta) error {
+func (s *Store) applyGraph(ctx context.Context, tx *sqlitedb.Tx, d r.GraphDelta) error {
 	switch d.Kind {
 	case r.GraphUnchanged:
 		return nil

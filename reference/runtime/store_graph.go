@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -18,7 +20,7 @@ type head struct {
 	config, frames                               []byte
 }
 
-func loadHead(ctx context.Context, tx *sql.Tx) (*head, error) {
+func loadHead(ctx context.Context, tx *sqlitedb.Tx) (*head, error) {
 	var h head
 	err := tx.QueryRowContext(ctx, `SELECT session_id, head_revision, config, agent_frames, current_agent_frame_id,
 		checkpoint_ref, leaf_node_id FROM session_head WHERE singleton = 1`).
@@ -34,7 +36,7 @@ func loadHead(ctx context.Context, tx *sql.Tx) (*head, error) {
 
 func (s *Store) LoadSession(ctx context.Context, scope r.ReadScope) (*r.SessionRead, error) {
 	var out *r.SessionRead
-	err := s.db.Read(ctx, "load_session", func(tx *sql.Tx) error {
+	err := s.db.Read(ctx, "load_session", func(tx *sqlitedb.Tx) error {
 		h, err := loadHead(ctx, tx)
 		if err != nil || h == nil {
 			return err
@@ -68,7 +70,7 @@ func (s *Store) LoadSession(ctx context.Context, scope r.ReadScope) (*r.SessionR
 	return out, err
 }
 
-func liveNodes(ctx context.Context, tx *sql.Tx) ([]r.Node, error) {
+func liveNodes(ctx context.Context, tx *sqlitedb.Tx) ([]r.Node, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT node_id, parent_id, data FROM graph_nodes WHERE tombstoned = 0 ORDER BY seq`)
 	if err != nil {
 		return nil, err
@@ -87,13 +89,13 @@ func liveNodes(ctx context.Context, tx *sql.Tx) ([]r.Node, error) {
 	return nodes, rows.Err()
 }
 
-func loadLiveNode(ctx context.Context, tx *sql.Tx, id string) (*r.Node, error) {
+func loadLiveNode(ctx context.Context, tx *sqlitedb.Tx, id string) (*r.Node, error) {
 	return loadNode(ctx, tx, id, `tombstoned = 0`)
 }
 
 // loadNode loads the node id when it meets the condition visible (nil:
 // no such node).
-func loadNode(ctx context.Context, tx *sql.Tx, id, visible string) (*r.Node, error) {
+func loadNode(ctx context.Context, tx *sqlitedb.Tx, id, visible string) (*r.Node, error) {
 	n := r.Node{NodeID: id}
 	var data []byte
 	err := tx.QueryRowContext(ctx, `SELECT parent_id, data FROM graph_nodes WHERE node_id = ? AND `+visible, id).
@@ -110,7 +112,7 @@ func loadNode(ctx context.Context, tx *sql.Tx, id, visible string) (*r.Node, err
 
 // activePath walks from leaf to the root by parent links and returns the
 // path root first; a missing or tombstoned node ends the walk.
-func activePath(ctx context.Context, tx *sql.Tx, leaf string) ([]r.Node, error) {
+func activePath(ctx context.Context, tx *sqlitedb.Tx, leaf string) ([]r.Node, error) {
 	var path []r.Node
 	seen := map[string]bool{}
 	for id := leaf; id != "" && !seen[id]; {
@@ -133,7 +135,7 @@ func activePath(ctx context.Context, tx *sql.Tx, leaf string) ([]r.Node, error) 
 }
 
 // tokenLedger merges the usage deltas per (source, model).
-func tokenLedger(ctx context.Context, tx *sql.Tx) ([]r.UsageEntry, error) {
+func tokenLedger(ctx context.Context, tx *sqlitedb.Tx) ([]r.UsageEntry, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT source, model, SUM(input_tokens), SUM(output_tokens),
 		SUM(cached_input_tokens), SUM(reasoning_tokens) FROM usage_deltas GROUP BY source, model ORDER BY source, model`)
 	if err != nil {
@@ -154,7 +156,7 @@ func tokenLedger(ctx context.Context, tx *sql.Tx) ([]r.UsageEntry, error) {
 
 func (s *Store) LoadNode(ctx context.Context, nodeID string) (*r.Node, error) {
 	var n *r.Node
-	err := s.db.Read(ctx, "load_node", func(tx *sql.Tx) (err error) {
+	err := s.db.Read(ctx, "load_node", func(tx *sqlitedb.Tx) (err error) {
 		n, err = loadNode(ctx, tx, nodeID, s.rules.NodeVisible)
 		return err
 	})
@@ -165,7 +167,7 @@ func (s *Store) TombstoneNodes(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return s.db.Write(ctx, "tombstone_nodes", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "tombstone_nodes", func(tx *sqlitedb.Tx) error {
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `UPDATE graph_nodes SET tombstoned = 1 WHERE node_id = ?`, id); err != nil {
 				return err
@@ -178,7 +180,7 @@ func (s *Store) TombstoneNodes(ctx context.Context, ids []string) error {
 // removed runs a DELETE and counts the rows it removed.
 func (s *Store) removed(ctx context.Context, op, query string) (int, error) {
 	var n int64
-	err := s.db.Write(ctx, op, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, op, func(tx *sqlitedb.Tx) error {
 		res, err := tx.ExecContext(ctx, query)
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
@@ -19,7 +21,7 @@ type lease struct {
 	claimedAt, expiresAt int64
 }
 
-func loadLease(ctx context.Context, tx *sql.Tx, session string) (*lease, error) {
+func loadLease(ctx context.Context, tx *sqlitedb.Tx, session string) (*lease, error) {
 	var l lease
 	err := tx.QueryRowContext(ctx, `SELECT owner_id, lease_token, fencing_token, claimed_at_ms, expires_at_ms
 		FROM session_execution_leases WHERE session_id = ?`, session).Scan(&l.owner, &l.token, &l.fence, &l.claimedAt, &l.expiresAt)
@@ -47,7 +49,7 @@ func (l *lease) matches(f r.SessionExecutionLeaseFence) bool {
 }
 
 // ensureLease checks that fence is the session's live lease.
-func (s *Store) ensureLease(ctx context.Context, tx *sql.Tx, session string, f r.SessionExecutionLeaseFence, now int64) error {
+func (s *Store) ensureLease(ctx context.Context, tx *sqlitedb.Tx, session string, f r.SessionExecutionLeaseFence, now int64) error {
 	if f.SessionID != session {
 		return spec.Errorf(r.ErrSessionExecutionLeaseExpired, "a lease of session %s presented for session %s", f.SessionID, session)
 	}
@@ -62,7 +64,7 @@ func (s *Store) ensureLease(ctx context.Context, tx *sql.Tx, session string, f r
 	return nil
 }
 
-func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, c r.SessionExecutionLeaseCompletion) error {
+func (s *Store) releaseLease(ctx context.Context, tx *sqlitedb.Tx, c r.SessionExecutionLeaseCompletion) error {
 	match := s.rules.Releases(c)
 	_, err := tx.ExecContext(ctx, `UPDATE session_execution_leases SET owner_id = NULL, lease_token = NULL,
 		claimed_at_ms = 0, expires_at_ms = 0
@@ -77,7 +79,7 @@ func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, c r.SessionExecuti
 // transaction of its own: what a lease claim decides on.
 func (s *Store) StoredLease(ctx context.Context, session string) (*Lease, error) {
 	var cur *lease
-	err := s.db.Read(ctx, "stored_lease", func(tx *sql.Tx) (err error) {
+	err := s.db.Read(ctx, "stored_lease", func(tx *sqlitedb.Tx) (err error) {
 		cur, err = loadLease(ctx, tx, session)
 		return err
 	})
@@ -89,7 +91,7 @@ func (s *Store) StoredLease(ctx context.Context, session string) (*Lease, error)
 func (s *Store) TryClaimSessionExecutionLease(ctx context.Context, session, owner string, ttl uint64) (*r.SessionExecutionLease, error) {
 	now := s.now()
 	var out *r.SessionExecutionLease
-	err := s.db.Write(ctx, "try_claim_session_execution_lease", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "try_claim_session_execution_lease", func(tx *sqlitedb.Tx) error {
 		cur, err := loadLease(ctx, tx, session)
 		if err != nil {
 			return err
@@ -124,7 +126,7 @@ func (s *Store) TryClaimSessionExecutionLease(ctx context.Context, session, owne
 func (s *Store) RenewSessionExecutionLease(ctx context.Context, f r.SessionExecutionLeaseFence, ttl uint64) (r.SessionExecutionLease, error) {
 	now := s.now()
 	var out r.SessionExecutionLease
-	err := s.db.Write(ctx, "renew_session_execution_lease", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "renew_session_execution_lease", func(tx *sqlitedb.Tx) error {
 		cur, err := loadLease(ctx, tx, f.SessionID)
 		if err != nil {
 			return err
@@ -149,7 +151,7 @@ func (s *Store) RenewSessionExecutionLease(ctx context.Context, f r.SessionExecu
 }
 
 func (s *Store) ReleaseSessionExecutionLease(ctx context.Context, c r.SessionExecutionLeaseCompletion) error {
-	return s.db.Write(ctx, "release_session_execution_lease", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "release_session_execution_lease", func(tx *sqlitedb.Tx) error {
 		return s.releaseLease(ctx, tx, c)
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/storecheck/storecheck/reference/sqlitedb"
+
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
@@ -25,7 +27,7 @@ const batchColumns = `batch_id, session_id, COALESCE(source_key, ''), delivery_p
 	available_at_ms, enqueued_at_ms, claim_fencing_token`
 
 // queryBatches runs a query over batchColumns and loads each batch's items.
-func queryBatches(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]r.QueuedWorkBatch, error) {
+func queryBatches(ctx context.Context, tx *sqlitedb.Tx, query string, args ...any) ([]r.QueuedWorkBatch, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+batchColumns+` FROM queued_work_batches `+query, args...)
 	if err != nil {
 		return nil, err
@@ -51,7 +53,7 @@ func queryBatches(ctx context.Context, tx *sql.Tx, query string, args ...any) ([
 	return batches, nil
 }
 
-func loadItems(ctx context.Context, tx *sql.Tx, batchID string) ([]r.QueuedWorkItem, error) {
+func loadItems(ctx context.Context, tx *sqlitedb.Tx, batchID string) ([]r.QueuedWorkItem, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT item_id, payload FROM queued_work_items WHERE batch_id = ? ORDER BY item_index`, batchID)
 	if err != nil {
 		return nil, err
@@ -70,7 +72,7 @@ func loadItems(ctx context.Context, tx *sql.Tx, batchID string) ([]r.QueuedWorkI
 	return items, rows.Err()
 }
 
-func loadBatch(ctx context.Context, tx *sql.Tx, session, batchID string) (*r.QueuedWorkBatch, error) {
+func loadBatch(ctx context.Context, tx *sqlitedb.Tx, session, batchID string) (*r.QueuedWorkBatch, error) {
 	bs, err := queryBatches(ctx, tx, `WHERE session_id = ? AND batch_id = ?`, session, batchID)
 	if err != nil || len(bs) == 0 {
 		return nil, err
@@ -80,7 +82,7 @@ func loadBatch(ctx context.Context, tx *sql.Tx, session, batchID string) (*r.Que
 
 // deleteBatch deletes a batch and its items when cond (extra WHERE terms
 // over args) holds.
-func deleteBatch(ctx context.Context, tx *sql.Tx, session, batchID, cond string, args ...any) error {
+func deleteBatch(ctx context.Context, tx *sqlitedb.Tx, session, batchID, cond string, args ...any) error {
 	res, err := tx.ExecContext(ctx, `DELETE FROM queued_work_batches WHERE session_id = ? AND batch_id = ? `+cond,
 		append([]any{session, batchID}, args...)...)
 	if err != nil {
@@ -102,7 +104,7 @@ func (s *Store) EnqueueQueuedWork(ctx context.Context, d r.QueuedWorkBatchDraft)
 	if d.SlotPolicy != r.SlotExclusive && d.SlotPolicy != r.SlotMergeable {
 		return out, spec.Errorf(r.ErrInvalidArgument, "unknown slot policy %q", d.SlotPolicy)
 	}
-	err := s.db.Write(ctx, "enqueue_queued_work", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "enqueue_queued_work", func(tx *sqlitedb.Tx) error {
 		var sourceKey any
 		if d.SourceKey != "" {
 			sourceKey = d.SourceKey
@@ -168,7 +170,7 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 		return nil, spec.Errorf(r.ErrInvalidArgument, "unknown claim boundary %q", boundary)
 	}
 	var out *r.QueuedWorkClaim
-	err := s.db.Write(ctx, "claim_ready_queued_work", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "claim_ready_queued_work", func(tx *sqlitedb.Tx) error {
 		if err := s.ensureLease(ctx, tx, session, leaseFence, now); err != nil {
 			return err
 		}
@@ -236,7 +238,7 @@ func (s *Store) RenewQueuedWorkClaim(ctx context.Context, c r.QueuedWorkClaim, t
 	now := s.now()
 	expires := expiry(now, ttl)
 	var changed int64
-	err := s.db.Write(ctx, "renew_queued_work_claim", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "renew_queued_work_claim", func(tx *sqlitedb.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET claim_expires_at_ms = ?
 			WHERE session_id = ? AND claim_id = ? AND claim_token = ?`, expires, c.SessionID, c.ClaimID, c.LeaseToken)
 		if err != nil {
@@ -257,7 +259,7 @@ func (s *Store) RenewQueuedWorkClaim(ctx context.Context, c r.QueuedWorkClaim, t
 }
 
 func (s *Store) AbandonQueuedWorkClaim(ctx context.Context, c r.QueuedWorkClaim) error {
-	return s.db.Write(ctx, "abandon_queued_work_claim", func(tx *sql.Tx) error {
+	return s.db.Write(ctx, "abandon_queued_work_claim", func(tx *sqlitedb.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE queued_work_batches SET claim_id = NULL, claim_owner_id = NULL,
 			claim_token = NULL, claim_claimed_at_ms = 0, claim_expires_at_ms = 0
 			WHERE session_id = ? AND claim_id = ? AND claim_token = ?`, c.SessionID, c.ClaimID, c.LeaseToken)
@@ -268,7 +270,7 @@ func (s *Store) AbandonQueuedWorkClaim(ctx context.Context, c r.QueuedWorkClaim)
 func (s *Store) CancelQueuedWorkBatch(ctx context.Context, session, batchID string) (*r.QueuedWorkBatch, error) {
 	now := s.now()
 	var out *r.QueuedWorkBatch
-	err := s.db.Write(ctx, "cancel_queued_work_batch", func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, "cancel_queued_work_batch", func(tx *sqlitedb.Tx) error {
 		cancellable := s.rules.Cancellable(s.free(now))
 		cond := `AND ` + cancellable.SQL
 		bs, err := queryBatches(ctx, tx, `WHERE session_id = ? AND batch_id = ? `+cond, append([]any{session, batchID}, cancellable.Args...)...)
@@ -286,7 +288,7 @@ func (s *Store) CancelQueuedWorkBatch(ctx context.Context, session, batchID stri
 
 func (s *Store) ListQueuedWork(ctx context.Context, session string) ([]r.QueuedWorkBatch, error) {
 	var out []r.QueuedWorkBatch
-	err := s.db.Read(ctx, "list_queued_work", func(tx *sql.Tx) (err error) {
+	err := s.db.Read(ctx, "list_queued_work", func(tx *sqlitedb.Tx) (err error) {
 		out, err = queryBatches(ctx, tx, `WHERE session_id = ? ORDER BY enqueue_seq`, session)
 		return err
 	})
@@ -296,7 +298,7 @@ func (s *Store) ListQueuedWork(ctx context.Context, session string) ([]r.QueuedW
 func (s *Store) ListPendingQueuedWork(ctx context.Context, session string) ([]r.QueuedWorkBatch, error) {
 	now := s.now()
 	var out []r.QueuedWorkBatch
-	err := s.db.Read(ctx, "list_pending_queued_work", func(tx *sql.Tx) (err error) {
+	err := s.db.Read(ctx, "list_pending_queued_work", func(tx *sqlitedb.Tx) (err error) {
 		free := s.free(now)
 		out, err = queryBatches(ctx, tx, `WHERE session_id = ? AND `+free.SQL+` ORDER BY enqueue_seq`, append([]any{session}, free.Args...)...)
 		return err

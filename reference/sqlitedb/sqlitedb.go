@@ -58,11 +58,11 @@ type DB struct {
 	// writeSlot serializes its users and, unlike a mutex, lets a waiting
 	// caller give up when its context ends.
 	writerDB  *sql.DB
-	writer    *sql.Conn
+	writer    *conn
 	writeSlot chan struct{}
 	// readers is the read pool of a file database; nil in memory, where
 	// reads take the writer.
-	readers *sql.DB
+	readers *pool
 }
 
 // InMemory reports whether path names an in-memory database.
@@ -92,26 +92,29 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		return nil, spec.Errorf(o.IOKind, "open %q: %s: %w", o.Path, step, err)
 	}
 
-	writerDSN := "file::memory:?" + url.Values{"_pragma": pragmas, "_txlock": {"immediate"}}.Encode()
+	writerDSN := "file::memory:?" + url.Values{"_pragma": pragmas}.Encode()
 	if !InMemory(o.Path) {
-		writerDSN = "file:" + o.Path + "?" + url.Values{"_pragma": pragmas, "_txlock": {"immediate"}}.Encode()
+		writerDSN = "file:" + o.Path + "?" + url.Values{"_pragma": pragmas}.Encode()
 	}
 	var err error
 	if db.writerDB, err = sql.Open("sqlite", writerDSN); err != nil {
 		return fail("writer", err)
 	}
 	db.writerDB.SetMaxOpenConns(1)
-	if db.writer, err = db.writerDB.Conn(ctx); err != nil {
+	c, err := db.writerDB.Conn(ctx)
+	if err != nil {
 		return fail("writer", err)
 	}
+	db.writer = &conn{c: c, begin: "BEGIN IMMEDIATE", stmts: map[string]*sql.Stmt{}}
 	if !InMemory(o.Path) {
-		if _, err = db.writer.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		if _, err = c.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 			return fail("journal_mode", err)
 		}
 	}
 	if o.Schema != "" {
-		if err = db.write(ctx, fmt.Sprintf("open %q: schema", o.Path), false, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, o.Schema)
+		if err = db.write(ctx, fmt.Sprintf("open %q: schema", o.Path), false, func(tx *Tx) error {
+			// Run once, so not kept prepared; several statements in one.
+			_, err := tx.conn.c.ExecContext(ctx, o.Schema)
 			return err
 		}); err != nil {
 			db.Close()
@@ -120,14 +123,19 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	}
 	if !InMemory(o.Path) {
 		readerDSN := "file:" + o.Path + "?" + url.Values{"_pragma": append(pragmas, "query_only(1)")}.Encode()
-		if db.readers, err = sql.Open("sqlite", readerDSN); err != nil {
+		readers, err := sql.Open("sqlite", readerDSN)
+		if err != nil {
 			return fail("readers", err)
 		}
-		db.readers.SetMaxOpenConns(o.ReadPool)
-		db.readers.SetMaxIdleConns(o.ReadPool)
-		if err = db.readers.PingContext(ctx); err != nil {
+		readers.SetMaxOpenConns(o.ReadPool)
+		db.readers = &pool{db: readers, free: make(chan *conn, o.ReadPool), slots: make(chan struct{}, o.ReadPool)}
+		// One reader opened now, so that a database it cannot read fails
+		// the open, not the first read.
+		r, err := db.readers.get(ctx)
+		if err != nil {
 			return fail("readers", err)
 		}
+		db.readers.put(r)
 	}
 	return db, nil
 }
@@ -139,11 +147,11 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 // reaches the store's own between its writes. It reaches the yield points
 // "<op>/before_write" before it waits for the writer, and "<op>/after_write"
 // once the writer is free again (spec.Yield).
-func (db *DB) Write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (db *DB) Write(ctx context.Context, op string, fn func(tx *Tx) error) error {
 	return db.write(ctx, op, true, fn)
 }
 
-func (db *DB) write(ctx context.Context, op string, point bool, fn func(tx *sql.Tx) error) error {
+func (db *DB) write(ctx context.Context, op string, point bool, fn func(tx *Tx) error) error {
 	if err := spec.Yield(ctx, op+"/before_write"); err != nil {
 		return err
 	}
@@ -154,7 +162,7 @@ func (db *DB) write(ctx context.Context, op string, point bool, fn func(tx *sql.
 }
 
 // writeLocked runs fn under the writer, which no yield point may hold.
-func (db *DB) writeLocked(ctx context.Context, op string, point bool, fn func(tx *sql.Tx) error) error {
+func (db *DB) writeLocked(ctx context.Context, op string, point bool, fn func(tx *Tx) error) error {
 	select {
 	case db.writeSlot <- struct{}{}:
 	case <-ctx.Done():
@@ -164,7 +172,7 @@ func (db *DB) writeLocked(ctx context.Context, op string, point bool, fn func(tx
 	if db.closed.Load() {
 		return spec.Errorf(db.ioKind, "%s: store is closed", op)
 	}
-	if err := db.run(ctx, op, db.writer.BeginTx, fn); err != nil {
+	if err := db.run(ctx, op, db.writer, fn); err != nil {
 		return err
 	}
 	if point {
@@ -175,7 +183,7 @@ func (db *DB) writeLocked(ctx context.Context, op string, point bool, fn func(tx
 
 // Read runs fn in one read transaction: a consistent view of the database.
 // It reaches the yield points "<op>/before_read" and "<op>/after_read".
-func (db *DB) Read(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (db *DB) Read(ctx context.Context, op string, fn func(tx *Tx) error) error {
 	if db.readers == nil {
 		// One connection: the read takes the writer's, but it commits
 		// nothing, so it reaches no after_commit crash point.
@@ -187,26 +195,35 @@ func (db *DB) Read(ctx context.Context, op string, fn func(tx *sql.Tx) error) er
 	if err := spec.Yield(ctx, op+"/before_read"); err != nil {
 		return err
 	}
-	if err := db.run(ctx, op, db.readers.BeginTx, fn); err != nil {
+	c, err := db.readers.get(ctx)
+	if err != nil {
+		return spec.Errorf(db.ioKind, "%s: waiting for a reader: %w", op, err)
+	}
+	err = db.run(ctx, op, c, fn)
+	db.readers.put(c)
+	if err != nil {
 		return err
 	}
 	return spec.Yield(ctx, op+"/after_read")
 }
 
-func (db *DB) run(ctx context.Context, op string, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(tx *sql.Tx) error) error {
-	tx, err := begin(ctx, nil)
-	if err != nil {
+func (db *DB) run(ctx context.Context, op string, c *conn, fn func(tx *Tx) error) error {
+	if _, err := c.exec(ctx, c.begin); err != nil {
 		return spec.Errorf(db.ioKind, "%s: begin: %w", op, err)
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
+	tx := &Tx{conn: c}
+	err := fn(tx)
+	tx.closeRows()
+	if err != nil {
+		c.rollback()
 		var kind *spec.Error
 		if errors.As(err, &kind) {
 			return err
 		}
 		return spec.Errorf(db.ioKind, "%s: %w", op, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := c.exec(ctx, "COMMIT"); err != nil {
+		c.rollback()
 		return spec.Errorf(db.ioKind, "%s: commit: %w", op, err)
 	}
 	return nil
@@ -222,13 +239,13 @@ func (db *DB) Close() error {
 	}
 	var errs []error
 	if db.writer != nil {
-		errs = append(errs, db.writer.Close())
+		errs = append(errs, db.writer.close())
 	}
 	if db.writerDB != nil {
 		errs = append(errs, db.writerDB.Close())
 	}
 	if db.readers != nil {
-		errs = append(errs, db.readers.Close())
+		errs = append(errs, db.readers.close())
 	}
 	return errors.Join(errs...)
 }

@@ -36,9 +36,9 @@ func TestReadPoolIsBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := db.Read(context.Background(), "read", func(tx *sql.Tx) error {
+			err := db.Read(context.Background(), "read", func(tx *Tx) error {
 				var n int
-				if err := tx.QueryRow("SELECT COUNT(*) FROM kv").Scan(&n); err != nil {
+				if err := tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n); err != nil {
 					return err
 				}
 				now := active.Add(1)
@@ -74,8 +74,8 @@ func TestInMemoryIsOneDatabase(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := db.Write(context.Background(), "put", func(tx *sql.Tx) error {
-				_, err := tx.Exec("INSERT INTO kv VALUES (?, ?)", string(rune('a'+i)), i)
+			if err := db.Write(context.Background(), "put", func(tx *Tx) error {
+				_, err := tx.ExecContext(context.Background(), "INSERT INTO kv VALUES (?, ?)", string(rune('a'+i)), i)
 				return err
 			}); err != nil {
 				t.Error(err)
@@ -84,8 +84,8 @@ func TestInMemoryIsOneDatabase(t *testing.T) {
 	}
 	wg.Wait()
 	var n int
-	if err := db.Read(context.Background(), "count", func(tx *sql.Tx) error {
-		return tx.QueryRow("SELECT COUNT(*) FROM kv").Scan(&n)
+	if err := db.Read(context.Background(), "count", func(tx *Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestInMemoryIsOneDatabase(t *testing.T) {
 func TestWriteIsAllOrNothing(t *testing.T) {
 	db := open(t, filepath.Join(t.TempDir(), "tx.db"))
 	const stale spec.Kind = "stale"
-	err := db.Write(context.Background(), "half", func(tx *sql.Tx) error {
-		if _, err := tx.Exec("INSERT INTO kv VALUES ('a', 1)"); err != nil {
+	err := db.Write(context.Background(), "half", func(tx *Tx) error {
+		if _, err := tx.ExecContext(context.Background(), "INSERT INTO kv VALUES ('a', 1)"); err != nil {
 			return err
 		}
 		return spec.Errorf(stale, "refused after a write")
@@ -108,15 +108,15 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 	if !errors.Is(err, stale) {
 		t.Fatalf("got %v, want kind %s", err, stale)
 	}
-	err = db.Write(context.Background(), "bad sql", func(tx *sql.Tx) error {
-		_, err := tx.Exec("INSERT INTO nowhere VALUES (1)")
+	err = db.Write(context.Background(), "bad sql", func(tx *Tx) error {
+		_, err := tx.ExecContext(context.Background(), "INSERT INTO nowhere VALUES (1)")
 		return err
 	})
 	if spec.KindOf(err) != ioKind {
 		t.Fatalf("got %v, want kind io", err)
 	}
 	var n int
-	db.Read(context.Background(), "count", func(tx *sql.Tx) error { return tx.QueryRow("SELECT COUNT(*) FROM kv").Scan(&n) })
+	db.Read(context.Background(), "count", func(tx *Tx) error { return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n) })
 	if n != 0 {
 		t.Fatalf("a failed write left %d rows", n)
 	}
@@ -126,12 +126,12 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 func TestWriterWaitHonoursContext(t *testing.T) {
 	db := open(t, "")
 	hold := make(chan struct{})
-	go db.Write(context.Background(), "hold", func(*sql.Tx) error { <-hold; return nil })
+	go db.Write(context.Background(), "hold", func(*Tx) error { <-hold; return nil })
 	defer close(hold)
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := db.Write(ctx, "wait", func(*sql.Tx) error { return nil })
+	err := db.Write(ctx, "wait", func(*Tx) error { return nil })
 	if !errors.Is(err, context.DeadlineExceeded) || spec.KindOf(err) != ioKind {
 		t.Fatalf("got %v, want an io error caused by the deadline", err)
 	}
@@ -169,8 +169,8 @@ func TestClosedStoreRefuses(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("a second close: %v", err)
 	}
-	for _, f := range []func(context.Context, string, func(*sql.Tx) error) error{db.Write, db.Read} {
-		if err := f(context.Background(), "after close", func(*sql.Tx) error { return nil }); spec.KindOf(err) != ioKind {
+	for _, f := range []func(context.Context, string, func(*Tx) error) error{db.Write, db.Read} {
+		if err := f(context.Background(), "after close", func(*Tx) error { return nil }); spec.KindOf(err) != ioKind {
 			t.Fatalf("got %v, want io", err)
 		}
 	}
