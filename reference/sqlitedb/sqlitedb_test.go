@@ -116,7 +116,9 @@ func TestWriteIsAllOrNothing(t *testing.T) {
 		t.Fatalf("got %v, want kind io", err)
 	}
 	var n int
-	db.Read(context.Background(), "count", func(tx *Tx) error { return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n) })
+	db.Read(context.Background(), "count", func(tx *Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n)
+	})
 	if n != 0 {
 		t.Fatalf("a failed write left %d rows", n)
 	}
