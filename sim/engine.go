@@ -64,6 +64,9 @@ type engine struct {
 	// start may meet (start).
 	syncFails bool
 	syncCut   *syncCut
+	// cutting: the processes start again after a power cut, which
+	// recovered the WAL for good before the first of them (restartAfterCut).
+	cutting bool
 	// settledOps are the operations over so far, in the order they
 	// ended: what a failure after a crash names (blame.go).
 	settledOps []settled
@@ -190,6 +193,12 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 }
 
 func (e *engine) start(p *proc) error {
+	if p.p != nil && !e.cutting {
+		// A process started again: its open may recover the WAL, and
+		// with it a commit whose sync failed (oracle.deferred). It
+		// recovers for good when no other process keeps the WAL's index.
+		e.oracle.recovered(len(e.procs) == 1)
+	}
 	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
 	bp, err := e.backend.Start(e.ctx, p.n, e.path, p.clock)
 	if err != nil && e.syncFails {
@@ -452,8 +461,15 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return true
 	}
 	if !definite {
-		e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s)", got.Kind))
-		e.oracle.indefinite(f.call, f.op)
+		if e.syncFails && got.Kind == spec.ErrIO {
+			// Its commit may have met the sync made to fail: it may
+			// come back when the store recovers (oracle.deferred).
+			e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s, after a failed sync: it may also take effect when the store recovers)", got.Kind))
+			e.oracle.deferred(f.call, f.op)
+		} else {
+			e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s)", got.Kind))
+			e.oracle.indefinite(f.call, f.op)
+		}
 		point := ""
 		if crashed && f.armed != "" && !strings.HasSuffix(f.armed, "/after_commit") {
 			point = f.armed
