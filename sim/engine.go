@@ -197,7 +197,7 @@ func (e *engine) start(p *proc) error {
 		// A process started again: its open may recover the WAL, and
 		// with it a commit whose sync failed (oracle.deferred). It
 		// recovers for good when no other process keeps the WAL's index.
-		e.oracle.recovered(len(e.procs) == 1)
+		e.oracle.recovered(len(e.procs) == 1, false)
 	}
 	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
 	bp, err := e.backend.Start(e.ctx, p.n, e.path, p.clock)

@@ -58,6 +58,47 @@ type config struct {
 	// may still take effect when the store recovers at a start (see
 	// deferred).
 	later []unit
+	// past, when not nil, are the states this configuration went through
+	// since a deferred step took effect in it, the one just before that
+	// step among them: what a power cut may take it back to (see
+	// recovered). A set, by hash (the order does not matter to a cut).
+	past []model.State
+}
+
+// then is the configuration that follows c: in state s, with early
+// placed, its deferred steps c's, and its past c's with c's state added.
+func (c config) then(s model.State, early []early) config {
+	d := config{state: s, early: early, later: c.later, past: c.past}
+	if c.past != nil {
+		d.past = withState(c.past, c.state)
+	}
+	return d
+}
+
+// fragile is c where a deferred step just took effect on state before:
+// from now on a power cut may take it back to before, or to any state
+// since (recovered).
+func (c config) fragile(before model.State) config {
+	c.past = withState(c.past, before)
+	return c
+}
+
+// withState is past with s, kept in the order of their hashes.
+func withState(past []model.State, s model.State) []model.State {
+	h := s.Hash()
+	i, found := slices.BinarySearchFunc(past, h, func(p model.State, h uint64) int {
+		switch ph := p.Hash(); {
+		case ph < h:
+			return -1
+		case ph > h:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return past
+	}
+	return slices.Insert(slices.Clone(past), i, s)
 }
 
 // early is a step in flight a configuration already placed, with the
@@ -125,8 +166,8 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 				for j := range n {
 					if i := c.find(unit{id, j}); i >= 0 {
 						if values, ok := c.early[i].branch.Allows(got); ok {
-							found = append(found, config{state: model.Bind(c.state, values),
-								early: slices.DeleteFunc(slices.Clone(c.early), func(e early) bool { return e.u.call == id }), later: c.later})
+							found = append(found, c.then(model.Bind(c.state, values),
+								slices.DeleteFunc(slices.Clone(c.early), func(e early) bool { return e.u.call == id })))
 							break
 						}
 					}
@@ -170,7 +211,7 @@ func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config,
 		if i := c.find(u); i >= 0 {
 			b := c.early[i].branch
 			if values, ok := b.Allows(got); ok {
-				next.add(config{state: model.Bind(c.state, values), early: slices.Delete(slices.Clone(c.early), i, i+1), later: c.later})
+				next.add(c.then(model.Bind(c.state, values), slices.Delete(slices.Clone(c.early), i, i+1)))
 			} else {
 				allowed = append(allowed, b)
 			}
@@ -179,7 +220,7 @@ func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config,
 		o.placeBefore(c, u, func(s model.State, placed []early) {
 			ns, bs := model.Judge(o.m, s, f.op, f.now, got)
 			for _, n := range ns {
-				next.add(config{state: n, early: placed, later: c.later})
+				next.add(c.then(n, placed))
 			}
 			allowed = append(allowed, bs...)
 		})
@@ -254,7 +295,11 @@ func (o *oracle) finish(c config, id, j, n int, deferred bool) []config {
 	f := o.flying[u]
 	o.placeBefore(c, u, func(s model.State, placed []early) {
 		for _, b := range o.m.Step(s, f.op, f.now) {
-			out = append(out, o.finish(config{state: b.Next, early: placed, later: c.later}, id, j+1, n, deferred)...)
+			d := c.then(b.Next, placed)
+			if deferred {
+				d = d.fragile(s)
+			}
+			out = append(out, o.finish(d, id, j+1, n, deferred)...)
 		}
 	})
 	return out
@@ -271,7 +316,31 @@ func (o *oracle) finish(c config, id, j, n int, deferred bool) []config {
 // they stay deferred. The steps in flight are not placed around them: a
 // start comes between operations of its process, and a step in flight
 // elsewhere may take effect before or after it anyway.
-func (o *oracle) recovered(settled bool) {
+//
+// cut says the power went before the start: a configuration in which a
+// deferred step took effect may come back in any state it went through
+// since (config.past), the one before that step included. A deferred
+// step's WAL frames were never durable (the failed sync dropped them), so
+// after a cut the durable WAL has a hole where they were, and SQLite's
+// recovery, which stops at the first frame that is not valid, drops every
+// commit after them too, though each of those was synced and answered ok:
+// what stays is what a checkpoint copied into the database file before the
+// cut, a prefix of the commits. So a failed sync voids the durability of
+// the commits after it until a cut (rule <store>.survives_power_loss).
+func (o *oracle) recovered(settled, cut bool) {
+	if cut {
+		var back configSet
+		for _, c := range o.configs {
+			if c.past == nil {
+				back.add(c)
+				continue
+			}
+			for _, s := range append(slices.Clone(c.past), c.state) {
+				back.add(config{state: s, early: c.early, later: c.later})
+			}
+		}
+		o.configs = o.bounded(back.list)
+	}
 	if len(o.later) == 0 {
 		return
 	}
@@ -300,7 +369,9 @@ func (o *oracle) recover(c config, i int, settled bool) []config {
 	f := o.later[c.later[i]]
 	rest := slices.Delete(slices.Clone(c.later), i, i+1)
 	for _, b := range o.m.Step(c.state, f.op, f.now) {
-		out = append(out, o.recover(config{state: b.Next, early: c.early, later: rest}, i, settled)...)
+		d := c.then(b.Next, c.early).fragile(c.state)
+		d.later = rest
+		out = append(out, o.recover(d, i, settled)...)
 	}
 	return out
 }
@@ -417,12 +488,15 @@ func insertEarly(es []early, e early) []early {
 // only the readings that ignore whether a binding is open), and keeping
 // either alone would judge later answers by half of what was allowed.
 func (c config) key() string {
-	if len(c.early) == 0 && len(c.later) == 0 {
+	if len(c.early) == 0 && len(c.later) == 0 && c.past == nil {
 		return ""
 	}
 	var b strings.Builder
 	for _, u := range c.later {
 		b.WriteString("later " + strconv.Itoa(u.call) + "." + strconv.Itoa(u.part) + ";")
+	}
+	for _, s := range c.past {
+		b.WriteString("past " + strconv.FormatUint(s.Hash(), 16) + ";")
 	}
 	for _, e := range c.early {
 		b.WriteString(strconv.Itoa(e.u.call) + "." + strconv.Itoa(e.u.part))

@@ -261,7 +261,7 @@ func (e *engine) restartAfterCut(i int, st Step) bool {
 	}
 	// Every process died at once: the first to open recovers the WAL for
 	// good (oracle.recovered).
-	e.oracle.recovered(true)
+	e.oracle.recovered(true, true)
 	e.cutting = true
 	defer func() { e.cutting = false }()
 	for _, p := range e.procs {
