@@ -433,12 +433,21 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	contract := e.subj.Model.Contract()
 	got, definite := linearizability.Outcome(contract, res, err)
 	crashed := spec.KindOf(err) == spec.ErrCrashed
+	// An operation left indefinite once a sync of the run was made to
+	// fail may have met that sync in its commit: it may also take effect
+	// when the store recovers (oracle.deferred), so the oracle takes it
+	// before any start below.
+	deferred, taken := !definite && e.syncFails && !spec.IsNotSent(err), false
 	if f.armed != "" || crashed {
 		// The process may have died at the point; either way, a process
 		// armed for one operation is started afresh, and the operations
 		// it had in flight beside this one end with it.
 		e.endWith(i, p, "its process crashed under it")
 		p.p.Kill()
+		if deferred {
+			e.oracle.deferred(f.call, f.op)
+			taken = true
+		}
 		if err := e.start(p); err != nil {
 			e.fail(&Failure{Step: i, What: e.describe(f.step, Step{}, f.op), Backend: fmt.Errorf("restart: %w", err)})
 			return false
@@ -461,11 +470,11 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return true
 	}
 	if !definite {
-		if e.syncFails && got.Kind == spec.ErrIO {
-			// Its commit may have met the sync made to fail: it may
-			// come back when the store recovers (oracle.deferred).
+		if deferred {
 			e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s, after a failed sync: it may also take effect when the store recovers)", got.Kind))
-			e.oracle.deferred(f.call, f.op)
+			if !taken {
+				e.oracle.deferred(f.call, f.op)
+			}
 		} else {
 			e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s)", got.Kind))
 			e.oracle.indefinite(f.call, f.op)
@@ -660,6 +669,11 @@ func (e *engine) abandonFlight(p *proc, f *flight) {
 	}
 	if f.yields == 1 {
 		e.oracle.dropped(f.call, f.op)
+		return
+	}
+	if e.syncFails {
+		// Its commit may have met the sync made to fail (returned).
+		e.oracle.deferred(f.call, f.op)
 		return
 	}
 	e.oracle.indefinite(f.call, f.op)
