@@ -64,6 +64,9 @@ type engine struct {
 	// start may meet (start).
 	syncFails bool
 	syncCut   *syncCut
+	// cutting: the processes start again after a power cut, which
+	// recovered the WAL for good before the first of them (restartAfterCut).
+	cutting bool
 	// settledOps are the operations over so far, in the order they
 	// ended: what a failure after a crash names (blame.go).
 	settledOps []settled
@@ -190,6 +193,12 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 }
 
 func (e *engine) start(p *proc) error {
+	if p.p != nil && !e.cutting {
+		// A process started again: its open may recover the WAL, and
+		// with it a commit whose sync failed (oracle.deferred). It
+		// recovers for good when no other process keeps the WAL's index.
+		e.oracle.recovered(len(e.procs) == 1, false)
+	}
 	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
 	bp, err := e.backend.Start(e.ctx, p.n, e.path, p.clock)
 	if err != nil && e.syncFails {
@@ -424,12 +433,21 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	contract := e.subj.Model.Contract()
 	got, definite := linearizability.Outcome(contract, res, err)
 	crashed := spec.KindOf(err) == spec.ErrCrashed
+	// An operation left indefinite once a sync of the run was made to
+	// fail may have met that sync in its commit: it may also take effect
+	// when the store recovers (oracle.deferred), so the oracle takes it
+	// before any start below.
+	deferred, taken := !definite && e.syncFails && !spec.IsNotSent(err), false
 	if f.armed != "" || crashed {
 		// The process may have died at the point; either way, a process
 		// armed for one operation is started afresh, and the operations
 		// it had in flight beside this one end with it.
 		e.endWith(i, p, "its process crashed under it")
 		p.p.Kill()
+		if deferred {
+			e.oracle.deferred(f.call, f.op)
+			taken = true
+		}
 		if err := e.start(p); err != nil {
 			e.fail(&Failure{Step: i, What: e.describe(f.step, Step{}, f.op), Backend: fmt.Errorf("restart: %w", err)})
 			return false
@@ -452,8 +470,15 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return true
 	}
 	if !definite {
-		e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s)", got.Kind))
-		e.oracle.indefinite(f.call, f.op)
+		if deferred {
+			e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s, after a failed sync: it may also take effect when the store recovers)", got.Kind))
+			if !taken {
+				e.oracle.deferred(f.call, f.op)
+			}
+		} else {
+			e.traceOf(i, p, f, fmt.Sprintf("  → ? (%s)", got.Kind))
+			e.oracle.indefinite(f.call, f.op)
+		}
 		point := ""
 		if crashed && f.armed != "" && !strings.HasSuffix(f.armed, "/after_commit") {
 			point = f.armed
@@ -644,6 +669,11 @@ func (e *engine) abandonFlight(p *proc, f *flight) {
 	}
 	if f.yields == 1 {
 		e.oracle.dropped(f.call, f.op)
+		return
+	}
+	if e.syncFails {
+		// Its commit may have met the sync made to fail (returned).
+		e.oracle.deferred(f.call, f.op)
 		return
 	}
 	e.oracle.indefinite(f.call, f.op)

@@ -31,6 +31,9 @@ type oracle struct {
 	splitter model.Splitter
 	configs  []config
 	flying   map[unit]flying
+	// later are the steps a configuration may still apply when the store
+	// recovers (config.later), as they were called.
+	later map[unit]flying
 	// limit bounds the configurations; past it the oracle keeps a part of
 	// them (cut). A part allows fewer answers than the whole, never more:
 	// an answer a part allows is right, and one it refuses is no verdict.
@@ -50,6 +53,52 @@ type flying struct {
 type config struct {
 	state model.State
 	early []early // by unit
+	// later are the steps, in call order, of operations whose commit met
+	// a failed sync that have not taken effect in this configuration: each
+	// may still take effect when the store recovers at a start (see
+	// deferred).
+	later []unit
+	// past, when not nil, are the states this configuration went through
+	// since a deferred step took effect in it, the one just before that
+	// step among them: what a power cut may take it back to (see
+	// recovered). A set, by hash (the order does not matter to a cut).
+	past []model.State
+}
+
+// then is the configuration that follows c: in state s, with early
+// placed, its deferred steps c's, and its past c's with c's state added.
+func (c config) then(s model.State, early []early) config {
+	d := config{state: s, early: early, later: c.later, past: c.past}
+	if c.past != nil {
+		d.past = withState(c.past, c.state)
+	}
+	return d
+}
+
+// fragile is c where a deferred step just took effect on state before:
+// from now on a power cut may take it back to before, or to any state
+// since (recovered).
+func (c config) fragile(before model.State) config {
+	c.past = withState(c.past, before)
+	return c
+}
+
+// withState is past with s, kept in the order of their hashes.
+func withState(past []model.State, s model.State) []model.State {
+	h := s.Hash()
+	i, found := slices.BinarySearchFunc(past, h, func(p model.State, h uint64) int {
+		switch ph := p.Hash(); {
+		case ph < h:
+			return -1
+		case ph > h:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return past
+	}
+	return slices.Insert(slices.Clone(past), i, s)
 }
 
 // early is a step in flight a configuration already placed, with the
@@ -66,7 +115,7 @@ type early struct {
 var configLimit = 50_000
 
 func newOracle(m model.Model) *oracle {
-	o := &oracle{m: m, configs: []config{{state: m.Init()}}, flying: map[unit]flying{}, limit: configLimit}
+	o := &oracle{m: m, configs: []config{{state: m.Init()}}, flying: map[unit]flying{}, later: map[unit]flying{}, limit: configLimit}
 	o.splitter, _ = m.(model.Splitter)
 	return o
 }
@@ -117,8 +166,8 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 				for j := range n {
 					if i := c.find(unit{id, j}); i >= 0 {
 						if values, ok := c.early[i].branch.Allows(got); ok {
-							found = append(found, config{state: model.Bind(c.state, values),
-								early: slices.DeleteFunc(slices.Clone(c.early), func(e early) bool { return e.u.call == id })})
+							found = append(found, c.then(model.Bind(c.state, values),
+								slices.DeleteFunc(slices.Clone(c.early), func(e early) bool { return e.u.call == id })))
 							break
 						}
 					}
@@ -162,7 +211,7 @@ func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config,
 		if i := c.find(u); i >= 0 {
 			b := c.early[i].branch
 			if values, ok := b.Allows(got); ok {
-				next.add(config{state: model.Bind(c.state, values), early: slices.Delete(slices.Clone(c.early), i, i+1)})
+				next.add(c.then(model.Bind(c.state, values), slices.Delete(slices.Clone(c.early), i, i+1)))
 			} else {
 				allowed = append(allowed, b)
 			}
@@ -171,7 +220,7 @@ func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config,
 		o.placeBefore(c, u, func(s model.State, placed []early) {
 			ns, bs := model.Judge(o.m, s, f.op, f.now, got)
 			for _, n := range ns {
-				next.add(config{state: n, early: placed})
+				next.add(c.then(n, placed))
 			}
 			allowed = append(allowed, bs...)
 		})
@@ -184,13 +233,41 @@ func (o *oracle) retUnit(configs []config, u unit, got model.Outcome) ([]config,
 // point of its span, in order, or never (a later one only after an earlier
 // one). A configuration that placed steps early keeps them; the others may
 // happen now.
-func (o *oracle) indefinite(id int, op spec.Op) {
+func (o *oracle) indefinite(id int, op spec.Op) { o.end(id, op, false) }
+
+// deferred takes operation id whose answer says its commit failed on an
+// I/O error after a sync of the run was made to fail (fault.SyncError): it
+// is indefinite, and where it did not take effect in its span it may still
+// take effect later, when the store recovers at a start (recovered). A
+// reader in the same process may well have found it absent in between.
+//
+// Why: SQLite's WAL commit writes its frames, then syncs the WAL, and only
+// then publishes the commit in the wal-index (sqlite3WalFrames in wal.c);
+// when the sync fails it answers SQLITE_IOERR_FSYNC and the commit stays
+// unpublished, so the process's own reads do not see it. But its frames
+// are in the WAL file, and Linux keeps the pages whose writeback failed in
+// its cache (marked clean; Documentation/filesystems/vfs.rst on writeback
+// errors, the PostgreSQL "fsyncgate" of 2018), so the next open that
+// recovers the WAL (walIndexRecover, at the first connection after every
+// one closed: a killed process started again) finds a valid commit frame
+// and the "failed" commit is there after all. Rebello et al., "Can
+// Applications Recover from fsync Failures?" (USENIX ATC 2020), report
+// this of SQLite's WAL mode. A later commit overwrites those frames (it
+// writes from the last published frame), and a power cut loses them (they
+// were never durable), so it may also never come back: both are allowed
+// until a read settles it.
+func (o *oracle) deferred(id int, op spec.Op) { o.end(id, op, true) }
+
+func (o *oracle) end(id int, op spec.Op, deferred bool) {
 	n := len(o.parts(op))
 	var next []config
 	for _, c := range o.configs {
-		next = append(next, o.finish(c, id, 0, n)...)
+		next = append(next, o.finish(c, id, 0, n, deferred)...)
 	}
 	for j := range n {
+		if deferred {
+			o.later[unit{id, j}] = o.flying[unit{id, j}]
+		}
 		delete(o.flying, unit{id, j})
 	}
 	o.configs = o.bounded(dedupe(next))
@@ -198,23 +275,104 @@ func (o *oracle) indefinite(id int, op spec.Op) {
 
 // finish is every configuration c may become when the steps j.. of
 // operation id stop being in flight: each in order happened (placed early
-// already, or now) or none of the rest did.
-func (o *oracle) finish(c config, id, j, n int) []config {
+// already, or now) or none of the rest did. Where none did and the
+// operation is deferred, its first step that did not may still take effect
+// at a recovery (the operation stopped there: its later steps never ran).
+func (o *oracle) finish(c config, id, j, n int, deferred bool) []config {
 	if j == n {
 		return []config{c}
 	}
 	u := unit{id, j}
 	if i := c.find(u); i >= 0 {
 		c.early = slices.Delete(slices.Clone(c.early), i, i+1)
-		return o.finish(c, id, j+1, n)
+		return o.finish(c, id, j+1, n, deferred)
 	}
-	out := []config{c}
+	none := c
+	if deferred {
+		none.later = append(slices.Clone(c.later), u)
+	}
+	out := []config{none}
 	f := o.flying[u]
 	o.placeBefore(c, u, func(s model.State, placed []early) {
 		for _, b := range o.m.Step(s, f.op, f.now) {
-			out = append(out, o.finish(config{state: b.Next, early: placed}, id, j+1, n)...)
+			d := c.then(b.Next, placed)
+			if deferred {
+				d = d.fragile(s)
+			}
+			out = append(out, o.finish(d, id, j+1, n, deferred)...)
 		}
 	})
+	return out
+}
+
+// recovered is a start of a backend process on the run's database: where
+// the store recovers its WAL, each deferred step a configuration has not
+// applied may take effect now, in the order they were called, each with any
+// of its answers (the state they were written on is the current one: any
+// commit since would have overwritten them). settled says the start
+// recovers for good (every process of the run starts afresh: a run of one
+// process, or a power cut), so what does not take effect now never will;
+// else (another process keeps the WAL's index, so nothing was recovered)
+// they stay deferred. The steps in flight are not placed around them: a
+// start comes between operations of its process, and a step in flight
+// elsewhere may take effect before or after it anyway.
+//
+// cut says the power went before the start: a configuration in which a
+// deferred step took effect may come back in any state it went through
+// since (config.past), the one before that step included. A deferred
+// step's WAL frames were never durable (the failed sync dropped them), so
+// after a cut the durable WAL has a hole where they were, and SQLite's
+// recovery, which stops at the first frame that is not valid, drops every
+// commit after them too, though each of those was synced and answered ok:
+// what stays is what a checkpoint copied into the database file before the
+// cut, a prefix of the commits. So a failed sync voids the durability of
+// the commits after it until a cut (rule <store>.survives_power_loss).
+func (o *oracle) recovered(settled, cut bool) {
+	if cut {
+		var back configSet
+		for _, c := range o.configs {
+			if c.past == nil {
+				back.add(c)
+				continue
+			}
+			for _, s := range append(slices.Clone(c.past), c.state) {
+				back.add(config{state: s, early: c.early, later: c.later})
+			}
+		}
+		o.configs = o.bounded(back.list)
+	}
+	if len(o.later) == 0 {
+		return
+	}
+	var next configSet
+	for _, c := range o.configs {
+		for _, r := range o.recover(c, 0, settled) {
+			next.add(r)
+		}
+	}
+	o.configs = o.bounded(next.list)
+	if settled {
+		clear(o.later)
+	}
+}
+
+// recover is every configuration c may become as its deferred steps from
+// the i-th on each take effect or not.
+func (o *oracle) recover(c config, i int, settled bool) []config {
+	if i == len(c.later) {
+		if settled {
+			c.later = nil
+		}
+		return []config{c}
+	}
+	out := o.recover(c, i+1, settled)
+	f := o.later[c.later[i]]
+	rest := slices.Delete(slices.Clone(c.later), i, i+1)
+	for _, b := range o.m.Step(c.state, f.op, f.now) {
+		d := c.then(b.Next, c.early).fragile(c.state)
+		d.later = rest
+		out = append(out, o.recover(d, i, settled)...)
+	}
 	return out
 }
 
@@ -330,10 +488,16 @@ func insertEarly(es []early, e early) []early {
 // only the readings that ignore whether a binding is open), and keeping
 // either alone would judge later answers by half of what was allowed.
 func (c config) key() string {
-	if len(c.early) == 0 {
+	if len(c.early) == 0 && len(c.later) == 0 && c.past == nil {
 		return ""
 	}
 	var b strings.Builder
+	for _, u := range c.later {
+		b.WriteString("later " + strconv.Itoa(u.call) + "." + strconv.Itoa(u.part) + ";")
+	}
+	for _, s := range c.past {
+		b.WriteString("past " + strconv.FormatUint(s.Hash(), 16) + ";")
+	}
 	for _, e := range c.early {
 		b.WriteString(strconv.Itoa(e.u.call) + "." + strconv.Itoa(e.u.part))
 		b.WriteString("=")

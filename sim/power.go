@@ -259,6 +259,11 @@ func (e *engine) restartAfterCut(i int, st Step) bool {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
 		return false
 	}
+	// Every process died at once: the first to open recovers the WAL for
+	// good (oracle.recovered).
+	e.oracle.recovered(true, true)
+	e.cutting = true
+	defer func() { e.cutting = false }()
 	for _, p := range e.procs {
 		if err := e.start(p); err != nil {
 			e.fail(reopenFailure(i, st, p.n, e.sched.Store, err))

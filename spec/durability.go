@@ -19,6 +19,15 @@ const (
 	DurabilityProcessCrash = "process_crash"
 )
 
+// PowerLossModel is the crash model a store's survives_power_loss rule is
+// checked under (fault/lossyfs and the simulator's sync faults), as every
+// such rule says it: one statement for the three.
+const PowerLossModel = "The simulator checks it on a file system that forgets (fault/lossyfs). A cut keeps what was synced, and gives every write made since its file's last fsync or fdatasync, in any file of the store, a fate of its own: kept, lost, or torn at the disk's sectors (some of its sectors whole, the others as they were; lossyfs.SectorSize), so the writes between two syncs persist in any subset, not only in order: SQLite's crash VFS (src/test6.c) gives each unsynced write its fate so, and its atomic-commit page (sqlite.org/atomiccommit.html, \"Hardware Assumptions\") assumes no more of a disk than whole sectors and syncs that order writes. The power may also go at the Nth sync of a named file, instead of it (test6.c's crash). A sync may fail: it answers EIO and its file's dirty data is dropped as Linux drops it (marked clean: still read from the cache, never written, and a later sync succeeds without it; Linux's errseq_t writeback errors, Documentation/filesystems/vfs.rst, and PostgreSQL's \"fsyncgate\"). Metadata (a file's creation, removal or renaming) is durable at once."
+
+// PowerLossAfterFailedSync is what every store's survives_power_loss rule
+// allows after a sync that failed, where the seeds and SQLite are silent.
+const PowerLossAfterFailedSync = "After a failed sync the seeds and SQLite promise nothing, and the kit takes what SQLite does: an operation left indefinite once a sync was made to fail (an io answer, or its process dying) may not have taken effect, even to the process's own reads, and still take effect when the store is opened again (SQLite publishes a WAL commit in its wal-index only once its sync succeeded, sqlite3WalFrames in wal.c, so its own process does not see it; the WAL recovery of the next open reads the frames the page cache kept and finds the commit there, as Rebello et al., \"Can Applications Recover from fsync Failures?\", USENIX ATC 2020, report of SQLite). Once such a commit took effect, a cut may take the store back to any state since it, losing the synced commits after it too: its frames were never durable, and recovery stops at the first WAL frame that is not valid. A backend that answers ok to a commit whose sync failed is held to it, like any acknowledged write."
+
 // PowerLossRule is the ID of the rule of store's table that holds a backend
 // to keep its acknowledged writes across a power cut.
 func PowerLossRule(store string) string { return store + ".survives_power_loss" }

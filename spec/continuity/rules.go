@@ -283,9 +283,10 @@ var Rules = []spec.Rule{
 	},
 	{
 		ID:   "continuity.survives_power_loss",
-		Says: "Every write the store acknowledged survives a power cut: after the machine loses everything the backend never synced (fsync, fdatasync), the store opened again on its file finds every record and snapshot it acknowledged, and its fencing high-water mark is not below any fence it accepted. An operation in flight at the cut may or may not have taken effect, and none is half applied. The seed opens its database in WAL mode and sets no synchronous pragma, so SQLite's default, synchronous=FULL, stays in place: a commit is synced before it is answered, and a backend is held to that whatever durability it declares. (The simulator's power cuts check it; metadata such as a file's creation or removal is taken as durable at once.)",
+		Says: "Every write the store acknowledged survives a power cut: after the machine loses everything the backend never synced (fsync, fdatasync), the store opened again on its file finds every record and snapshot it acknowledged, and its fencing high-water mark is not below any fence it accepted. An operation in flight at the cut may or may not have taken effect, and none is half applied. The seed opens its database in WAL mode and sets no synchronous pragma, so SQLite's default, synchronous=FULL, stays in place: a commit is synced before it is answered, and a backend is held to that whatever durability it declares. " + spec.PowerLossModel,
 		Source: spec.Quoted(seed, "LocalContinuityStore::open", `writer
             .execute_batch("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;")`),
+		Latitude: spec.PowerLossAfterFailedSync,
 	},
 	{
 		ID:   "continuity.open_waits_for_lock",
