@@ -19,10 +19,11 @@ func onePlace(overlap bool) Params { return Params{Processes: 1, Overlap: overla
 // upsert's fence read in one transaction, its write in a second, in a store
 // declared as the seed's: one process, serving its callers at once): with
 // operations overlapping inside the one process, the first seed of the
-// default sweep finds it, the failure shrinks to a few steps of two callers of process 0 that replay it byte
-// for byte, and the correct reference passes the shrunk schedule; with one
-// operation in flight at a time, no seed up to it finds it, and the result
-// says races inside the process were not explored.
+// default sweep finds it, the failure shrinks to a few steps of two callers
+// of process 0 that replay it byte for byte, and the correct reference
+// passes the shrunk schedule; with one operation in flight at a time, no
+// seed up to it finds it, and the result says races inside the process
+// were not explored.
 func TestOneProcessRaceIsReproducedWhenOperationsOverlap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
