@@ -62,6 +62,9 @@ func (r *runner) simulate() error {
 				diverged++
 			}
 			sweep.Yielded, sweep.CrashPoints = sweep.Yielded || res.Yielded, sweep.CrashPoints || res.CrashPoints
+			// Every run of the sweep has its size: what it says it left
+			// out of one process (Result.Unexplored) is the sweep's.
+			sweep.Schedule.Processes, sweep.Schedule.Clients, sweep.Schedule.Overlap = res.Schedule.Processes, res.Schedule.Clients, res.Schedule.Overlap
 			if res.NoPowerCuts != "" {
 				sweep.NoPowerCuts = res.NoPowerCuts
 			}
@@ -139,14 +142,19 @@ func recheckVerdict(c *reports.Check, res sim.Result) (note string) {
 
 // processesFor is the run's size for a store that declares caps: two
 // processes on one file are what shared_files promises, so a store without
-// it runs as one process (its clients' operations still overlap at their
-// yield points), and the note says what that leaves out.
+// it runs as one process, and the note says what that leaves out. On one
+// process its clients' operations overlap (several in flight, moving one at
+// a time from yield point to yield point) where the backend serves several
+// requests at once (concurrent_requests); else one is in flight at a time,
+// and the sweep says races inside the process were not explored.
 func processesFor(p sim.Params, caps spec.Capabilities, store string) (sim.Params, string) {
-	if caps.SharedFiles || p.Processes == 1 {
-		return p, ""
+	note := ""
+	if !caps.SharedFiles && p.Processes != 1 {
+		p.Processes = 1
+		note = store + ": " + spec.MissingCapability(spec.CapSharedFiles, "two processes on one file") + " (the simulator ran one process)"
 	}
-	p.Processes = 1
-	return p, store + ": " + spec.MissingCapability(spec.CapSharedFiles, "two processes on one file") + " (the simulator ran one process)"
+	p.Overlap = p.Processes == 1 && caps.ConcurrentRequests
+	return p, note
 }
 
 // shrinkAndSave shrinks a failing run, saves the small schedule, its trace

@@ -43,10 +43,14 @@ import (
 type Bug struct{ name string }
 
 // variant is what a registered bug is: the store it breaks and how to open
-// it.
+// it, and, for a bug whose store is declared otherwise than the
+// reference's, how it is declared.
 type variant struct {
 	store string
 	open  func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error)
+	// declares is the broken store's own capabilities, from the
+	// reference's (nil: the reference's).
+	declares func(spec.Capabilities) spec.Capabilities
 }
 
 // all is every bug of every store, in registration order.
@@ -63,6 +67,15 @@ func register(name, store string, open func(ctx context.Context, o spec.OpenOpti
 	return b
 }
 
+// declared is b with its store declared as declares makes it from the
+// reference's capabilities.
+func declared(b Bug, declares func(spec.Capabilities) spec.Capabilities) Bug {
+	v := variants[b.name]
+	v.declares = declares
+	variants[b.name] = v
+	return b
+}
+
 // Name is the bug's stable name ("" for none).
 func (b Bug) Name() string { return b.name }
 
@@ -74,6 +87,17 @@ func (b Bug) Store() string { return variants[b.name].store }
 // OpenTarget opens the correct one.
 func (b Bug) Open(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 	return variants[b.name].open(ctx, o)
+}
+
+// Declares is the broken store's own capabilities, as its backend declares
+// them in the hello (capabilities.stores), made from ref, the reference's;
+// false when the bug's store is declared as the reference's is.
+func (b Bug) Declares(ref spec.Capabilities) (spec.Capabilities, bool) {
+	d := variants[b.name].declares
+	if d == nil {
+		return ref, false
+	}
+	return d(ref), true
 }
 
 // ByName finds a bug by its name.

@@ -70,6 +70,15 @@ var (
 	// after a newer one was acknowledged. Only concurrency exposes it.
 	ContinuityUpsertCheckOutsideTx = continuityBug("continuity_upsert_check_outside_tx", refcontinuity.Rules{},
 		func(s *refcontinuity.Store) c.Store { return &racyUpsert{Store: s} })
+	// ContinuityOneProcessCheckOutsideTx is the check-then-write race of
+	// ContinuityUpsertCheckOutsideTx in a store declared as the seed's is
+	// ("Designed for single-process": no shared_files, so it is simulated
+	// as one process) serving its callers at once (concurrent_requests, as
+	// the seed's store serves them on worker threads behind its writer
+	// mutex): an older fence lands after a newer one was acknowledged, and
+	// only two callers of the one process in flight together show it.
+	ContinuityOneProcessCheckOutsideTx = declared(continuityBug("continuity_one_process_check_outside_tx", refcontinuity.Rules{},
+		func(s *refcontinuity.Store) c.Store { return &racyUpsert{Store: s} }), oneProcessServingAtOnce)
 	// ContinuityWriteBehind acknowledges record upserts from a memory
 	// buffer and writes them to the database a few at a time (and at
 	// Close): a crash loses upserts it already acknowledged. Only a crash
@@ -98,6 +107,14 @@ var (
 	ContinuityMatchRowFenceStrict = continuityBug("continuity_match_row_fence_strict",
 		refcontinuity.Rules{MatchRowFence: `snap.fencing_token < ?5`}, nil)
 )
+
+// oneProcessServingAtOnce is a store declared as the seed's continuity store
+// runs: on one process (no shared_files), its callers served at once
+// (concurrent_requests).
+func oneProcessServingAtOnce(ref spec.Capabilities) spec.Capabilities {
+	ref.SharedFiles, ref.ConcurrentRequests = false, true
+	return ref
+}
 
 func fenceNotLower(presented, stored c.FencingToken) bool { return presented >= stored }
 

@@ -187,10 +187,10 @@ func Backend(o Options) adapters.Driver {
 	// Every read of the reference is one transaction (sqlitedb.DB.Read),
 	// the reads the seeds run as several statements included: it declares
 	// atomic_reads, and is held to one moment for each.
-	caps := spec.Capabilities{Files: true, SharedFiles: true, SQLiteLocking: true, InMemory: true, ClientSchemaTable: true, ClientSchemaWriter: true, AtomicReads: true}
+	caps := spec.Capabilities{Files: true, SharedFiles: true, SQLiteLocking: true, InMemory: true, ClientSchemaTable: true, ClientSchemaWriter: true, AtomicReads: true, ConcurrentRequests: true}
 	if o.InMemory {
 		name += " (in memory)"
-		caps = spec.Capabilities{InMemory: true, AtomicReads: true}
+		caps = spec.Capabilities{InMemory: true, AtomicReads: true, ConcurrentRequests: true}
 	}
 	if o.Bug.Name() != "" {
 		name += " with bug " + o.Bug.Name()
@@ -205,6 +205,9 @@ func Backend(o Options) adapters.Driver {
 		local = append(local, adapters.LocalStore{Contract: s.Contract, Open: open, WriteSchema: s.WriteSchema})
 		points[s.Name()] = s.CrashPoints
 	}
-	return adapters.InProcess(adapters.Hello{Name: name, Capabilities: adapters.Capabilities{
-		Capabilities: caps, Yields: true, CrashPoints: points}}, local...)
+	hello := adapters.Hello{Name: name, Capabilities: adapters.Capabilities{Capabilities: caps, Yields: true, CrashPoints: points}}
+	if own, ok := o.Bug.Declares(caps); ok {
+		hello.Capabilities.Stores = adapters.StoreCapabilityMap{o.Bug.Store(): {Capabilities: own, Yields: true}}
+	}
+	return adapters.InProcess(hello, local...)
 }

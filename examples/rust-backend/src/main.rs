@@ -19,9 +19,21 @@ fn main() {
     // Runtime and client are safe across processes (runtime: "BEGIN
     // IMMEDIATE ... this is the cross-process write-lock guard"; client: one
     // statement per write); continuity is "Designed for single-process": it
-    // declares its own capabilities, without shared_files.
-    let shared =
-        Capabilities { files: true, shared_files: true, in_memory: true, sqlite_locking: true, yields: true, ..Default::default() };
+    // declares its own capabilities, without shared_files. Every store
+    // serves its callers at once (concurrent_requests: the crate runs each
+    // request on a worker thread, and no store holds a lock at a yield
+    // point), as the seeds' stores serve theirs; for continuity, simulated
+    // as one process, that is what puts two of its callers in flight
+    // together.
+    let shared = Capabilities {
+        files: true,
+        shared_files: true,
+        in_memory: true,
+        sqlite_locking: true,
+        concurrent_requests: true,
+        yields: true,
+        ..Default::default()
+    };
     let single_process = Capabilities {
         shared_files: breaks::on(breaks::CONTINUITY_CLAIMS_SHARED_FILES),
         snapshot_revision: Some(SnapshotRevision::Opaque),

@@ -74,6 +74,15 @@ pub struct Capabilities {
     /// Every read operation reads one moment of the store (one
     /// transaction), the seeds' multi-statement reads included.
     pub atomic_reads: bool,
+    /// One process serves several `op` requests on one handle at once, each
+    /// pausing at its own yield points while the others go on: a paused
+    /// request holds back no other. The crate's server does (each request
+    /// on a worker thread of its own); declare it when the store's code
+    /// holds no lock of its own across a yield point ([`crate::Db`] holds
+    /// none). The simulator then keeps several operations in flight on a
+    /// store that runs as one process (no `shared_files`), so a race
+    /// between two callers of that process is explored.
+    pub concurrent_requests: bool,
     /// An op with `"yields": true` pauses at its yield points until resumed
     /// ([`crate::Context::yield_point`]).
     pub yields: bool,
@@ -138,6 +147,7 @@ impl Capabilities {
             ("client_schema_table", self.client_schema_table),
             ("client_schema_writer", self.client_schema_writer),
             ("atomic_reads", self.atomic_reads),
+            ("concurrent_requests", self.concurrent_requests),
             ("yields", self.yields),
         ] {
             if on {
@@ -363,6 +373,7 @@ mod tests {
             snapshot_revision: Some(SnapshotRevision::Opaque),
             durability: Some(Durability::ProcessCrash),
             atomic_reads: true,
+            concurrent_requests: true,
             yields: true,
         };
         assert_eq!(
@@ -370,7 +381,7 @@ mod tests {
             serde_json::json!({
                 "files": true, "shared_files": true, "in_memory": true, "sqlite_locking": true,
                 "client_schema_table": true, "client_schema_writer": true, "snapshot_revision": "opaque",
-                "durability": "process_crash", "atomic_reads": true, "yields": true,
+                "durability": "process_crash", "atomic_reads": true, "concurrent_requests": true, "yields": true,
             })
         );
         assert!(Capabilities::default().to_json().is_empty(), "absent is not declared");

@@ -117,7 +117,7 @@ fn hello_declares_stores_capabilities_per_store_and_crash_points() {
             "name": "storecheck-backend demo",
             "stores": ["kv", "kv_alone"],
             "capabilities": {
-                "files": true, "shared_files": true, "in_memory": true, "yields": true,
+                "files": true, "shared_files": true, "in_memory": true, "concurrent_requests": true, "yields": true,
                 "durability": "power_loss", "snapshot_revision": "sha256",
                 "crash_points": {"kv": ["put/after_kv", "put/after_commit"]},
                 "stores": {"kv_alone": {
@@ -239,6 +239,32 @@ fn yields_pause_at_each_point_until_resumed_and_hold_no_other_request_back() {
     // A resume of a request that waits nowhere gets no reply.
     b.send(json!({"type": "resume", "id": 77}));
     b.nothing_for(Duration::from_millis(200));
+    assert_eq!(b.wait(), Some(0));
+}
+
+// concurrent_requests as the simulator uses it: two writes on one handle,
+// both in flight, each paused at a yield point while the other moves; the
+// kit moves one at a time, and the one it resumes answers though the other
+// waits mid-operation.
+#[test]
+fn two_requests_on_one_handle_move_one_at_a_time_between_their_yield_points() {
+    let mut b = Backend::start();
+    let h = b.open(1, "kv", &tmp("overlap"));
+    for id in [2, 3] {
+        b.send(json!({"id": id, "type": "op", "handle": h, "store": "kv", "op": "put", "args": {"key": "a", "value": id}, "now_ms": 1, "yields": true}));
+        assert_eq!(b.recv(), json!({"id": id, "yield": "put/before_write"}));
+    }
+    b.send(json!({"type": "resume", "id": 3}));
+    assert_eq!(b.recv(), json!({"id": 3, "yield": "put/after_write"}), "request 3 wrote while request 2 waits before its write");
+    b.nothing_for(Duration::from_millis(100));
+    b.send(json!({"type": "resume", "id": 2}));
+    assert_eq!(b.recv(), json!({"id": 2, "yield": "put/after_write"}), "request 2 wrote while request 3 waits after its commit");
+    b.send(json!({"type": "resume", "id": 3}));
+    assert_eq!(b.recv(), json!({"id": 3, "result": null}));
+    b.send(json!({"type": "resume", "id": 2}));
+    assert_eq!(b.recv(), json!({"id": 2, "result": null}));
+    let r = b.call(json!({"id": 4, "type": "op", "handle": h, "store": "kv", "op": "get", "args": {"key": "a"}, "now_ms": 1}));
+    assert_eq!(r["result"], json!({"value": 2, "writes": 2}), "both writes committed, in the order the kit moved them");
     assert_eq!(b.wait(), Some(0));
 }
 

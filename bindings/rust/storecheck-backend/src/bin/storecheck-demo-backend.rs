@@ -97,6 +97,7 @@ fn main() {
         files: true,
         shared_files: true,
         in_memory: true,
+        concurrent_requests: true,
         yields: true,
         durability: Some(Durability::PowerLoss),
         snapshot_revision: Some(SnapshotRevision::Sha256),
