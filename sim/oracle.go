@@ -83,6 +83,15 @@ func (c config) fragile(before model.State) config {
 	return c
 }
 
+// unionPast is the states of a and of b, in the order of their hashes (a
+// when b adds none).
+func unionPast(a, b []model.State) []model.State {
+	for _, s := range b {
+		a = withState(a, s)
+	}
+	return a
+}
+
 // withState is past with s, kept in the order of their hashes.
 func withState(past []model.State, s model.State) []model.State {
 	h := s.Hash()
@@ -260,6 +269,18 @@ func (o *oracle) deferred(id int, op spec.Op) { o.end(id, op, true) }
 
 func (o *oracle) end(id int, op spec.Op, deferred bool) {
 	n := len(o.parts(op))
+	if deferred {
+		// Only the last commit that failed can come back: a commit writes
+		// its frames from the WAL's last published frame, where the failed
+		// one's frames are, so a later failed commit overwrites an earlier
+		// one (and the checksums that chain the frames end at its own).
+		// Keeping each earlier one too let a recovery apply any subset of
+		// them, 2^n configurations for n failed commits.
+		clear(o.later)
+		for i := range o.configs {
+			o.configs[i].later = nil
+		}
+	}
 	var next []config
 	for _, c := range o.configs {
 		next = append(next, o.finish(c, id, 0, n, deferred)...)
@@ -488,15 +509,12 @@ func insertEarly(es []early, e early) []early {
 // only the readings that ignore whether a binding is open), and keeping
 // either alone would judge later answers by half of what was allowed.
 func (c config) key() string {
-	if len(c.early) == 0 && len(c.later) == 0 && c.past == nil {
+	if len(c.early) == 0 && len(c.later) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	for _, u := range c.later {
 		b.WriteString("later " + strconv.Itoa(u.call) + "." + strconv.Itoa(u.part) + ";")
-	}
-	for _, s := range c.past {
-		b.WriteString("past " + strconv.FormatUint(s.Hash(), 16) + ";")
 	}
 	for _, e := range c.early {
 		b.WriteString(strconv.Itoa(e.u.call) + "." + strconv.Itoa(e.u.part))
@@ -541,10 +559,15 @@ type configID struct {
 	key  string
 }
 
+// Two configurations that differ only in their past are one, whose past is
+// both pasts: from here on they step alike, and a cut takes the pair back
+// to any state either went through, as it takes the one (and keeping them
+// apart multiplied the configurations by the pasts after a failed sync).
 func (cs *configSet) add(c config) {
 	id := configID{c.state.Hash(), c.key()}
 	for _, i := range cs.index[id] {
 		if cs.list[i].state.Equal(c.state) && sameEarly(cs.list[i].early, c.early) {
+			cs.list[i].past = unionPast(cs.list[i].past, c.past)
 			return
 		}
 	}

@@ -306,7 +306,7 @@ func TestAFailingSyncFailsTheCommitThatSyncs(t *testing.T) {
 			if strings.Contains(l, "fail sync") || strings.Contains(l, "cut the power") {
 				break
 			}
-			if strings.Contains(l, "→ ? (io)") {
+			if strings.Contains(l, "→ ? (io") {
 				return
 			}
 		}
