@@ -56,7 +56,7 @@ func TestABackendThatDoesNotRepeatPassesWithANote(t *testing.T) {
 		seed++
 	}
 	cfg := Config{Stores: []string{"continuity"}, Layers: []Layer{LayerSim}, Seeds: &SeedRange{First: seed, Last: seed + 1},
-		Steps: 40, NoPowerCuts: true, Shrink: -1}
+		Steps: 40, NoPowerCuts: true, Shrink: -1, ReportDir: t.TempDir()}
 	for _, c := range []struct {
 		name    string
 		backend Backend
