@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/storecheck/storecheck/internal/testmain"
+
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
@@ -34,7 +36,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testmain.LeavesNoFolder(DefaultReportDir, m.Run))
 }
 
 // served is the reference with bug (the zero Bug: none) served over the

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,8 +16,12 @@ import (
 	"github.com/storecheck/storecheck/spec"
 )
 
-// flakyBackend is the reference, except that every seventh operation since
-// it was made reaches one more yield point: a seed run twice parts.
+// flakyBackend is the reference, except that an operation whose count since
+// the backend was made is a square reaches one more yield point. A seed run
+// twice parts: a run of n operations after the first cannot see the squares
+// at its 1st and 4th operation both (n+1 and n+4 are never both squares),
+// however many operations the first run took. (A period, every 7th, would
+// not part when the first run took a multiple of 7.)
 type flakyBackend struct {
 	adapters.Driver
 	applies *atomic.Int64
@@ -38,12 +43,23 @@ type flakyTarget struct {
 func (t flakyTarget) Arm(point string) error { return adapters.Arm(t.Target, point) }
 
 func (t flakyTarget) Apply(ctx context.Context, op spec.Op) (any, error) {
-	if t.applies.Add(1)%7 == 0 {
+	if n := t.applies.Add(1); isSquare(n) {
 		if err := spec.Yield(ctx, "flaky"); err != nil {
 			return nil, err
 		}
 	}
 	return t.Target.Apply(ctx, op)
+}
+
+func isSquare(n int64) bool {
+	r := int64(math.Sqrt(float64(n)))
+	for r*r > n {
+		r--
+	}
+	for (r+1)*(r+1) <= n {
+		r++
+	}
+	return r*r == n
 }
 
 // A backend whose rechecked seed parts is not held to more than the seed:
@@ -56,7 +72,7 @@ func TestABackendThatDoesNotRepeatPassesWithANote(t *testing.T) {
 		seed++
 	}
 	cfg := Config{Stores: []string{"continuity"}, Layers: []Layer{LayerSim}, Seeds: &SeedRange{First: seed, Last: seed + 1},
-		Steps: 40, NoPowerCuts: true, Shrink: -1, ReportDir: t.TempDir()}
+		Steps: 40, NoPowerCuts: true, Shrink: -1, Workers: 1, ReportDir: t.TempDir()}
 	for _, c := range []struct {
 		name    string
 		backend Backend

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/internal/testmain"
+
 	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
@@ -41,20 +43,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, conformance.Adapter(stores.Backend(o))))
 	}
-	os.Exit(leavesNoReportFolder(m.Run))
-}
-
-// leavesNoReportFolder runs the tests, and fails them when they left the
-// default report folder in this package's source folder, where none was.
-func leavesNoReportFolder(tests func() int) int {
-	_, err := os.Stat(conformance.DefaultReportDir)
-	had := err == nil
-	code := tests()
-	if _, err := os.Stat(conformance.DefaultReportDir); err == nil && !had {
-		fmt.Fprintf(os.Stderr, "FAIL: a test left %s/ in cmd/storecheck's source folder: give its run --report-dir, or run it in a folder of its own\n", conformance.DefaultReportDir)
-		return 1
-	}
-	return code
+	os.Exit(testmain.LeavesNoFolder(conformance.DefaultReportDir, m.Run))
 }
 
 // storecheck runs the command in a new process against the named harness.
