@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,24 +58,36 @@ func TestAFailingLinearizeReportsWithinItsCheckTime(t *testing.T) {
 	for _, name := range []string{"runtime_lease_claim_outside_tx", "client_settle_check_outside_tx"} {
 		b, _ := bugs.ByName(name)
 		s, _ := stores.Lookup(b.Store())
-		var tm linearizeTimings
-		var checkSteps, reportSteps atomic.Int64
-		c := linearizeOne(t, broken(b), s, 2, linearizeHooks{timings: &tm,
-			model: func(m model.Model) model.Model {
-				counted := countedModel{m, &tm, &checkSteps, &reportSteps}
-				if sp, ok := m.(model.Splitter); ok {
-					return countedSplitter{counted, sp}
-				}
-				return counted
-			}})
-		if c.Outcome != reports.Failed {
-			t.Fatalf("%s: %s: %s", name, c.Outcome, c.Message)
+		// The history is real concurrency: on a loaded machine a seed's
+		// race may not be met, so the first of a few seeds that fails is
+		// the one measured.
+		var outcomes []string
+		for seed := int64(2); seed <= 6; seed++ {
+			var tm linearizeTimings
+			var checkSteps, reportSteps atomic.Int64
+			c := linearizeOne(t, broken(b), s, seed, linearizeHooks{timings: &tm,
+				model: func(m model.Model) model.Model {
+					counted := countedModel{m, &tm, &checkSteps, &reportSteps}
+					if sp, ok := m.(model.Splitter); ok {
+						return countedSplitter{counted, sp}
+					}
+					return counted
+				}})
+			if c.Outcome != reports.Failed {
+				outcomes = append(outcomes, fmt.Sprintf("seed %d: %s: %s", seed, c.Outcome, c.Message))
+				continue
+			}
+			t.Logf("%s: seed %d: history recorded in %v, checked in %v (%d model steps), reported in %v (%d model steps): check and report %.2fx the check",
+				name, seed, tm.run.Round(time.Millisecond), tm.check.Round(time.Millisecond), checkSteps.Load(), tm.report.Round(time.Millisecond),
+				reportSteps.Load(), float64(tm.check+tm.report)/float64(tm.check))
+			if checkSteps.Load() == 0 || reportSteps.Load() > checkSteps.Load()/2 {
+				t.Errorf("%s: the report stepped the model %d times, more than half the check's %d", name, reportSteps.Load(), checkSteps.Load())
+			}
+			outcomes = nil
+			break
 		}
-		t.Logf("%s: history recorded in %v, checked in %v (%d model steps), reported in %v (%d model steps): check and report %.2fx the check",
-			name, tm.run.Round(time.Millisecond), tm.check.Round(time.Millisecond), checkSteps.Load(), tm.report.Round(time.Millisecond),
-			reportSteps.Load(), float64(tm.check+tm.report)/float64(tm.check))
-		if checkSteps.Load() == 0 || reportSteps.Load() > checkSteps.Load()/2 {
-			t.Errorf("%s: the report stepped the model %d times, more than half the check's %d", name, reportSteps.Load(), checkSteps.Load())
+		if outcomes != nil {
+			t.Errorf("%s: no seed failed:\n%s", name, strings.Join(outcomes, "\n"))
 		}
 	}
 }
