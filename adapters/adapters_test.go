@@ -192,7 +192,7 @@ func (nowTarget) Close() error { return nil }
 func TestTheKitsClockReachesTheStore(t *testing.T) {
 	e := start(t, "now")
 	clock := clockwork.NewFakeClockAt(suite.Epoch)
-	tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{Clock: clock})
+	tgt, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func start(t *testing.T, backend string) *adapters.Exec {
 
 func TestRepliesInAnyOrderReachTheirCallers(t *testing.T) {
 	e := start(t, "reverse")
-	tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{})
+	tgt, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestExecSendsTheSuitesClockAsNowMS(t *testing.T) {
 		t.Fatalf("hello: %+v", got)
 	}
 	clock := clockwork.NewFakeClockAt(suite.Epoch)
-	tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{Clock: clock})
+	tgt, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestExecSendsTheSuitesClockAsNowMS(t *testing.T) {
 // dropped, not taken for a protocol violation.
 func TestACanceledCallIsIndefiniteAndItsLateReplyIsDropped(t *testing.T) {
 	e := start(t, "reverse")
-	tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{})
+	tgt, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestExecRefusesMissingAndUnknownReplyFields(t *testing.T) {
 		{`{"id":%d,"result":null,"error":{"kind":"io","message":"m"}}`, `more than one of "result", "error" and "yield"`},
 	} {
 		e := start(t, "sloppy")
-		tgt, err := e.Open(context.Background(), c.StoreName, suite.Options{})
+		tgt, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestAHandleALateOpenReplyOpenedIsClosed(t *testing.T) {
 	defer e.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := e.Open(ctx, c.StoreName, suite.Options{}); spec.KindOf(err) != spec.ErrCanceled {
+	if _, err := e.Open(ctx, c.StoreName, spec.OpenOptions{}); spec.KindOf(err) != spec.ErrCanceled {
 		t.Fatalf("want a canceled open, got %v", err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), "closed handle 42"); {

@@ -9,20 +9,14 @@ import (
 )
 
 // What a Go author writes a store and its harness with, re-exported here
-// so that this is the one package the store and its test import (the
-// contracts themselves are in contracts.go). The types live where the kit
-// uses them; these are the same types, not copies.
+// (the contracts themselves are in contracts.go). The types live where the
+// kit uses them; these are the same types, not copies. The capabilities
+// and an opener's options are not re-exported: they keep their one name,
+// spec.Capabilities and spec.OpenOptions, which the wire side uses too.
 
 // Harness is how the kit opens a Go backend's stores (suite.Harness): its
 // name, capabilities, declared crash points and an opener per store.
 type Harness = suite.Harness
-
-// Options is what the kit asks of a harness's opener: the path, the
-// clock, the timeout (spec.OpenOptions).
-type Options = suite.Options
-
-// Capabilities are a backend's optional features (spec.Capabilities).
-type Capabilities = suite.Capabilities
 
 // Error is a failed operation: its kind and a message (spec.Error).
 type Error = spec.Error

@@ -124,7 +124,7 @@ func validateCrashPoints(info adapters.Hello) error {
 }
 
 // localOpener opens a harness's store of type S as an in-process Target.
-func localOpener[S interface{ Close() error }](open func(context.Context, suite.Options) (S, error),
+func localOpener[S interface{ Close() error }](open func(context.Context, spec.OpenOptions) (S, error),
 	apply func(context.Context, S, spec.Op) (any, error)) adapters.Opener {
 	return func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 		s, err := open(ctx, o)

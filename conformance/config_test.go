@@ -22,7 +22,7 @@ import (
 // runs.
 func TestABadConfigIsAnErrorNamingTheField(t *testing.T) {
 	ctx := context.Background()
-	noFiles := InProcess(suite.Harness{Name: "nowhere", Continuity: func(context.Context, suite.Options) (c.Store, error) { return nil, nil }})
+	noFiles := InProcess(suite.Harness{Name: "nowhere", Continuity: func(context.Context, spec.OpenOptions) (c.Store, error) { return nil, nil }})
 	for _, tc := range []struct {
 		b       Backend
 		cfg     Config

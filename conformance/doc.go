@@ -32,11 +32,13 @@
 // which the go test flags, the storecheck command's flags and config file
 // keys, and every reproduce line are made.
 //
-// A Go author imports this package alone: the harness (Harness,
-// Capabilities, Options), the hooks, the error kinds and the contracts a
-// store implements (ContinuityStore, RuntimeStore, ClientStore and their
-// types, each under its contract's prefix: contracts.go) are re-exported
-// here. A Go store opens its transactions through a helper of its own,
+// A Go author imports this package and spec. Here are the harness
+// (Harness, whose doc lists every requirement a spec places on a store),
+// the hooks, the error kinds and the contracts a store implements
+// (ContinuityStore, RuntimeStore, ClientStore and their types, each under
+// its contract's prefix: contracts.go), re-exported; spec has the two types
+// every backend shares with the kit, under their one name
+// (spec.Capabilities, spec.OpenOptions). A Go store opens its transactions through a helper of its own,
 // which reaches the kit's two hooks, both no-ops when no check is running:
 // Yield before each transaction and after each commit (the places it holds
 // no lock: where the simulator lets another process move), and CrashPoint

@@ -180,7 +180,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 			}
 			clock := clockwork.NewFakeClockAt(suite.Epoch)
 			path := filepath.Join(t.TempDir(), "continuity.db")
-			tgt, err := e.Open(ctx, c.StoreName, suite.Options{Path: path, Clock: clock})
+			tgt, err := e.Open(ctx, c.StoreName, spec.OpenOptions{Path: path, Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestCrashAtEveryContinuityCrashPoint(t *testing.T) {
 			if err := (fault.Restart{}).Inject(ctx, env); err != nil {
 				t.Fatal(err)
 			}
-			tgt, err = e.Open(ctx, c.StoreName, suite.Options{Path: path, Clock: clock})
+			tgt, err = e.Open(ctx, c.StoreName, spec.OpenOptions{Path: path, Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +233,7 @@ func TestKillBetweenOperationsKeepsAcknowledgedWrites(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(suite.Epoch)
 	path := filepath.Join(t.TempDir(), "continuity.db")
 	open := func() c.Store {
-		tgt, err := e.Open(ctx, c.StoreName, suite.Options{Path: path, Clock: clock})
+		tgt, err := e.Open(ctx, c.StoreName, spec.OpenOptions{Path: path, Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

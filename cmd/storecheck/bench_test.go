@@ -13,7 +13,6 @@ import (
 	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
-	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // BenchmarkRoundTrip runs the same continuity operations through three
@@ -76,7 +75,7 @@ func execTarget(b *testing.B, harness string, args ...string) adapters.Target {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
-	t, err := e.Open(context.Background(), c.StoreName, suite.Options{Path: filepath.Join(b.TempDir(), "c.db"), Clock: clockwork.NewFakeClock()})
+	t, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{Path: filepath.Join(b.TempDir(), "c.db"), Clock: clockwork.NewFakeClock()})
 	if err != nil {
 		b.Fatal(err)
 	}

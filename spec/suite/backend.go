@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
@@ -23,7 +24,7 @@ func HarnessOf(b adapters.Driver) Harness {
 	h := Harness{Name: info.Name, Capabilities: info.Capabilities.Capabilities, CrashPoints: info.Capabilities.CrashPoints}
 	for store := range info.Capabilities.Stores {
 		if h.StoreCapabilities == nil {
-			h.StoreCapabilities = map[string]Capabilities{}
+			h.StoreCapabilities = map[string]spec.Capabilities{}
 		}
 		h.StoreCapabilities[store] = info.CapabilitiesOf(store).Capabilities
 	}
@@ -33,7 +34,7 @@ func HarnessOf(b adapters.Driver) Harness {
 		}
 	}
 	for _, store := range info.Stores {
-		open := func(ctx context.Context, o Options) (adapters.Target, error) { return b.Open(ctx, store, o) }
+		open := func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) { return b.Open(ctx, store, o) }
 		switch store {
 		case c.StoreName:
 			h.Continuity = proxied(open, func(t adapters.Target) c.Store { return c.Proxy{Target: t} })
@@ -47,8 +48,8 @@ func HarnessOf(b adapters.Driver) Harness {
 }
 
 // proxied turns a Target opener into an opener of the store type S.
-func proxied[S any](open func(context.Context, Options) (adapters.Target, error), proxy func(adapters.Target) S) func(context.Context, Options) (S, error) {
-	return func(ctx context.Context, o Options) (S, error) {
+func proxied[S any](open func(context.Context, spec.OpenOptions) (adapters.Target, error), proxy func(adapters.Target) S) func(context.Context, spec.OpenOptions) (S, error) {
+	return func(ctx context.Context, o spec.OpenOptions) (S, error) {
 		t, err := open(ctx, o)
 		if err != nil {
 			var zero S

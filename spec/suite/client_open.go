@@ -101,7 +101,7 @@ func clientOpenSpecs(fx *clientFixture) {
 		refusedAtOpen := func(w writer, path string) {
 			GinkgoHelper()
 			before := fingerprint(path)
-			st, err := fx.h.Client(fx.ctx, Options{Path: path, Clock: fx.clock})
+			st, err := fx.h.Client(fx.ctx, spec.OpenOptions{Path: path, Clock: fx.clock})
 			if err == nil {
 				st.Close()
 			}

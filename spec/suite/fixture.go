@@ -34,9 +34,9 @@ func (o *closeOnce) Close() error {
 // openForSpec opens a store on path and closes it when the spec ends. wrap
 // gives back the store with once's Close in place of its own: Go cannot
 // embed a type parameter, so each store has its own wrapper type.
-func openForSpec[S interface{ Close() error }](f *fresh, open func(context.Context, Options) (S, error), path, what string, wrap func(S, *closeOnce) S) S {
+func openForSpec[S interface{ Close() error }](f *fresh, open func(context.Context, spec.OpenOptions) (S, error), path, what string, wrap func(S, *closeOnce) S) S {
 	GinkgoHelper()
-	st, err := open(f.ctx, Options{Path: path, Clock: f.clock})
+	st, err := open(f.ctx, spec.OpenOptions{Path: path, Clock: f.clock})
 	Expect(err).NotTo(HaveOccurred(), "open the "+what+" store")
 	once := &closeOnce{close: st.Close}
 	DeferCleanup(func() { Expect(once.Close()).To(Succeed()) })
@@ -64,7 +64,7 @@ const lockedOpenEarly = 50 * time.Millisecond
 // waitsForALockedDatabase is the rule for opening a SQLite database another
 // connection holds write-locked, the same for every store: the open waits
 // for the lock (it does not fail at once), gives up by the open's timeout
-// (Options.Timeout; timeout_ms on the wire) and answers within
+// (spec.OpenOptions.Timeout; timeout_ms on the wire) and answers within
 // spec.LockedOpenSlack more, and succeeds once the lock is released; use
 // then works the store.
 //
@@ -74,7 +74,7 @@ const lockedOpenEarly = 50 * time.Millisecond
 // answer opens is closed by the adapter. Both bounds are measured from
 // just before the open, which a store's own wait can only follow: load on
 // the machine makes a store later, never earlier.
-func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, open func(context.Context, Options) (S, error), use func(S)) {
+func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, open func(context.Context, spec.OpenOptions) (S, error), use func(S)) {
 	GinkgoHelper()
 	need(h.Capabilities.SQLiteLocking, spec.CapSQLiteLocking, "opening a locked database")
 	path := filepath.Join(GinkgoT().TempDir(), "locked.db")
@@ -82,7 +82,7 @@ func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, 
 	ctx, cancel := context.WithTimeout(f.ctx, LockedOpenTimeout+spec.LockedOpenSlack+time.Second)
 	defer cancel()
 	start := time.Now()
-	st, err := open(ctx, Options{Path: path, Clock: f.clock, Timeout: LockedOpenTimeout})
+	st, err := open(ctx, spec.OpenOptions{Path: path, Clock: f.clock, Timeout: LockedOpenTimeout})
 	took := time.Since(start)
 	if err == nil {
 		st.Close()
@@ -94,7 +94,7 @@ func waitsForALockedDatabase[S interface{ Close() error }](h Harness, f *fresh, 
 	Expect(took).To(BeNumerically(">=", LockedOpenTimeout-lockedOpenEarly),
 		"the open waited for the lock (its timeout, timeout_ms %d) rather than failing at once", LockedOpenTimeout.Milliseconds())
 	release()
-	st, err = open(f.ctx, Options{Path: path, Clock: f.clock})
+	st, err = open(f.ctx, spec.OpenOptions{Path: path, Clock: f.clock})
 	Expect(err).NotTo(HaveOccurred(), "the open succeeds once the lock is released")
 	use(st)
 	Expect(st.Close()).To(Succeed())

@@ -28,12 +28,12 @@ type Harness struct {
 	// Name names the backend in reports.
 	Name string
 	// Capabilities are the optional features the backend has.
-	Capabilities Capabilities
+	Capabilities spec.Capabilities
 	// StoreCapabilities, when a store is named there, are that store's own
 	// capabilities, in place of Capabilities: its specs are checked by them
 	// (a backend whose stores differ, as the seeds do: one safe across
 	// processes, one designed for a single process).
-	StoreCapabilities map[string]Capabilities
+	StoreCapabilities map[string]spec.Capabilities
 	// CrashPoints are, by store name ("continuity"), the crash points the
 	// store reaches through spec.CrashPoint, each named
 	// "<operation>/<place>" after the operation it is in: the points the
@@ -43,11 +43,11 @@ type Harness struct {
 	// suite itself crashes nothing.
 	CrashPoints map[string][]string
 	// Continuity opens a continuity store.
-	Continuity func(ctx context.Context, o Options) (c.Store, error)
+	Continuity func(ctx context.Context, o spec.OpenOptions) (c.Store, error)
 	// Client opens a client store.
-	Client func(ctx context.Context, o Options) (cli.Store, error)
+	Client func(ctx context.Context, o spec.OpenOptions) (cli.Store, error)
 	// Runtime opens a runtime store.
-	Runtime func(ctx context.Context, o Options) (r.Store, error)
+	Runtime func(ctx context.Context, o spec.OpenOptions) (r.Store, error)
 	// WriteClientSchema, when set, writes at path a client store file that
 	// the backend's own open reads as carrying marker at version, in
 	// whatever layout the backend keeps its marker (over the wire: the
@@ -67,13 +67,6 @@ type Harness struct {
 	// handles share the kit's own process.
 	OwnProcess func(ctx context.Context) (h Harness, doom func(), end func() error, err error)
 }
-
-// Options is what the suite asks of an opener (spec.OpenOptions: the kit
-// asks every backend the same).
-type Options = spec.OpenOptions
-
-// Capabilities are a backend's optional features (spec.Capabilities).
-type Capabilities = spec.Capabilities
 
 // forStore is h as store's specs see it: with the store's own capabilities
 // when it has them.

@@ -42,9 +42,9 @@ func dryRun(t *testing.T) []specLabels {
 		RegisterFailHandler(Fail)
 		Define(Harness{
 			Name:       "dry run",
-			Continuity: func(context.Context, Options) (c.Store, error) { return nil, nil },
-			Runtime:    func(context.Context, Options) (r.Store, error) { return nil, nil },
-			Client:     func(context.Context, Options) (cli.Store, error) { return nil, nil },
+			Continuity: func(context.Context, spec.OpenOptions) (c.Store, error) { return nil, nil },
+			Runtime:    func(context.Context, spec.OpenOptions) (r.Store, error) { return nil, nil },
+			Client:     func(context.Context, spec.OpenOptions) (cli.Store, error) { return nil, nil },
 		})
 		ReportAfterSuite("rules", func(r Report) { reports = r.SpecReports })
 		sc, rc := GinkgoConfiguration()

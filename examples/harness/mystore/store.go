@@ -13,9 +13,10 @@
 // conformance.CrashPoint between the writes of a transaction and after its
 // commit (the places the simulator may crash it: CrashPoints). Each names
 // the place alone: the kit puts the operation's name in the context. Both
-// do nothing when no check is running. The package imports conformance and
-// nothing else of the kit: the harness, the hooks and the contract
-// (ContinuityStore and its types) are all there.
+// do nothing when no check is running. The package imports conformance
+// (the harness, the hooks and the contract: ContinuityStore and its types)
+// and, of the kit, spec for the two types every backend shares with it
+// (spec.Capabilities, spec.OpenOptions).
 //
 // Options.Racy is its deliberate bug, there for the example's own test: an
 // upsert checks the fence in one transaction and writes in another, a race
@@ -31,6 +32,7 @@ import (
 	"net/url"
 
 	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/spec"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -45,9 +47,9 @@ func Harness(o Options) conformance.Harness {
 	}
 	return conformance.Harness{
 		Name:         name,
-		Capabilities: conformance.Capabilities{Files: true, SharedFiles: true},
+		Capabilities: spec.Capabilities{Files: true, SharedFiles: true},
 		CrashPoints:  map[string][]string{conformance.ContinuityStoreName: CrashPoints},
-		Continuity: func(ctx context.Context, so conformance.Options) (conformance.ContinuityStore, error) {
+		Continuity: func(ctx context.Context, so spec.OpenOptions) (conformance.ContinuityStore, error) {
 			o.Path = so.Path
 			return Open(ctx, o)
 		},
