@@ -15,7 +15,8 @@ import (
 // spec.Capabilities and spec.OpenOptions, which the wire side uses too.
 
 // Harness is how the kit opens a Go backend's stores (suite.Harness): its
-// name, capabilities, declared crash points and an opener per store.
+// name, capabilities, declared crash points and an opener per store. Its
+// doc there lists every requirement a spec places on a store.
 type Harness = suite.Harness
 
 // Error is a failed operation: its kind and a message (spec.Error).

@@ -24,6 +24,71 @@ import (
 // reaches (spec.CrashPoint: between the writes of a transaction, after the
 // commit). Both are calls a store makes from its own transaction helper;
 // they do nothing when no check is running.
+//
+// What the specs and the simulator require of a store, every one (a test,
+// TestHarnessDocNamesEveryRequirement, holds this list to what the code of
+// this package reads):
+//
+//   - Opening: an opener gets a spec.OpenOptions and the context of the
+//     spec. On a fresh Path it opens an empty store. Path is "" only for a
+//     harness that declares InMemory and not Files (one that declares
+//     neither fails every spec: nothing can be opened). Clock is the only
+//     time source the store may read; the specs move it by hand, from
+//     Epoch.
+//   - Close: every spec closes the store it opened and fails when Close
+//     errs; a spec may close a store early and open another on the path.
+//   - Refusals: an operation the contract refuses answers an error of the
+//     contract's kind (spec.Errorf, conformance.Errorf: the kit reads
+//     spec.KindOf) and changes nothing a later read can observe.
+//   - Files: a store closed and opened again on its path finds everything
+//     it acknowledged (the reopen specs need it, else they are skipped).
+//   - SharedFiles: two stores open on one path at once (as two processes
+//     would be) keep every rule across them.
+//   - SQLiteLocking: Path is a SQLite database the kit may lock. The
+//     locked-open spec creates it in WAL mode and holds its write lock
+//     (BEGIN IMMEDIATE) from a connection of its own while the store opens
+//     with Timeout LockedOpenTimeout: the open must wait for the lock (not
+//     give up before Timeout less 50 ms), must fail while the lock is held
+//     (an open that succeeds fails the spec, even within the time), and must
+//     answer before Timeout plus spec.LockedOpenSlack; once the lock is
+//     released an open on the same path succeeds and the store works.
+//   - ClientSchemaTable, WriteClientSchema (ClientSchemaWriter over the
+//     wire, which sets it; a Go harness sets the function, not the
+//     capability): the client store's schema gate
+//     refuses a file of another marker or version with schema_mismatch and
+//     leaves every file at the path byte for byte as it was; the file the
+//     store's own open writes carries its marker and version (as
+//     spec/client lays it out, read back by the kit, under
+//     ClientSchemaTable); a file WriteClientSchema writes with the store's
+//     own marker and version opens. With neither, the gate's specs are
+//     skipped.
+//   - SnapshotRevision: "" or "sha256" promises the continuity revision is
+//     the lowercase hex SHA-256 of the stored bytes (the kit computes it);
+//     "opaque" skips the delete-at-the-current-revision spec, and a revision
+//     the store cannot read may answer io.
+//   - Durability and power loss: a store with Files that is not declared
+//     spec.DurabilityProcessCrash (where its seed allows it) keeps what it
+//     acknowledged through a power cut that loses every write never synced:
+//     the spec opens it on a FUSE mount (fault/lossyfs) and calls Close while
+//     the power is off, where it may fail. OwnProcess, when set, is where
+//     such a store opens, so that the cut ends a process of its own.
+//   - Crash(): a store handle may have a method Crash() error, which the
+//     simulator's in-process crash calls in place of Close (spec.CrashTarget):
+//     it drops the handle as a killed process would, writing nothing it has
+//     not written yet. Without it Close is called.
+//   - Yield and crash points: a store calls spec.Yield (conformance.Yield)
+//     with the context of the operation before each transaction, after each
+//     commit and before each statement it runs outside a transaction, while
+//     it holds no lock; and spec.CrashPoint between two writes of a
+//     transaction and after its commit, a point it reaches only if CrashPoints
+//     declares it (an undeclared point fails the operation, naming it).
+//     An error from either must end the operation at once, committing
+//     nothing more; with a transaction begun on the operation's context, a
+//     crash leaves it uncommitted.
+//   - ConcurrentRequests: one handle serves several operations at once, each
+//     waiting at its own yield points while the others move, so it must
+//     hold no lock of its own at a yield point. AtomicReads: every read
+//     reads one moment of the store (one transaction).
 type Harness struct {
 	// Name names the backend in reports.
 	Name string
