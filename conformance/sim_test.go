@@ -287,3 +287,36 @@ func TestARareEventNamesHowToWidenTheSweep(t *testing.T) {
 		}
 	}
 }
+
+// Every failure names its rule, the one broken or the smallest set the
+// evidence allows: the simulator's first failure of each of these bugs
+// over the default sweep blames only rules the bug breaks (bugs.Breaks),
+// the answer the backend gave being one the broken rule decides. Before,
+// runtime_max_zero_claims_all was blamed on lease_live (the lease it went
+// on to check) and a claim it made on every rule naming a field of it.
+func TestSimBlamesOnlyTheRulesTheBugBreaks(t *testing.T) {
+	ctx := context.Background()
+	for _, bug := range []bugs.Bug{bugs.RuntimeMaxZeroClaimsAll, bugs.ContinuityUpsertCheckOutsideTx} {
+		t.Run(bug.Name(), func(t *testing.T) {
+			t.Parallel()
+			k, _ := stores.Lookup(bug.Store())
+			subj, broken := subject(k), inProcess(bug, k.Name())
+			for _, seed := range sim.DefaultSeeds.Seeds(sim.Shard{}) {
+				res, err := sim.Explore(ctx, subj, broken, seed, sim.Params{}, sim.ScratchDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failure == nil {
+					continue
+				}
+				f := res.Failure
+				if len(f.Rules) == 0 || slices.ContainsFunc(f.Rules, func(r string) bool { return !slices.Contains(bugs.Breaks(bug), r) }) {
+					t.Fatalf("seed %d: %s blamed on %v (%s); the bug breaks %v", seed, f.What, f.Rules, f.Why, bugs.Breaks(bug))
+				}
+				t.Logf("seed %d: %s blamed on %v", seed, f.Op, f.Rules)
+				return
+			}
+			t.Fatalf("the default sweep (%s) never found %s", sim.DefaultSeeds, bug.Name())
+		})
+	}
+}

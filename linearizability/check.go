@@ -173,7 +173,16 @@ func stuck(m model.Model, parts [][]porcupine.Operation, info porcupine.Lineariz
 		for _, s := range states {
 			branches = append(branches, m.Step(s, st.Entry.Op, st.Entry.NowMS)...)
 		}
-		blame := model.BlameOf(m.Contract(), st.Entry.Op, st.Entry.Outcome, branches, writers)
+		// A writer stepped again in the states the stuck operation met: what
+		// the contract allows it there, for a read that shows its values.
+		again := func(w spec.Op) []model.Branch {
+			var out []model.Branch
+			for _, s := range states {
+				out = append(out, m.Step(s, w, st.Entry.NowMS)...)
+			}
+			return out
+		}
+		blame := model.BlameOf(m.Contract(), st.Entry.Op, st.Entry.Outcome, branches, writers, again)
 		st.Allowed, st.Rules, st.Why = model.Allowed(branches), blame.Rules, blame.Why
 		out = append(out, st)
 	}

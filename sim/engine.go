@@ -491,6 +491,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.answers[f.id] = got.Result
 	}
 	before := e.oracle.first()
+	met := e.oracle.configs // ret replaces the slice, never its states
 	allowed, ok := e.oracle.ret(f.call, f.op, got)
 	if !ok && e.oracle.cut {
 		// The oracle cut its configurations past its limit, and the ones
@@ -501,7 +502,16 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		return false
 	}
 	if !ok {
-		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op))
+		// A writer stepped again in the states the operation met, for a
+		// read that shows its values (model.BlameOf).
+		again := func(w spec.Op) []model.Branch {
+			var out []model.Branch
+			for _, c := range met {
+				out = append(out, e.subj.Model.Step(c.state, w, f.now)...)
+			}
+			return out
+		}
+		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op), again)
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
 			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
 		if err != nil && got.Kind != "" {

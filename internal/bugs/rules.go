@@ -19,6 +19,13 @@ var breaksRules = map[Bug][]string{
 	// write may have overtaken.
 	ContinuityOneProcessCheckOutsideTx: {"continuity.upsert_continuity_record.fence_not_lower", "continuity.upsert_continuity_record.generation_not_lower",
 		"continuity.upsert_continuity_record.checkpoint_version_kept"},
+	// The same race across processes.
+	ContinuityUpsertCheckOutsideTx: {"continuity.upsert_continuity_record.fence_not_lower", "continuity.upsert_continuity_record.generation_not_lower",
+		"continuity.upsert_continuity_record.checkpoint_version_kept"},
+	// max_batches 0 answers none and checks nothing: whatever the bug
+	// answers instead (a claim, or the lease refusal it went on to check)
+	// breaks that rule alone.
+	RuntimeMaxZeroClaimsAll:          {"runtime.claim_ready_queued_work.max_zero"},
 	ClientEnqueueOverwrites:          {"client.enqueue_intent.existing_untouched"},
 	RuntimeHeadRevisionUnchecked:     {"runtime.commit_runtime_state.expected_revision"},
 	RuntimeCommitWithoutLease:        {"runtime.commit_runtime_state.lease_required", "runtime.commit_runtime_state.lease_live"},

@@ -35,8 +35,13 @@ type Blame struct {
 // writers are the operations before op that changed what it reads, the
 // latest last (none when unknown): for a wrong result, the rules of theirs
 // that name a field that differs are added, for a read that answers what a
-// write stored wrongly.
-func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers []spec.Op) Blame {
+// write stored wrongly. again, when not nil, is what the contract allows a
+// writer where op failed (the model's step of it in the states op met):
+// when the read shows the very values one writer wrote and the contract
+// refuses that writer there, its write landed where it must not (a check
+// decided on a read another write overtook), and the refusal's rule is the
+// one broken, not every rule naming the fields.
+func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers []spec.Op, again func(spec.Op) []Branch) Blame {
 	if rules := Rules(allowed); len(rules) > 0 {
 		why := "the rule that decides the answer the model allows here"
 		if len(rules) > 1 {
@@ -100,11 +105,15 @@ func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers
 				named = append(named, id)
 			}
 		}
+		read := own
+		if len(named) > 0 {
+			read = named
+		}
+		if rules, why, ok := shownWrite(c, name, got, allowed, fields, writers, again); ok {
+			return Blame{Rules: append(slices.Clone(read), rules...), Why: fmt.Sprintf("the answer differs from the model's in %s: %s; so either %s answered an older state (%s) or that write broke %s",
+				strings.Join(fields, ", "), why, name, strings.Join(read, ", "), strings.Join(rules, ", "))}
+		}
 		if w, wrote := writerRules(c, name, fields, writers); len(wrote) > 0 {
-			read := own
-			if len(named) > 0 {
-				read = named
-			}
 			return Blame{Rules: append(slices.Clone(read), wrote...), Why: fmt.Sprintf("the answer differs from the model's in %s: %s states what %s answers, and the writes before it that may have set %s (%s) are governed by %s",
 				strings.Join(fields, ", "), strings.Join(read, ", "), name, strings.Join(fields, ", "), w, strings.Join(wrote, ", "))}
 		}
@@ -130,6 +139,142 @@ func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers
 		what += " where the model allows " + clip(allowed[0].Outcome.String(), 40)
 	}
 	return Blame{Rules: own, Why: fmt.Sprintf("%s: every rule of %s decides it together, and the answer alone cannot tell which one the backend broke", what, name)}
+}
+
+// shownWrite narrows the writers' part of a read's blame when the read's
+// differing values are the very ones one writer wrote (the latest such):
+// then that write is what the read shows, and of the writers only its
+// rules are suspects. Where the contract refuses that writer in the states
+// the read met, the write landed where it must not (decided on a state
+// another write had overtaken): the refusal's rule. Else its rules that
+// name a differing field.
+func shownWrite(c spec.Contract, op string, got Outcome, allowed []Branch, fields []string, writers []spec.Op, again func(spec.Op) []Branch) (rules []string, why string, ok bool) {
+	if again == nil {
+		return nil, "", false
+	}
+	shown := differingValues(got, allowed)
+	for j := len(writers) - 1; j >= 0; j-- {
+		w := writers[j]
+		wv, ok := asJSON(w)
+		if !ok || w.Name() == op {
+			continue
+		}
+		has := map[string][]string{}
+		leaves(wv, "", has)
+		if slices.ContainsFunc(fields, func(f string) bool {
+			return !slices.ContainsFunc(shown[f], func(v string) bool { return slices.Contains(has[f], v) })
+		}) {
+			continue
+		}
+		wrote := fmt.Sprintf("its values there are the ones %s %s wrote", w.Name(), clip(describeJSON(wv), 120))
+		branches := again(w)
+		if len(branches) > 0 && !slices.ContainsFunc(branches, func(b Branch) bool { return b.Outcome.Kind == "" }) {
+			if rules := Rules(branches); len(rules) > 0 {
+				var kinds []string
+				for _, b := range branches {
+					if !slices.Contains(kinds, string(b.Outcome.Kind)) {
+						kinds = append(kinds, string(b.Outcome.Kind))
+					}
+				}
+				return rules, fmt.Sprintf("%s, and where this read came the contract refuses that write with %s (it landed where it must not: decided on a state another write had overtaken)",
+					wrote, strings.Join(kinds, " or ")), true
+			}
+		}
+		var named []string
+		for _, id := range opRules(c, w.Name()) {
+			r, _ := c.Rule(id)
+			if mentionsAny(r, fields) {
+				named = append(named, id)
+			}
+		}
+		if len(named) == 0 {
+			return nil, "", false
+		}
+		return named, wrote + ", and of its rules these name " + strings.Join(fields, ", "), true
+	}
+	return nil, "", false
+}
+
+// describeJSON is v as compact JSON.
+func describeJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// leaves adds to set every scalar of v, as JSON, under the key it sits
+// under (at any depth; a list's elements under the list's key).
+func leaves(v any, key string, set map[string][]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			leaves(x, k, set)
+		}
+	case []any:
+		for _, x := range v {
+			leaves(x, key, set)
+		}
+	default:
+		if key != "" {
+			b, _ := json.Marshal(v)
+			set[key] = append(set[key], string(b))
+		}
+	}
+}
+
+// differingValues are got's values, as JSON, under the keys where it
+// differs from the allowed answer nearest to it (differingFields').
+func differingValues(got Outcome, allowed []Branch) map[string][]string {
+	out := map[string][]string{}
+	g, ok := asJSON(got.Result)
+	if !ok {
+		return out
+	}
+	fields := differingFields(got, allowed)
+	for _, b := range allowed {
+		if b.Outcome.Kind != "" || b.Match != nil {
+			continue
+		}
+		w, ok := asJSON(b.Outcome.Result)
+		if !ok {
+			continue
+		}
+		set := map[string]bool{}
+		diff(g, w, "", set)
+		if len(set) != len(fields) {
+			continue
+		}
+		diffValues(g, w, "", out)
+		return out
+	}
+	return out
+}
+
+// diffValues is diff, keeping a's values where they differ.
+func diffValues(a, b any, key string, out map[string][]string) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		for k, av := range am {
+			if bv, ok := bm[k]; ok {
+				diffValues(av, bv, k, out)
+			} else {
+				leaves(av, k, out)
+			}
+		}
+		return
+	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok && len(al) == len(bl) {
+		for i := range al {
+			diffValues(al[i], bl[i], key, out)
+		}
+		return
+	}
+	if isHole(b) || equalJSON(a, b) || key == "" {
+		return
+	}
+	leaves(a, key, out)
 }
 
 // writerRules are the rules of writers (not op itself) that name one of

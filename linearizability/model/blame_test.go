@@ -7,6 +7,7 @@ import (
 
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // A failure names the rule it breaks, as narrow as the answers allow: the
@@ -47,7 +48,7 @@ func TestBlameNarrowsToTheRuleBroken(t *testing.T) {
 			[]string{"continuity.session_snapshot_matches_current.whole_tuple", "continuity.session_snapshot_matches_current.row_fence_is_provenance"}, "cannot tell which"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := BlameOf(contract, tc.op, tc.got, tc.allowed, tc.writers)
+			b := BlameOf(contract, tc.op, tc.got, tc.allowed, tc.writers, nil)
 			if !slices.Equal(b.Rules, tc.rules) || !strings.Contains(b.Why, tc.why) {
 				t.Errorf("blame %v (%s), want %v (%q in why)", b.Rules, b.Why, tc.rules, tc.why)
 			}
@@ -57,5 +58,62 @@ func TestBlameNarrowsToTheRuleBroken(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A claim with max_batches 0 answers none and checks nothing
+// (runtime.claim_ready_queued_work.max_zero): a backend that goes on to
+// check the lease and refuses, or claims, broke that rule alone (bug
+// runtime_max_zero_claims_all), not lease_live nor the claim's rules.
+func TestAClaimOfMaxZeroBlamesMaxZeroAlone(t *testing.T) {
+	m := Runtime{}
+	op := r.ClaimReadyQueuedWork{SessionID: "s", Lease: r.SessionExecutionLeaseFence{SessionID: "s", OwnerID: "o", LeaseToken: "t", FencingToken: 1},
+		OwnerID: "o", Boundary: r.BoundaryTurn, TTLMs: 1000, MaxBatches: 0}
+	allowed := m.Step(m.Init(), op, 0)
+	claimed := &r.QueuedWorkClaim{ClaimID: "c", LeaseToken: "k", SessionID: "s", OwnerID: "o", FencingToken: 1}
+	for _, got := range []Outcome{Fail(r.ErrSessionExecutionLeaseExpired), OK(claimed)} {
+		b := BlameOf(m.Contract(), op, got, allowed, nil, nil)
+		if want := []string{"runtime.claim_ready_queued_work.max_zero"}; !slices.Equal(b.Rules, want) {
+			t.Errorf("answer %s: blamed %v (%s), want %v", got, b.Rules, b.Why, want)
+		}
+	}
+}
+
+// A read whose differing values are the ones a writer wrote blames, of the
+// writers, that one: the rule refusing it where the read came when the
+// contract refuses it there, else its rules naming the fields; with no
+// model to ask (again nil) every writer's rules naming the fields.
+func TestBlameOfAReadNarrowsToTheWriteItShows(t *testing.T) {
+	contract := Continuity{}.Contract()
+	shown := c.Record{Identity: "a", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 0}
+	want := shown
+	want.CheckpointVersion = 2
+	read := c.ResolveMany{Identities: []c.Identity{"a"}}
+	got := OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &shown}})
+	allowed := []Branch{{Outcome: OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &want}})}}
+	late := c.UpsertContinuityRecord{Record: shown, Fence: 3}
+	save := c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: "a", SessionID: "s", Generation: 1, CheckpointVersion: 2, FencingToken: 5}}
+	writers := []spec.Op{late, save}
+	refuses := func(spec.Op) []Branch {
+		return []Branch{{Outcome: Fail(c.ErrStaleFencingToken), Rule: "continuity.upsert_continuity_record.fence_not_lower"}}
+	}
+	accepts := func(spec.Op) []Branch { return []Branch{{Outcome: OK(nil)}} }
+	readRules := []string{"continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity"}
+	for _, tc := range []struct {
+		name  string
+		again func(spec.Op) []Branch
+		rules []string
+	}{
+		{"refused where the read came", refuses, append(slices.Clone(readRules), "continuity.upsert_continuity_record.fence_not_lower")},
+		{"accepted there", accepts, append(slices.Clone(readRules), "continuity.upsert_continuity_record.checkpoint_version_kept")},
+	} {
+		b := BlameOf(contract, read, got, allowed, writers, tc.again)
+		if !slices.Equal(b.Rules, tc.rules) || !strings.Contains(b.Why, "upsert_continuity_record") {
+			t.Errorf("%s: blamed %v (%s), want %v", tc.name, b.Rules, b.Why, tc.rules)
+		}
+	}
+	wide := BlameOf(contract, read, got, allowed, writers, nil)
+	if !slices.Contains(wide.Rules, "continuity.save_session_snapshot.saves_and_advances") {
+		t.Errorf("with no model to ask, the save's rules that name checkpoint_version are suspects too: %v", wide.Rules)
 	}
 }

@@ -56,6 +56,7 @@ const (
 	rulePrefixReading   = "runtime.claim_ready_queued_work.prefix_reading"
 	ruleClaimLease      = "runtime.claim_ready_queued_work.claim_lease"
 	ruleClaimFence      = "runtime.claim_ready_queued_work.claim_fence"
+	ruleMaxZero         = "runtime.claim_ready_queued_work.max_zero"
 	ruleRenewChanged    = "runtime.renew_queued_work_claim.changed"
 	ruleGC              = "runtime.gc_unreachable.collects"
 )

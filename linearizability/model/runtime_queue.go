@@ -244,7 +244,10 @@ func (s RuntimeState) claim(o r.ClaimReadyQueuedWork, now int64) []Branch {
 	none := OK((*r.QueuedWorkClaim)(nil))
 	invalid := o.Boundary != r.BoundaryTurn && o.Boundary != r.BoundaryStep
 	if o.MaxBatches <= 0 {
-		return s.orInvalid(invalid, One(s, none))
+		// The answer is max_zero's alone: nothing else is checked, so a
+		// backend that answers otherwise broke that rule, whatever else
+		// (a lease it went on to check) it then refused with.
+		return s.orInvalid(invalid, []Branch{{Outcome: none, Next: s, Rule: ruleMaxZero}})
 	}
 	live := s.liveLease(o.SessionID, o.Lease, now)
 	candidates, at := s.claimable(o.SessionID, now, o.MaxBatches)
