@@ -135,7 +135,7 @@ func TestPythonBackendWithTheReferencesReadingsPassesTheSuite(t *testing.T) {
 
 // raceInsideTheProcess is what a sweep says of a store run as one process
 // with one operation in flight at a time (sim.Result.Unexplored).
-const raceInsideTheProcess = "continuity: races inside the process were not explored"
+const raceInsideTheProcess = "continuity: " + spec.NoteRacesInsideProcess
 
 // The backend answers one request at a time and its hello says so
 // (concurrent_requests false, said, not left out). Its stores declare
