@@ -9,13 +9,14 @@ import (
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
 // raceInsideTheProcess is what a sweep says when it ran one operation at a
 // time on the one process (sim.Result.Unexplored).
-const raceInsideTheProcess = "continuity: races inside the process were not explored"
+const raceInsideTheProcess = "continuity: " + spec.NoteRacesInsideProcess
 
 // A store declared as the seed's continuity store is (one process: no
 // shared_files; its callers served at once: concurrent_requests) is
@@ -111,5 +112,44 @@ func TestTheReferenceOnOneProcessPassesWithOperationsOverlapping(t *testing.T) {
 	}
 	if rep.Failed() || rep.Inconclusive() || strings.Contains(strings.Join(rep.Notes, "\n"), raceInsideTheProcess) {
 		t.Errorf("the reference on one process: %+v\n%s", rep.Checks, strings.Join(rep.Notes, "\n"))
+	}
+}
+
+// processesFor gives each declaration the run the capability table
+// (spec.CapabilityTable, docs/protocol.md) says it gets: with shared_files,
+// two processes, one operation in flight on each, whatever
+// concurrent_requests says; as one process (no shared_files, or
+// --processes 1), operations overlap exactly when the backend declares
+// concurrent_requests; without shared_files the note quotes the table.
+func TestEachDeclarationIsSimulatedAsTheCapabilityTableSays(t *testing.T) {
+	for _, tc := range []struct {
+		shared, concurrent bool
+		processes          int // asked (0: the default)
+		wantProcesses      int // 0: the simulator's default, two
+		overlap, note      bool
+	}{
+		{true, true, 0, 0, false, false},
+		{true, false, 0, 0, false, false},
+		{false, true, 0, 1, true, true},
+		{false, false, 0, 1, false, true},
+		{true, true, 1, 1, true, false},
+		{true, false, 1, 1, false, false},
+		{false, true, 2, 1, true, true},
+	} {
+		caps := spec.Capabilities{SharedFiles: tc.shared, ConcurrentRequests: tc.concurrent}
+		p, note := processesFor(sim.Params{Processes: tc.processes}, caps, "continuity")
+		if p.Processes != tc.wantProcesses || p.Overlap != tc.overlap || (note != "") != tc.note {
+			t.Errorf("shared_files %v, concurrent_requests %v, --processes %d: %d processes, overlap %v, note %q; want %d, %v, a note %v",
+				tc.shared, tc.concurrent, tc.processes, p.Processes, p.Overlap, note, tc.wantProcesses, tc.overlap, tc.note)
+		}
+		if note != "" && !strings.Contains(note, spec.NoteOneProcess+" is not checked") {
+			t.Errorf("the note %q does not say what the table quotes (%q)", note, spec.NoteOneProcess)
+		}
+	}
+	for _, name := range []string{spec.CapSharedFiles, spec.CapConcurrent} {
+		row, _ := spec.CapabilityNamed(name)
+		if !strings.Contains(row.Without, spec.NoteRacesInsideProcess) {
+			t.Errorf("the table's %s row does not quote the note %q: %s", name, spec.NoteRacesInsideProcess, row.Without)
+		}
 	}
 }

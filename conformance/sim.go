@@ -151,7 +151,7 @@ func processesFor(p sim.Params, caps spec.Capabilities, store string) (sim.Param
 	note := ""
 	if !caps.SharedFiles && p.Processes != 1 {
 		p.Processes = 1
-		note = store + ": " + spec.MissingCapability(spec.CapSharedFiles, "two processes on one file") + " (the simulator ran one process)"
+		note = store + ": " + spec.MissingCapability(spec.CapSharedFiles, spec.NoteOneProcess) + " (the simulator ran one process)"
 	}
 	p.Overlap = p.Processes == 1 && caps.ConcurrentRequests
 	return p, note

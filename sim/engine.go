@@ -438,18 +438,18 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	// when the store recovers (oracle.deferred), so the oracle takes it
 	// before any start below.
 	deferred, taken := !definite && e.syncFails && !spec.IsNotSent(err), false
-	if f.armed != "" || crashed {
-		// The process may have died at the point; either way, a process
-		// armed for one operation is started afresh, and the operations
-		// it had in flight beside this one end with it.
-		e.endWith(i, p, "its process crashed under it")
-		p.p.Kill()
-		if deferred {
-			e.oracle.deferred(f.call, f.op)
-			taken = true
-		}
-		if err := e.start(p); err != nil {
-			e.fail(&Failure{Step: i, What: e.describe(f.step, Step{}, f.op), Backend: fmt.Errorf("restart: %w", err)})
+	// The process may have died at the point; either way, a process armed
+	// for one operation is started afresh, and the operations it had in
+	// flight beside this one end with it. An operation that answered did so
+	// before that restart, which may recover a commit whose sync failed
+	// (oracle.recovered): its answer is judged first (restartLater), or the
+	// oracle would hold it to a state the restart made.
+	restart := f.armed != "" || crashed
+	restartLater := restart && definite && !spec.IsNotSent(err)
+	if restart && !restartLater {
+		// The oracle takes a deferred operation before the start.
+		taken = deferred
+		if !e.restartArmed(i, p, f, deferred) {
 			return false
 		}
 	}
@@ -527,6 +527,25 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
 	after := e.oracle.first()
 	e.settle(i, f, got.Kind == "", before != nil && after != nil && before.Hash() != after.Hash(), "")
+	if restartLater {
+		return e.restartArmed(i, p, f, false)
+	}
+	return true
+}
+
+// restartArmed kills p, whose operation f was armed to crash (or crashed),
+// ending the operations in flight beside it, and starts it again; deferred:
+// the oracle takes f as deferred once p is dead.
+func (e *engine) restartArmed(i int, p *proc, f *flight, deferred bool) bool {
+	e.endWith(i, p, "its process crashed under it")
+	p.p.Kill()
+	if deferred {
+		e.oracle.deferred(f.call, f.op)
+	}
+	if err := e.start(p); err != nil {
+		e.fail(&Failure{Step: i, What: e.describe(f.step, Step{}, f.op), Backend: fmt.Errorf("restart: %w", err)})
+		return false
+	}
 	return true
 }
 

@@ -108,3 +108,45 @@ func TestOneProcessRaceIsReproducedWhenOperationsOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A whole seed's run with operations overlapping inside one process (the
+// correct reference: no failure ends it early, so it keeps its faults,
+// crashes and clock jumps), saved and read back, replays the same trace,
+// every time.
+func TestAnOverlappingRunReplaysItsTrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	backend := referenceBackend(bugs.Bug{})
+	res, err := Explore(ctx, continuitySubject, backend, DefaultSeeds.First, onePlace(true), ScratchDir())
+	if err != nil || res.Failure != nil || res.Inconclusive {
+		t.Fatalf("the reference's seed %d: %v %v", DefaultSeeds.First, err, res.Failure)
+	}
+	overlapped := false
+	_, rows := res.Interleaving()
+	for _, row := range rows {
+		for _, c := range row.Cells {
+			overlapped = overlapped || c == "┊"
+		}
+	}
+	if !res.Schedule.Overlap || !overlapped {
+		t.Fatalf("seed %d had no two operations in flight together on its process", DefaultSeeds.First)
+	}
+	path := filepath.Join(t.TempDir(), "schedule.json")
+	if err := res.Schedule.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadSchedule(path, stores.Contracts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		again, err := Run(ctx, continuitySubject, backend, saved, ScratchDir())
+		if err != nil || again.Failure != nil || again.Hash() != res.Hash() {
+			i := 0
+			for i < min(len(res.Trace), len(again.Trace)) && res.Trace[i] == again.Trace[i] {
+				i++
+			}
+			t.Fatalf("the replay parted from the run at trace line %d of %d (%v, %v)", i, len(res.Trace), err, again.Failure)
+		}
+	}
+}

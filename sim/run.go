@@ -132,7 +132,7 @@ func (r Result) Unexplored() []string {
 		out = append(out, "power loss not explored: "+r.NoPowerCuts)
 	}
 	if s := r.Schedule; s.Processes == 1 && s.Clients > 1 && !s.Overlap {
-		out = append(out, "races inside the process were not explored: the run had one process and one operation in flight on it at a time (a backend that serves several requests at once declares concurrent_requests)")
+		out = append(out, spec.NoteRacesInsideProcess+": the run had one process and one operation in flight on it at a time (a backend that serves several requests at once declares concurrent_requests)")
 	}
 	return out
 }

@@ -23,6 +23,17 @@ type CapabilityInfo struct {
 	Without string
 }
 
+// What a simulator sweep's "not explored" says a capability's absence left
+// out: the sweep's notes (conformance, sim) and the table below share them,
+// so the page quotes the report word for word.
+const (
+	// NoteOneProcess is shared_files's: what is not checked.
+	NoteOneProcess = "two processes on one file"
+	// NoteRacesInsideProcess is the note of a run on one process with one
+	// operation in flight at a time.
+	NoteRacesInsideProcess = "races inside the process were not explored"
+)
+
 // Capability names, as the hello spells them.
 const (
 	CapFiles              = "files"
@@ -50,7 +61,7 @@ var CapabilityTable = []CapabilityInfo{
 	{Name: CapSharedFiles, Value: "bool",
 		Means:   "two handles may be open on one path at once (as two processes would be) and every rule holds across them",
 		With:    "the two-handle specs; a linearizability run opens two handles (two backend processes) on one file; the simulator spreads its clients over two processes on one file",
-		Without: "the two-handle specs are skipped; a linearizability run has one handle; the simulator runs one process (with `concurrent_requests`, two of its clients' operations overlap inside it, at their yield points; without it, one operation at a time), and its report says races between processes were not explored"},
+		Without: "the two-handle specs are skipped; a linearizability run has one handle; the simulator runs one process, and its report says \"" + NoteOneProcess + " is not checked\". On that process, with `concurrent_requests`, up to two of its clients' operations are in flight at once, moving one at a time from yield point to yield point; without it, one operation at a time, and the report says \"" + NoteRacesInsideProcess + "\""},
 	{Name: CapInMemory, Value: "bool",
 		Means:   "an open request with `\"in_memory\": true` (and no path) opens a private in-memory database",
 		With:    "used only when `files` is not declared",
@@ -81,8 +92,8 @@ var CapabilityTable = []CapabilityInfo{
 		Without: "as the seeds read: each statement of those reads takes effect at its own moment of the call, each at or after the one before (rules `runtime.load_session.statements`, `runtime.list_queued_work.statements`, `continuity.resolve_many.one_read_per_identity`, `client.task_is_known.two_statements`), so a read may show a write that landed between two of its statements"},
 	{Name: CapConcurrent, Value: "bool",
 		Means:   "one process of the backend serves several `op` requests on one handle at once (each on a thread of its own, say), each pausing at its own yield points while the others go on: a paused request holds back no other",
-		With:    "for a store without `shared_files`, the simulator keeps up to two operations in flight on its one process, from two of its clients, and moves exactly one of them at a time from yield point to yield point, so a race between two callers of one process (a check in one transaction, its write in a second) is reproduced from one seed, shrunk and replayed; the interleaving's columns are those callers (`p0.c3`: process 0, client 3). A store with `shared_files` runs as two processes with one operation in flight each, as without it",
-		Without: "the simulator keeps one operation in flight per process; a store without `shared_files` then runs one operation at a time, and its report says races inside the process were not explored"},
+		With:    "for a store simulated as one process (one without `shared_files`, or any under `--processes 1`), the simulator keeps up to two operations in flight on it, from two of its clients, and moves exactly one of them at a time from yield point to yield point, so a race between two callers of one process (a check in one transaction, its write in a second) is reproduced from one seed, shrunk and replayed; the interleaving's columns are those callers (`p0.c3`: process 0, client 3). A store with `shared_files` is simulated as two processes (the default `--processes 2`) with one operation in flight on each, as without it: races between the processes are explored, two callers of one process do not overlap",
+		Without: "the simulator keeps one operation in flight per process: races between processes are explored where the store has two (`shared_files`); a store simulated as one process runs one operation at a time, and its report says \"" + NoteRacesInsideProcess + "\""},
 	{Name: CapYields, Value: "bool",
 		Means:   "an `op` request with `\"yields\": true` pauses at each of the operation's yield points until the kit resumes it (see Yield points)",
 		With:    "the simulator interleaves operations at their yield points and kills processes there",

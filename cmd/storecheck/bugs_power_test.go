@@ -170,3 +170,33 @@ func TestTheReferenceOverTheWirePassesAFailedSyncItRecovers(t *testing.T) {
 		}
 	}
 }
+
+// The Rust example's continuity seed 194, shrunk: an upsert's commit meets
+// the failed sync and answers io (deferred); a snapshot save armed to crash
+// after its commit answers not_found before reaching it (the upsert is not
+// seen); the process armed for it is killed and started again, and the
+// open recovers the upsert from the WAL, which resolve_many then reads. The
+// save answered before the restart, so the kit must judge its answer
+// before it lets the restart bring the upsert back: it restarted first and
+// failed a correct backend (the reference over the wire, as the Rust one).
+func TestAnAnswerBeforeTheArmedRestartIsJudgedBeforeTheRecovery(t *testing.T) {
+	t.Parallel()
+	needFUSE(t)
+	schedule, err := filepath.Abs(filepath.Join("testdata", "armed-answer-before-recovery.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := storecheck(t, "file", "replay", schedule, "--", os.Args[0], "serve")
+	if code != exitPassed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitPassed, out, errs)
+	}
+	// The replay reached the case: the armed save answered, and the read
+	// after the restart saw the recovered upsert.
+	trace := out + errs
+	for _, want := range []string{"save_session_snapshot [crash at save_session_snapshot/after_commit]", "  → not_found",
+		`"agent_runtime_id":"rt-attempt","session_id":"session-0","generation":1`} {
+		if !strings.Contains(trace, want) {
+			t.Errorf("the replay's trace has no %q: the schedule no longer reaches the case\n%s", want, trace)
+		}
+	}
+}

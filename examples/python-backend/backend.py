@@ -21,7 +21,11 @@ Files:
 
 PY2_TRACE=DIR appends every request and reply to DIR/trace-<pid>.jsonl.
 
-Requests are answered one at a time, in order. Every operation is one SQLite
+Requests are answered one at a time, in order: the hello declares
+concurrent_requests false, so the simulator keeps one operation in flight per
+process (its stores declare shared_files, so it races two processes; a store
+of it run as one process would be told "races inside the process were not
+explored"). Every operation is one SQLite
 transaction (BEGIN IMMEDIATE when it writes); time comes only from each
 request's now_ms.
 """

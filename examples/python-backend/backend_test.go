@@ -3,17 +3,21 @@ package pythonbackend_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/storecheck/storecheck/adapters"
+	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
+	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/suite"
 )
 
@@ -127,4 +131,57 @@ func TestPythonBackendPassesTheSuite(t *testing.T) {
 func TestPythonBackendWithTheReferencesReadingsPassesTheSuite(t *testing.T) {
 	t.Parallel()
 	runSuite(t, "silences")
+}
+
+// raceInsideTheProcess is what a sweep says of a store run as one process
+// with one operation in flight at a time (sim.Result.Unexplored).
+const raceInsideTheProcess = "continuity: " + spec.NoteRacesInsideProcess
+
+// The backend answers one request at a time and its hello says so
+// (concurrent_requests false, said, not left out). Its stores declare
+// shared_files, so the simulator races two processes and says nothing of
+// races inside one; with shared_files withdrawn the store runs as one
+// process, one operation at a time, and the sweep says races inside the
+// process were not explored.
+func TestPythonBackendServesOneRequestAtATimeAndTheSweepSaysSo(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not on PATH: the Python backend is not checked")
+	}
+	t.Parallel()
+	hello := exec.Command("python3", "backend.py")
+	hello.Stdin = strings.NewReader(`{"id":1,"type":"hello","version":1}` + "\n")
+	out, err := hello.Output()
+	if err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	var reply struct {
+		Result struct {
+			Capabilities map[string]any `json:"capabilities"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(out, []byte("\n"), 2)[0], &reply); err != nil {
+		t.Fatalf("hello's reply %q: %v", out, err)
+	}
+	if v, ok := reply.Result.Capabilities[spec.CapConcurrent]; !ok || v != false {
+		t.Errorf("the hello's %s is %v (declared: %v); want false, said", spec.CapConcurrent, v, ok)
+	}
+
+	for _, tc := range []struct {
+		withdraw []string
+		note     bool
+	}{{nil, false}, {[]string{spec.CapSharedFiles}, true}} {
+		rep, err := conformance.Run(context.Background(), conformance.Program("python3", "backend.py"), conformance.Config{
+			Stores: []string{"continuity"}, Layers: []conformance.Layer{conformance.LayerSim}, Seeds: conformance.Seed(1), Steps: 40,
+			Withdraw: tc.withdraw, Workers: 1, NoPowerCuts: true, ReplyTimeout: 20 * time.Second, ReportDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(rep.Notes, "\n")
+		if rep.Failed() || rep.Inconclusive() {
+			t.Errorf("withdrawn %v: the sweep did not pass: %+v", tc.withdraw, rep.Checks)
+		}
+		if got := strings.Contains(notes, raceInsideTheProcess); got != tc.note {
+			t.Errorf("withdrawn %v: the sweep says %q: %v, want %v\n%s", tc.withdraw, raceInsideTheProcess, got, tc.note, notes)
+		}
+	}
 }

@@ -435,8 +435,14 @@ class Backend:
             raise bad_request(f"protocol version {req.get('version')!r} asked; this backend speaks 1")
         # Every read is one transaction (Db.run: BEGIN), the reads the seeds
         # run as several statements included: atomic_reads.
+        # One request at a time (serve reads the next line only once the
+        # one before is answered; Yields waits for its resume alone):
+        # concurrent_requests is false, said rather than left out, so the
+        # kit keeps one operation in flight per process. Races inside one
+        # process are not explored; races between processes are, since
+        # every store declares shared_files.
         caps = {"files": True, "shared_files": True, "in_memory": True, "sqlite_locking": True, "yields": True,
-                "atomic_reads": True}
+                "atomic_reads": True, "concurrent_requests": False}
         for cls in self.stores.values():
             caps.update(getattr(cls, "CAPABILITIES", {}))
         caps["crash_points"] = {s: list(c.CRASH_POINTS) for s, c in self.stores.items()}
