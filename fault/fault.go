@@ -60,7 +60,9 @@ type Env interface {
 	// system (package fault/lossyfs): everything never synced is lost but
 	// for the writes kept names, what runs on the folder dies, and the
 	// power comes back. The simulator then starts every process again.
-	CutPower(ctx context.Context, kept lossyfs.Fates) error
+	// The entry ops of the folder not yet durable (lossyfs.SetEntryModel)
+	// are undone, but the first keepEntries.
+	CutPower(ctx context.Context, kept lossyfs.Fates, keepEntries int) error
 	// FailSync makes the nth sync (fsync or fdatasync) of file, in the
 	// backend's folder on a forgetful file system, from now, answer EIO
 	// and drop the file's dirty data as Linux does: never durable, though

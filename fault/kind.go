@@ -88,6 +88,9 @@ type Drawing struct {
 	// nil): the sectors each write covers (lossyfs.SectorSize), 0 for a
 	// truncation.
 	Unsynced func() (map[string][]int, error)
+	// Entries is the directory entry ops of the run's folder not yet
+	// durable, oldest first, under the run's entry model (else none).
+	Entries func() ([]string, error)
 }
 
 // Kind is a registered kind of fault.

@@ -104,11 +104,11 @@ func (p *Parts) CutPowerAtSync(ctx context.Context, file string, nth int, seed u
 	return p.Disk.CrashAtSync(p.Dir, file, nth, seed, NoFate)
 }
 
-func (p *Parts) CutPower(ctx context.Context, kept lossyfs.Fates) error {
+func (p *Parts) CutPower(ctx context.Context, kept lossyfs.Fates, keepEntries int) error {
 	if p.Disk == nil {
 		return errors.New("power cut: a power cut needs the database on a forgetful file system (fault/lossyfs); the env has none")
 	}
-	if _, err := p.Disk.Cut(p.Dir, kept); err != nil {
+	if _, err := p.Disk.CutEntries(p.Dir, kept, keepEntries); err != nil {
 		return err
 	}
 	if p.Down != nil {

@@ -20,32 +20,42 @@ import (
 // the database on a file system that forgets (package fault/lossyfs), which
 // the simulator mounts (and a spec, Parts.Disk); Kept names files of the
 // run's folder.
+//
+// Under the run's directory-entry model (lossyfs.SetEntryModel) the cut
+// also undoes the entry ops (create, rename, unlink, link) not yet durable
+// but the first KeepEntries of them.
 type PowerCut struct {
-	Kept lossyfs.Fates
+	Kept        lossyfs.Fates
+	KeepEntries int
 }
 
 func (f PowerCut) Inject(ctx context.Context, env Env) error {
-	return env.CutPower(ctx, f.Kept)
+	return env.CutPower(ctx, f.Kept, f.KeepEntries)
 }
 
 func (f PowerCut) String() string {
+	entries := ""
+	if f.KeepEntries > 0 {
+		entries = fmt.Sprintf("; the first %d entry ops not yet durable survive", f.KeepEntries)
+	}
 	if len(f.Kept) == 0 {
-		return "cut the power (every unsynced write is lost)"
+		return "cut the power (every unsynced write is lost" + entries + ")"
 	}
 	s := make([]string, len(f.Kept))
 	for i, k := range f.Kept {
 		s[i] = k.String()
 	}
-	return "cut the power; of the unsynced writes only these survive: " + strings.Join(s, ", ")
+	return "cut the power; of the unsynced writes only these survive: " + strings.Join(s, ", ") + entries
 }
 
 // powerCutJSON is a cut's fates; File and Keep are what a schedule saved
 // before writes had fates of their own wrote (the first Keep unsynced
 // writes of File survive), read and never written.
 type powerCutJSON struct {
-	Kept lossyfs.Fates `json:"kept,omitempty"`
-	File string        `json:"file,omitempty"`
-	Keep int           `json:"keep,omitempty"`
+	Kept        lossyfs.Fates `json:"kept,omitempty"`
+	KeepEntries int           `json:"keep_entries,omitempty"`
+	File        string        `json:"file,omitempty"`
+	Keep        int           `json:"keep,omitempty"`
 }
 
 func unwirePowerCut(j powerCutJSON) (PowerCut, error) {
@@ -54,6 +64,9 @@ func unwirePowerCut(j powerCutJSON) (PowerCut, error) {
 	}
 	if j.File != "" && len(j.Kept) > 0 {
 		return PowerCut{}, fmt.Errorf("fault power_cut: file and keep (a torn prefix) or kept, not both")
+	}
+	if j.KeepEntries < 0 {
+		return PowerCut{}, fmt.Errorf("fault power_cut: keep_entries %d is negative", j.KeepEntries)
 	}
 	kept := j.Kept
 	for n := 1; n <= j.Keep; n++ {
@@ -76,7 +89,7 @@ func unwirePowerCut(j powerCutJSON) (PowerCut, error) {
 		}
 		seen[id] = true
 	}
-	return PowerCut{Kept: kept}, nil
+	return PowerCut{Kept: kept, KeepEntries: j.KeepEntries}, nil
 }
 
 // Power cuts come from a stream of their own: half the seeds cut no power,
@@ -89,13 +102,16 @@ func unwirePowerCut(j powerCutJSON) (PowerCut, error) {
 // sectors kept or not, some kept and some not). The -shm file of SQLite is
 // never given a fate (its unsynced writes are lost): the kernel writes its
 // mmap'd pages back when it likes, so what it holds unsynced is not the
-// schedule's to say. A cut shrinks toward the simplest, every write lost:
-// first its torn writes are lost, the last first; then its kept writes
-// halve, the later half lost.
+// schedule's to say. Under the run's entry model a cut that gives fates
+// also keeps a drawn prefix of the entry ops not yet durable (a cut that
+// loses every write undoes every one). A cut shrinks toward the simplest,
+// every write lost and every such entry op undone: first its kept entry
+// ops halve; then its torn writes are lost, the last first; then its kept
+// writes halve, the later half lost.
 var _ = Register(Def[PowerCut, powerCutJSON]{
 	Name:          "power_cut",
 	Rank:          90,
-	Wire:          func(f PowerCut) powerCutJSON { return powerCutJSON{Kept: f.Kept} },
+	Wire:          func(f PowerCut) powerCutJSON { return powerCutJSON{Kept: f.Kept, KeepEntries: f.KeepEntries} },
 	Unwire:        unwirePowerCut,
 	ForgetfulDisk: true,
 	Draw: &Draw{Rates: []float64{0, 0, 0.003, 0.01}, Stream: 0x9077e2, Make: func(d *Drawing) (Fault, int) {
@@ -113,12 +129,19 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 			}
 		}
 		slices.Sort(files)
+		var f PowerCut
 		if d.R.IntN(2) == 0 {
-			return tornPrefix(d, files, unsynced), 0
+			f = tornPrefix(d, files, unsynced)
+		} else {
+			f = PowerCut{Kept: lossyfs.DrawFates(d.R, unsynced, NoFate)}
 		}
-		return PowerCut{Kept: lossyfs.DrawFates(d.R, unsynced, NoFate)}, 0
+		f.KeepEntries = keepEntries(d)
+		return f, 0
 	}},
 	Shrink: func(f PowerCut) (PowerCut, bool) {
+		if f.KeepEntries > 0 {
+			return PowerCut{Kept: f.Kept, KeepEntries: f.KeepEntries / 2}, true
+		}
 		for i := len(f.Kept) - 1; i >= 0; i-- {
 			if len(f.Kept[i].Sectors) > 0 {
 				return PowerCut{Kept: slices.Delete(slices.Clone(f.Kept), i, i+1)}, true
@@ -130,6 +153,20 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 		return PowerCut{Kept: slices.Clone(f.Kept[:len(f.Kept)/2])}, true
 	},
 })
+
+// keepEntries draws how many of the run's entry ops not yet durable a cut
+// that gives fates keeps, a prefix, from none to all; with none pending it
+// draws nothing, so that a run with no entry model is the run it was.
+func keepEntries(d *Drawing) int {
+	if d.Entries == nil {
+		return 0
+	}
+	pending, err := d.Entries()
+	if err != nil || len(pending) == 0 {
+		return 0
+	}
+	return d.R.IntN(len(pending) + 1)
+}
 
 // tornPrefix keeps the first writes of one file (one with two or more),
 // some but not all of them.

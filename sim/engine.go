@@ -152,7 +152,7 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"), work: work, disk: disk,
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
 		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-			Capabilities: s.Capabilities, Overlap: s.Overlap},
+			Capabilities: s.Capabilities, Overlap: s.Overlap, EntryModel: s.EntryModel},
 			Coverage: map[string]int{}}}
 	e.cutAt = -1
 	e.overlap = s.Overlap
@@ -176,6 +176,14 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 			}
 		}
 		os.RemoveAll(work)
+	}
+	if disk != nil && s.EntryModel != lossyfs.EntriesDurable {
+		// Before any process starts: the creation of the database is an
+		// entry op like any other.
+		if err := disk.SetEntryModel(work, s.EntryModel); err != nil {
+			os.RemoveAll(work)
+			return nil, nil, err
+		}
 	}
 	for n := range e.procs {
 		e.procs[n] = &proc{n: n, work: make(chan func()), clock: clockwork.NewFakeClockAt(Epoch)}
@@ -652,8 +660,8 @@ func (s *struck) CutPowerAtSync(ctx context.Context, file string, nth int, seed 
 	return nil
 }
 
-func (s *struck) CutPower(ctx context.Context, kept lossyfs.Fates) error {
-	if !s.e.strikePower(s.i, s.st, kept) {
+func (s *struck) CutPower(ctx context.Context, kept lossyfs.Fates, keepEntries int) error {
+	if !s.e.strikePower(s.i, s.st, kept, keepEntries) {
 		return errStopped
 	}
 	return nil

@@ -72,6 +72,11 @@ type Params struct {
 	// folder, when the machine allows (FUSE); else they run without, and
 	// say why (Result.NoPowerCuts).
 	PowerCuts bool
+	// EntriesDurable keeps every directory entry op durable at once on
+	// the forgetful file system (no entry model: the crash model before
+	// issue 27); else each run follows one its seed draws
+	// (Schedule.EntryModel).
+	EntriesDurable bool
 }
 
 func (p Params) withDefaults() Params {
@@ -166,6 +171,9 @@ func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 	swarm := DrawSwarm(r)
 	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy(),
 		Capabilities: subj.Capabilities, Overlap: p.Overlap}
+	if d != nil && !p.EntriesDurable {
+		s.EntryModel = drawEntryModel(seed)
+	}
 	e, cleanup, err := newEngine(ctx, subj, b, s, dir, d)
 	if err != nil {
 		return Result{}, err
@@ -292,6 +300,7 @@ func (x *explorer) next(e *engine) ([]Step, bool) {
 		BoundaryRate: sw.BoundaryRate, MaxMS: sw.MaxJumpMS}
 	if e.disk != nil {
 		d.Unsynced = func() (map[string][]int, error) { return e.disk.Unsynced(e.work) }
+		d.Entries = func() ([]string, error) { return e.disk.Entries(e.work) }
 	}
 	// The kinds of streams of their own first, each from its stream; then
 	// one draw of the run's stream picks among the others.

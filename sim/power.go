@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,21 @@ const (
 	// all, or tore one. Only a backend that leaves writes unsynced when it
 	// answers reaches it.
 	EventPowerCutTorn = "power cut, torn"
+	// EventPowerCutUndidEntry: a cut undid a directory entry op (a create,
+	// rename, unlink or link not yet durable under the run's entry model).
+	EventPowerCutUndidEntry = "power cut undid a directory entry"
 )
+
+// entryStream seeds, with the run's seed, the stream its directory-entry
+// model is drawn from: a stream of its own, so that no other draw moves.
+const entryStream = 0xd1e27
+
+// drawEntryModel is the directory-entry model (lossyfs.EntryModels) the
+// run of seed follows on a forgetful file system.
+func drawEntryModel(seed int64) string {
+	r := rand.New(rand.NewPCG(uint64(seed), entryStream))
+	return lossyfs.EntryModels[r.IntN(len(lossyfs.EntryModels))]
+}
 
 // power is the power cuts a seed draws: rate is the share of the run's
 // decisions that cut, the sum of the rates the seed picks for the kinds of
@@ -155,7 +170,7 @@ func diskFor(subj Subject, s Schedule, dir string) (*lossyfs.Disk, func(), error
 // close of its last connection checkpoints the WAL into the database and
 // syncs it, which would make unsynced commits durable; after the cut that
 // close fails, as it would with no power.
-func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates) bool {
+func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates, keepEntries int) bool {
 	if e.disk == nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: fmt.Errorf("the run has no forgetful file system to cut the power of")})
 		return false
@@ -166,7 +181,7 @@ func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates) bool {
 	for _, p := range e.procs {
 		doom(p.p)
 	}
-	c, err := e.disk.Cut(e.work, kept)
+	c, err := e.disk.CutEntries(e.work, kept, keepEntries)
 	if err != nil {
 		e.fail(&Failure{Step: i, What: fmt.Sprintf("%04d %s", i, st), Backend: err})
 		return false
@@ -177,6 +192,7 @@ func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates) bool {
 	if len(kept) > 0 {
 		e.traceKept(i, st.Process, c)
 	}
+	e.traceUndone(i, st.Process, c)
 	return e.restartAfterCut(i, st)
 }
 
@@ -190,6 +206,17 @@ func (e *engine) traceKept(i, process int, c lossyfs.Cut) {
 	if c.Torn > 0 || (c.Kept > 0 && c.Kept < n) {
 		e.res.Coverage[EventPowerCutTorn]++
 	}
+}
+
+// traceUndone names the directory entry ops a cut undid (the run's entry
+// model's: Schedule.EntryModel).
+func (e *engine) traceUndone(i, process int, c lossyfs.Cut) {
+	if len(c.Undone) == 0 {
+		return
+	}
+	e.res.Coverage[EventPowerCutUndidEntry]++
+	e.trace(i, process, fmt.Sprintf("  the cut undid %d directory entry ops not yet durable (%s model): %s",
+		len(c.Undone), e.sched.EntryModel, strings.Join(c.Undone, ", ")))
 }
 
 // syncCut is a power cut at a sync that struck: what the disk lost and
@@ -235,6 +262,7 @@ func (e *engine) strikeAtSync(i int, st Step) bool {
 		e.trace(i, st.Process, "  of the unsynced writes only these survive: "+strings.Join(s, ", "))
 		e.traceKept(i, st.Process, sc.cut)
 	}
+	e.traceUndone(i, st.Process, sc.cut)
 	return e.restartAfterCut(i, st)
 }
 

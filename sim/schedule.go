@@ -12,8 +12,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/spec"
 )
 
@@ -69,7 +71,11 @@ type Schedule struct {
 	// at once (capability concurrent_requests); without it, a process has
 	// one operation in flight at a time.
 	Overlap bool
-	Steps   []Step
+	// EntryModel is the directory-entry model the run's power cuts follow
+	// (lossyfs.EntriesPOSIX or EntriesExt4Ordered; "" for entry ops durable
+	// at once), drawn from the seed for a run on a forgetful file system.
+	EntryModel string
+	Steps      []Step
 }
 
 // ProcessOf is the process client c runs on.
@@ -94,6 +100,7 @@ type scheduleJSON struct {
 	// Capabilities: see Schedule.Capabilities.
 	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
 	Overlap      bool               `json:"overlap,omitempty"`
+	EntryModel   string             `json:"entry_model,omitempty"`
 	Steps        []stepJSON         `json:"steps"`
 }
 
@@ -101,7 +108,7 @@ type scheduleJSON struct {
 // as fault.Marshal writes it.
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-		Overlap: s.Overlap, Steps: make([]stepJSON, len(s.Steps))}
+		Overlap: s.Overlap, EntryModel: s.EntryModel, Steps: make([]stepJSON, len(s.Steps))}
 	if s.Capabilities != (spec.Capabilities{}) {
 		caps := s.Capabilities
 		out.Capabilities = &caps
@@ -151,7 +158,10 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("%s: a schedule needs at least one client and one process", path)
 	}
 	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Strategy: raw.Strategy,
-		Overlap: raw.Overlap, Steps: make([]Step, len(raw.Steps))}
+		Overlap: raw.Overlap, EntryModel: raw.EntryModel, Steps: make([]Step, len(raw.Steps))}
+	if !slices.Contains(append([]string{lossyfs.EntriesDurable}, lossyfs.EntryModels...), raw.EntryModel) {
+		return Schedule{}, fmt.Errorf("%s: unknown entry_model %q (want %q)", path, raw.EntryModel, lossyfs.EntryModels)
+	}
 	if raw.Capabilities != nil {
 		s.Capabilities = *raw.Capabilities
 	}

@@ -27,9 +27,11 @@ import (
 // write only in some of its sectors), as a disk that wrote some of them
 // before it lost power.
 //
-// Metadata (create, unlink, rename, mkdir, chmod) is not logged: it is
-// durable as soon as it returns, as on a file system that journals its
-// metadata synchronously. LazyFS makes the same choice.
+// Directory entries (create, link, rename, unlink) are durable as soon as
+// they return, as on a file system that journals its metadata
+// synchronously (LazyFS's choice), unless the folder follows an entry
+// model (entry.go): then they are logged too, and a cut may undo them.
+// Folders (mkdir, rmdir) and attributes (chmod) are durable at once.
 //
 // A cut acts on one folder directly under the mount point (a run's; the
 // simulator runs seeds side by side in folders of their own). Between the
@@ -66,6 +68,11 @@ type lossy struct {
 	// a struck folder's flag file tells the program, which looks for it
 	// after every step, without a round trip to the server.
 	flags string
+
+	// entries are each folder's directory-entry model and the entry ops
+	// it has not made durable (entry.go).
+	entryMu sync.Mutex
+	entries map[string]*folderEntries
 }
 
 // file is a backing file that is open or has unsynced changes.
@@ -99,7 +106,7 @@ type change struct {
 
 func newLossy(backing string) *lossy {
 	return &lossy{backing: backing, gens: map[string]uint64{}, frozen: map[string]bool{}, files: map[uint64]*file{},
-		arms: map[string][]arm{}, struck: map[string]reply{}}
+		arms: map[string][]arm{}, struck: map[string]reply{}, entries: map[string]*folderEntries{}}
 }
 
 // subOf is the folder under the mount point that rel (a path relative to
@@ -331,30 +338,38 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
-		ch, errno = n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
-		return errno
+		return n.entryOp("mknod", []string{n.child(name)}, func() syscall.Errno {
+			ch, errno = n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+			return errno
+		})
 	})
 	return ch, errno
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
-		ch, errno = n.LoopbackNode.Symlink(ctx, target, name, out)
-		return errno
+		return n.entryOp("symlink", []string{n.child(name)}, func() syscall.Errno {
+			ch, errno = n.LoopbackNode.Symlink(ctx, target, name, out)
+			return errno
+		})
 	})
 	return ch, errno
 }
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
 	errno = n.guard(n.child(name), func() syscall.Errno {
-		ch, errno = n.LoopbackNode.Link(ctx, target, name, out)
-		return errno
+		return n.entryOp("link", []string{n.child(name)}, func() syscall.Errno {
+			ch, errno = n.LoopbackNode.Link(ctx, target, name, out)
+			return errno
+		})
 	})
 	return ch, errno
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	rel := n.child(name)
+	// A folder's removal is durable at once: what was logged in it first.
+	n.l.forgetEntries(subOf(rel), !strings.Contains(filepath.ToSlash(rel), "/"))
 	errno := n.guard(rel, func() syscall.Errno { return n.LoopbackNode.Rmdir(ctx, name) })
 	if errno == 0 && !strings.Contains(filepath.ToSlash(rel), "/") {
 		// A folder directly under the mount point is gone: so is its
@@ -375,7 +390,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	return n.guard(n.child(name), func() syscall.Errno {
 		var st syscall.Stat_t
 		known := syscall.Lstat(filepath.Join(n.backing(), name), &st) == nil
-		if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+		if errno := n.entryOp("unlink", []string{n.child(name)}, func() syscall.Errno { return n.LoopbackNode.Unlink(ctx, name) }); errno != 0 {
 			return errno
 		}
 		// What was never synced of a file no one can open again is
@@ -402,7 +417,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if n.frozen(n.child(name)) || n.frozen(to.child(newName)) {
 		return syscall.EIO
 	}
-	return n.LoopbackNode.Rename(ctx, name, to.LoopbackNode, newName, flags)
+	kind := "rename"
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		kind = "exchange"
+	}
+	return n.entryOp(kind, []string{to.child(newName), n.child(name)}, func() syscall.Errno {
+		return n.LoopbackNode.Rename(ctx, name, to.LoopbackNode, newName, flags)
+	})
 }
 
 // Tmpfile is refused: an unnamed file the loopback would open bypasses the
@@ -433,9 +454,13 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if n.frozen(rel) {
 		return nil, nil, 0, syscall.EIO
 	}
-	fd, err := syscall.Open(filepath.Join(n.backing(), name), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC))|syscall.O_CREAT|syscall.O_CLOEXEC, mode)
-	if err != nil {
-		return nil, nil, 0, gofs.ToErrno(err)
+	fd := -1
+	if errno := n.entryOp("create", []string{rel}, func() syscall.Errno {
+		var err error
+		fd, err = syscall.Open(filepath.Join(n.backing(), name), int(flags&^(syscall.O_APPEND|syscall.O_TRUNC))|syscall.O_CREAT|syscall.O_CLOEXEC, mode)
+		return gofs.ToErrno(err)
+	}); errno != 0 {
+		return nil, nil, 0, errno
 	}
 	// The loopback's own lookup makes the inode, so that it is the one a
 	// later lookup finds.
@@ -615,6 +640,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		if err := h.f.synced(); err != nil && errno == 0 {
 			errno = gofs.ToErrno(err)
 		}
+		h.l.entriesSynced(h.f.sub, "")
 	}
 	return uint32(n), errno
 }
@@ -647,6 +673,7 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if err := h.f.synced(); err != nil {
 		return gofs.ToErrno(err)
 	}
+	h.l.entriesSynced(h.f.sub, "")
 	return 0
 }
 

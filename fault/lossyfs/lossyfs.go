@@ -34,7 +34,10 @@
 //
 // Any process in any language can run on the mount unmodified (SQLite in
 // WAL mode, with its mmap'd -shm and POSIX locks, which the kernel keeps).
-// Metadata (create, unlink, rename, mkdir) is durable at once. A power cut
+// Directory entries (create, link, rename, unlink) are durable at once,
+// unless a folder follows an entry model (SetEntryModel: strict POSIX, or
+// ext4's ordered mode; entry.go): then a cut may undo those not yet
+// durable. Folders (mkdir, rmdir) are durable at once. A power cut
 // acts on one folder directly under the mount point, so that runs side by
 // side in folders of their own lose power one at a time: Cut, then end
 // every process on that folder, then Thaw, then start them again.
@@ -134,6 +137,9 @@ type Cut struct {
 	Unsynced map[string]int
 	// Kept is how many of them survived whole, Torn how many torn.
 	Kept, Torn int
+	// Undone are the directory entry ops the cut undid, oldest first
+	// ("rename a.tmp -> a"; entry.go), under the folder's entry model.
+	Undone []string
 }
 
 // Mount mounts a forgetful file system in a private folder under scratch.
@@ -289,13 +295,17 @@ func (d *Disk) folderOf(dir string) (string, error) {
 // handle open there is dead (a change through it fails with EIO, a read
 // still reads); and every change to the folder fails until Thaw. End every
 // process on the folder before the thaw.
-func (d *Disk) Cut(dir string, fates Fates) (Cut, error) {
+func (d *Disk) Cut(dir string, fates Fates) (Cut, error) { return d.CutEntries(dir, fates, 0) }
+
+// CutEntries is Cut, keeping the first keepEntries of the folder's entry
+// ops not yet durable (SetEntryModel) and undoing the others.
+func (d *Disk) CutEntries(dir string, fates Fates, keepEntries int) (Cut, error) {
 	sub, err := d.folderOf(dir)
 	if err != nil {
 		return Cut{}, err
 	}
-	r, err := d.call(request{Op: "cut", Dir: sub, Fates: fates})
-	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn}, err
+	r, err := d.call(request{Op: "cut", Dir: sub, Fates: fates, KeepEntries: keepEntries})
+	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn, Undone: r.Undone}, err
 }
 
 // Thaw gives folder dir its power back: processes started now find the

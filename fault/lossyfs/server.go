@@ -41,10 +41,13 @@ type serveConfig struct {
 
 // request is what the program asks the server, one JSON line each.
 type request struct {
-	Op    string      `json:"op"` // "cut", "thaw", "unsynced", "arm" or "struck"
+	Op    string      `json:"op"` // "cut", "thaw", "unsynced", "arm", "struck", "entry_model" or "entries"
 	Dir   string      `json:"dir"`
 	Fates Fates       `json:"fates,omitempty"`
 	Arm   *armRequest `json:"arm,omitempty"`
+	// KeepEntries: how many of the entry ops not yet durable a cut keeps.
+	KeepEntries int    `json:"keep_entries,omitempty"`
+	Model       string `json:"model,omitempty"`
 }
 
 // reply is the server's answer to a request (the first line it writes is
@@ -59,6 +62,8 @@ type reply struct {
 	Torn     int              `json:"torn,omitempty"`
 	Struck   bool             `json:"struck,omitempty"`
 	Fates    Fates            `json:"fates,omitempty"`
+	Entries  []string         `json:"entries,omitempty"`
+	Undone   []string         `json:"undone,omitempty"`
 }
 
 func init() {
@@ -164,11 +169,11 @@ func (l *lossy) answer(req request) reply {
 	case "unsynced":
 		return reply{Pending: l.unsynced(req.Dir)}
 	case "cut":
-		unsynced, kept, torn, err := l.powerCut(req.Dir, req.Fates)
+		c, err := l.powerCut(req.Dir, req.Fates, req.KeepEntries)
 		if err != nil {
 			return reply{Error: err.Error()}
 		}
-		return reply{Unsynced: unsynced, Kept: kept, Torn: torn}
+		return reply{Unsynced: c.Unsynced, Kept: c.Kept, Torn: c.Torn, Undone: c.Undone}
 	case "thaw":
 		l.thaw(req.Dir)
 		return reply{}
@@ -180,6 +185,13 @@ func (l *lossy) answer(req request) reply {
 		return reply{}
 	case "struck":
 		return l.struckReply(req.Dir)
+	case "entry_model":
+		if err := l.setEntryModel(req.Dir, req.Model); err != nil {
+			return reply{Error: err.Error()}
+		}
+		return reply{}
+	case "entries":
+		return reply{Entries: l.pendingEntries(req.Dir)}
 	}
 	return reply{Error: fmt.Sprintf("lossyfs server: unknown request %q", req.Op)}
 }
@@ -244,18 +256,20 @@ func nameOr(names map[uint64]string, ino uint64) string {
 }
 
 // powerCut loses the power of folder sub: it is frozen (until thaw), every
-// handle open in it is dead, and every unsynced change of its files is
-// undone, but for those fates keeps. It answers how many unsynced changes
-// each file had, and how many survived whole and torn.
-func (l *lossy) powerCut(sub string, fates Fates) (map[string]int, int, int, error) {
+// handle open in it is dead, every unsynced change of its files is
+// undone, but for those fates keeps, and so is every entry op not yet
+// durable but the first keepEntries (entry.go). It answers how many
+// unsynced changes each file had, how many survived whole and torn, and
+// which entry ops it undid.
+func (l *lossy) powerCut(sub string, fates Fates, keepEntries int) (Cut, error) {
 	l.cut.Lock()
 	defer l.cut.Unlock()
-	return l.powerCutLocked(sub, fates)
+	return l.powerCutLocked(sub, fates, keepEntries)
 }
 
 // powerCutLocked is powerCut with l.cut held. The cut disarms every sync
 // fault armed on the folder.
-func (l *lossy) powerCutLocked(sub string, fates Fates) (map[string]int, int, int, error) {
+func (l *lossy) powerCutLocked(sub string, fates Fates, keepEntries int) (Cut, error) {
 	l.armsMu.Lock()
 	delete(l.arms, sub)
 	l.armsMu.Unlock()
@@ -299,10 +313,17 @@ func (l *lossy) powerCutLocked(sub string, fates Fates) (map[string]int, int, in
 		}
 		f.mu.Unlock()
 	}
-	if len(errs) > 0 {
-		return unsynced, kept, torn, errs[0]
+	// The names last: the fates named the files as they were named before
+	// the cut.
+	undone, err := l.undoEntries(sub, keepEntries)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	return unsynced, kept, torn, nil
+	c := Cut{Unsynced: unsynced, Kept: kept, Torn: torn, Undone: undone}
+	if len(errs) > 0 {
+		return c, errs[0]
+	}
+	return c, nil
 }
 
 // thaw gives folder sub its power back, and has the kernel drop what it
@@ -316,6 +337,7 @@ func (l *lossy) thaw(sub string) {
 		return
 	}
 	if top := l.root.GetChild(sub); top != nil {
+		l.entriesThawed(sub, top)
 		invalidate(top)
 	}
 }

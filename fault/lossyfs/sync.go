@@ -30,7 +30,9 @@ import (
 // (src/test6.c, sqlite3_crash_now and crashParamsObjCmd's "-file"): the
 // Nth sync of the named file never returns; the power goes instead, and
 // every unsynced write of the folder gets a fate drawn from a seed
-// (DrawFates; seed 0: every one lost), the sync's own file's as well.
+// (DrawFates; seed 0: every one lost), the sync's own file's as well, and
+// the entry ops not yet durable a kept prefix drawn after them (seed 0:
+// every one undone).
 
 // armKind is what an armed sync does.
 type armKind int
@@ -176,11 +178,14 @@ func (l *lossy) crashAtSync(sub string, gen uint64, a arm) {
 		return
 	}
 	var fates Fates
+	keep := 0
 	if a.fates != 0 {
-		fates = DrawFates(rand.New(rand.NewPCG(a.fates, fatesStream)), l.unsyncedLocked(sub), a.noFate)
+		r := rand.New(rand.NewPCG(a.fates, fatesStream))
+		fates = DrawFates(r, l.unsyncedLocked(sub), a.noFate)
+		keep = drawKeepEntries(r, len(l.pendingEntries(sub)))
 	}
-	unsynced, kept, torn, err := l.powerCutLocked(sub, fates)
-	r := reply{Struck: true, Unsynced: unsynced, Kept: kept, Torn: torn, Fates: fates}
+	c, err := l.powerCutLocked(sub, fates, keep)
+	r := reply{Struck: true, Unsynced: c.Unsynced, Kept: c.Kept, Torn: c.Torn, Fates: fates, Undone: c.Undone}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -286,7 +291,7 @@ func (d *Disk) Struck(dir string) (Cut, Fates, bool, error) {
 		return Cut{}, nil, false, nil
 	}
 	r, err := d.call(request{Op: "struck", Dir: sub})
-	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn}, r.Fates, r.Struck, err
+	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn, Undone: r.Undone}, r.Fates, r.Struck, err
 }
 
 // armRequest is a sync fault to arm, as the program asks the server.
