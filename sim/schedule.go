@@ -69,7 +69,10 @@ type Schedule struct {
 	// at once (capability concurrent_requests); without it, a process has
 	// one operation in flight at a time.
 	Overlap bool
-	Steps   []Step
+	// Branches, for a guided sweep's child, are where its random streams
+	// were drawn afresh (guide.go); a replay reads the steps only.
+	Branches []Branch
+	Steps    []Step
 }
 
 // ProcessOf is the process client c runs on.
@@ -94,6 +97,7 @@ type scheduleJSON struct {
 	// Capabilities: see Schedule.Capabilities.
 	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
 	Overlap      bool               `json:"overlap,omitempty"`
+	Branches     []Branch           `json:"branches,omitempty"`
 	Steps        []stepJSON         `json:"steps"`
 }
 
@@ -101,7 +105,7 @@ type scheduleJSON struct {
 // as fault.Marshal writes it.
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-		Overlap: s.Overlap, Steps: make([]stepJSON, len(s.Steps))}
+		Overlap: s.Overlap, Branches: s.Branches, Steps: make([]stepJSON, len(s.Steps))}
 	if s.Capabilities != (spec.Capabilities{}) {
 		caps := s.Capabilities
 		out.Capabilities = &caps
@@ -151,7 +155,7 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("%s: a schedule needs at least one client and one process", path)
 	}
 	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Strategy: raw.Strategy,
-		Overlap: raw.Overlap, Steps: make([]Step, len(raw.Steps))}
+		Overlap: raw.Overlap, Branches: raw.Branches, Steps: make([]Step, len(raw.Steps))}
 	if raw.Capabilities != nil {
 		s.Capabilities = *raw.Capabilities
 	}
