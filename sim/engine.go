@@ -313,7 +313,7 @@ func (e *engine) send(i int, st Step) bool {
 	e.calls++
 	p.armed = ""
 	if f.armed != "" {
-		e.cover(armedAt+f.armed)
+		e.cover(armedAt + f.armed)
 		if err := p.p.Arm(f.armed); err != nil {
 			e.fail(&Failure{Step: i, What: e.describe(i, st, op), Backend: fmt.Errorf("arm %s: %w", f.armed, err)})
 			return false
@@ -399,7 +399,7 @@ func (e *engine) await(i int, p *proc, f *flight) bool {
 		f.place = ev.place
 		f.yields++
 		e.res.Yielded = true
-		e.cover("yield at "+ev.place)
+		e.cover("yield at " + ev.place)
 		e.traceOf(i, p, f, "  … "+ev.place)
 		return true
 	}
@@ -470,7 +470,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.cover(ev)
 	}
 	if crashed && f.armed != "" {
-		e.cover(CrashedAt+f.armed)
+		e.cover(CrashedAt + f.armed)
 		if strings.HasSuffix(f.armed, "/after_commit") {
 			e.cover(EventAnswerLost)
 		} else {
@@ -537,7 +537,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 func (e *engine) strike(i int, st Step) bool {
 	p := e.procs[st.Process]
 	e.trace(i, p.n, st.Fault.String())
-	e.cover("fault "+fault.Name(st.Fault))
+	e.cover("fault " + fault.Name(st.Fault))
 	err := st.Fault.Inject(e.ctx, &struck{e: e, i: i, st: st, p: p})
 	if errors.Is(err, errStopped) {
 		return false
