@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/storecheck/storecheck/reports"
 )
 
 // A guided sweep spends its runs where something is new. Every run counts
@@ -78,6 +80,15 @@ func (s Schedule) Name() string {
 	return name
 }
 
+// Slug is Name as a folder's name.
+func (s Schedule) Slug() string {
+	slug := fmt.Sprintf("seed-%d", s.Seed)
+	for _, b := range s.Branches {
+		slug += fmt.Sprintf("-b%d-%d", b.Seed, b.At)
+	}
+	return slug
+}
+
 const (
 	// generation is how many runs a guided sweep plans at once.
 	generation = 8
@@ -86,28 +97,6 @@ const (
 	// childrenEach is how many children a parent gets.
 	childrenEach = 4
 )
-
-// Growth is how a sweep's coverage grew: after Runs runs, Milestones
-// distinct milestones reached.
-type Growth struct{ Runs, Milestones int }
-
-// Guided is what a guided sweep did.
-type Guided struct {
-	// Blind and Children are the runs of each kind, Parents the runs that
-	// reached something new.
-	Blind, Children, Parents int
-	// Growth has a point per generation.
-	Growth []Growth
-}
-
-func (g Guided) String() string {
-	var pts []string
-	for _, p := range g.Growth {
-		pts = append(pts, fmt.Sprintf("%d:%d", p.Runs, p.Milestones))
-	}
-	return fmt.Sprintf("guided: %d runs, %d blind and %d children of %d parents; milestones reached by run: %s",
-		g.Blind+g.Children, g.Blind, g.Children, g.Parents, strings.Join(pts, " "))
-}
 
 // parent is a run a guided sweep branches from.
 type parent struct {
@@ -134,10 +123,10 @@ func (pa *parent) child() plan {
 // runs of seeds, in order, and children of the runs that reached something
 // new. done sees every result in plan order.
 func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Params, workers int, dir string,
-	done func(Result), stop func() bool) (Guided, error) {
+	done func(Result), stop func() bool) (reports.Guided, error) {
 	disk := newLazyDisk(p, subj, dir)
 	defer disk.close()
-	var g Guided
+	var g reports.Guided
 	seen := map[string]bool{}
 	var parents []*parent
 	nextParent := 0
@@ -184,7 +173,7 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 			done(res)
 		}, stop)
 		runs += ran
-		g.Growth = append(g.Growth, Growth{Runs: runs, Milestones: len(seen)})
+		g.Growth = append(g.Growth, reports.GrowthPoint{Runs: runs, Milestones: len(seen)})
 		if err != nil || ran < len(plans) {
 			return g, err
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 )
 
@@ -75,7 +76,7 @@ func TestAGuidedSweepIsTheSameSweepTwice(t *testing.T) {
 	ctx := context.Background()
 	seeds := SeedRange{First: 1, Last: 24}.Seeds(Shard{})
 	p := Params{Steps: 60}
-	sweep := func(workers int) ([]string, Guided) {
+	sweep := func(workers int) ([]string, reports.Guided) {
 		var runs []string
 		g, err := GuidedSweep(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seeds, p, workers, t.TempDir(), func(r Result) {
 			if r.Failure != nil {
