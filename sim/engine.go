@@ -469,6 +469,9 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	for _, ev := range e.oracle.events(f.op, f.now, got, definite) {
 		e.cover(ev)
 	}
+	for _, ft := range e.oracle.features(f.now) {
+		e.cover(FeaturePrefix + ft)
+	}
 	if crashed && f.armed != "" {
 		e.cover(CrashedAt + f.armed)
 		if strings.HasSuffix(f.armed, "/after_commit") {
@@ -538,6 +541,14 @@ func (e *engine) strike(i int, st Step) bool {
 	p := e.procs[st.Process]
 	e.trace(i, p.n, st.Fault.String())
 	e.cover("fault " + fault.Name(st.Fault))
+	// Which yield point the struck process's operations wait at: a fault
+	// between the check and the write is another run than one between
+	// operations (fault kind x yield point, for a guided sweep).
+	for _, f := range p.flights {
+		if f.place != "" {
+			e.cover("fault " + fault.Name(st.Fault) + " at " + f.place)
+		}
+	}
 	err := st.Fault.Inject(e.ctx, &struck{e: e, i: i, st: st, p: p})
 	if errors.Is(err, errStopped) {
 		return false

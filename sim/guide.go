@@ -58,6 +58,10 @@ type Branch struct {
 	Seed int64 `json:"seed"`
 }
 
+// FeaturePrefix marks a coverage event that is a state feature the model
+// names (model.Featured), counted at each answer while the state has it.
+const FeaturePrefix = "state: "
+
 // Milestone is an event's count reaching Count (a power of two) at Step.
 type Milestone struct {
 	Event string

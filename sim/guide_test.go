@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 )
@@ -128,5 +129,32 @@ func TestAnUnknownExploreModeIsNamed(t *testing.T) {
 	}
 	if _, err := ParseExplore("smart"); err == nil || !strings.Contains(err.Error(), `explore "smart": want one of blind, guided`) {
 		t.Errorf("smart: %v", err)
+	}
+}
+
+// Every store's model names state features, and a run counts them: the
+// features are what a guided sweep steers by past the answers' cells.
+func TestEveryStoreNamesStateFeatures(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		subj Subject
+		b    Launcher
+		want string
+	}{
+		{continuitySubject, referenceBackend(bugs.Bug{}), FeaturePrefix + "records: "},
+		{runtimeSubject, InProcess(stores.Reference(), "runtime"), FeaturePrefix + "leases held: "},
+		{clientSubject, InProcess(stores.Reference(), "client"), FeaturePrefix + "intents: "},
+	} {
+		res, err := Explore(ctx, tc.subj, tc.b, 1, Params{Steps: 120}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, m := range res.Reached {
+			found = found || strings.HasPrefix(m.Event, tc.want)
+		}
+		if !found {
+			t.Errorf("%s: no milestone of %q", tc.subj.Model.Contract().Name, tc.want)
+		}
 	}
 }
