@@ -99,6 +99,10 @@ type Config struct {
 	NoPowerCuts bool
 	// Workers are the seeds checked at once (0: one per CPU).
 	Workers int
+	// Explore is how the simulator's sweep picks its runs (sim.ExploreModes:
+	// "" or blind, each seed once; guided, the same count of runs, some
+	// spent on children of the runs that reached something new).
+	Explore string
 	// Shrink is how many runs a failing schedule's shrinking may take (0:
 	// the default, DefaultShrink; negative: do not shrink, which the shrink
 	// knob's 0 stands for: Knobs).
@@ -243,6 +247,9 @@ func (c Config) Validate() error {
 		// Else the narrowing would be ignored without a word.
 		return configError("Spec", "narrows the spec layer, which the run does not run (its layers: %s): run the spec layer too, or narrow nothing",
 			layerList(c.Layers))
+	}
+	if _, err := sim.ParseExplore(c.Explore); err != nil {
+		return configError("Explore", "%v", err)
 	}
 	for _, w := range c.Withdraw {
 		if !slices.Contains(withdrawable, w) {

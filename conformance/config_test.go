@@ -34,6 +34,7 @@ func TestABadConfigIsAnErrorNamingTheField(t *testing.T) {
 		{Reference(), Config{Seeds: Seeds(5, 1)}, "Seeds", "seeds 5..1: the range ends before it starts"},
 		{Reference(), Config{Shard: Shard{I: 3, N: 2}}, "Shard", "shard 3/2: want i/n with 1 <= i <= n"},
 		{Reference(), Config{Steps: -1}, "Steps", "must not be negative, got -1"},
+		{Reference(), Config{Explore: "smart"}, "Explore", `explore "smart": want one of blind, guided`},
 		{Reference(), Config{ReplyTimeout: -1}, "ReplyTimeout", "must not be negative, got -1ns"},
 		{Reference(), Config{Withdraw: []string{"telepathy"}}, "Withdraw", `unknown capability "telepathy"`},
 		{Backend{}, Config{}, "Backend", "no backend"},

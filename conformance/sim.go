@@ -51,7 +51,7 @@ func (r *runner) simulate() error {
 		var sweep sim.Result // what the sweep's runs explored, summed
 		rechecked, diverged := 0, 0
 		var recheckNotes []string
-		err := sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), func(res sim.Result) {
+		each := func(res sim.Result) {
 			progress.Done(1)
 			progress.Ops(res.Ops)
 			coverage.Add(res)
@@ -68,8 +68,12 @@ func (r *runner) simulate() error {
 			if res.NoPowerCuts != "" {
 				sweep.NoPowerCuts = res.NoPowerCuts
 			}
-			c := reports.Check{Store: name, Layer: string(LayerSim), Name: fmt.Sprintf("seed %d", res.Schedule.Seed), Outcome: reports.Passed,
-				Reproduce: r.lines.sim(name, res.Schedule.Seed)}
+			c := reports.Check{Store: name, Layer: string(LayerSim), Name: res.Schedule.Name(), Outcome: reports.Passed}
+			if len(res.Schedule.Branches) == 0 {
+				// A guided sweep's child replays from its saved schedule
+				// (shrinkAndSave), not from its seed.
+				c.Reproduce = r.lines.sim(name, res.Schedule.Seed)
+			}
 			if res.Failure != nil {
 				progress.Failure()
 				failed.Store(true)
@@ -91,7 +95,17 @@ func (r *runner) simulate() error {
 				recheckNotes = append(recheckNotes, name+": "+note)
 			}
 			r.add(c)
-		}, func() bool { return cfg.FailFast && failed.Load() })
+		}
+		stop := func() bool { return cfg.FailFast && failed.Load() }
+		var err error
+		var guided *reports.Guided
+		if cfg.Explore == sim.ExploreGuided {
+			var g reports.Guided
+			g, err = sim.GuidedSweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), each, stop)
+			guided = &g
+		} else {
+			err = sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), each, stop)
+		}
 		if err != nil {
 			return &BackendError{err}
 		}
@@ -102,7 +116,7 @@ func (r *runner) simulate() error {
 			r.result.Notes = append(r.result.Notes, oneProcess)
 		}
 		r.result.Coverage = append(r.result.Coverage, reg.Coverage(string(LayerSim), over, coverage))
-		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over, Rechecked: rechecked, Diverged: diverged}
+		reach := reports.Reach{Store: name, Layer: string(LayerSim), Over: over, Rechecked: rechecked, Diverged: diverged, Guided: guided}
 		for _, e := range st.Events {
 			reach.Events = append(reach.Events, reports.EventCount{Event: e, Count: coverage[e]})
 		}
@@ -191,7 +205,7 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Launche
 	defer func() { c.Message = msg.String() }()
 
 	reportDir := r.cfg.ReportDir
-	folder := fmt.Sprintf("sim-%s-seed-%d", c.Store, res.Schedule.Seed)
+	folder := fmt.Sprintf("sim-%s-%s", c.Store, res.Schedule.Slug())
 	if err := os.MkdirAll(filepath.Join(reportDir, folder), 0o755); err != nil {
 		r.cfg.logf("storecheck sim: %v", err)
 		return
@@ -207,6 +221,9 @@ func (r *runner) shrinkAndSave(c *reports.Check, subj sim.Subject, b sim.Launche
 	fmt.Fprintf(&msg, "\nschedule, trace and interleaving saved in %s", filepath.Join(reportDir, folder))
 	if replay := r.lines.replay(filepath.Join(reportDir, schedule)); replay != "" {
 		fmt.Fprintf(&msg, "\nreplay: %s", replay)
+		if len(res.Schedule.Branches) > 0 {
+			c.Reproduce = replay
+		}
 	}
 	c.Artifacts = []reports.Artifact{{Name: "shrunk schedule", Path: schedule}, {Name: "trace", Path: trace},
 		{Name: "interleaving", Path: interleaving}}

@@ -338,6 +338,56 @@ type Reach struct {
 	// seed is one run; Diverged how many of them parted.
 	Rechecked int `json:"rechecked,omitempty"`
 	Diverged  int `json:"diverged,omitempty"`
+	// Guided is what a guided sweep spent its runs on, nil for a blind one.
+	Guided *Guided `json:"guided,omitempty"`
+}
+
+// Guided is a guided sweep's account: its blind runs, its children of the
+// runs that reached something new (Parents), and how many distinct
+// coverage milestones it had reached after each generation of runs.
+type Guided struct {
+	Blind    int           `json:"blind"`
+	Children int           `json:"children"`
+	Parents  int           `json:"parents"`
+	Growth   []GrowthPoint `json:"growth"`
+}
+
+// GrowthPoint: after Runs runs, Milestones distinct milestones reached.
+type GrowthPoint struct {
+	Runs       int `json:"runs"`
+	Milestones int `json:"milestones"`
+}
+
+func (g Guided) String() string {
+	var pts []string
+	for _, p := range g.Growth {
+		pts = append(pts, fmt.Sprintf("%d:%d", p.Runs, p.Milestones))
+	}
+	return fmt.Sprintf("guided: %d runs, %d blind and %d children of %d parents; milestones reached by run: %s",
+		g.Blind+g.Children, g.Blind, g.Children, g.Parents, strings.Join(pts, " "))
+}
+
+// GrowthSVG plots the growth: milestones reached against runs.
+func (g Guided) GrowthSVG() template.HTML {
+	const w, h = 320.0, 120.0
+	if len(g.Growth) == 0 {
+		return ""
+	}
+	last := g.Growth[len(g.Growth)-1]
+	top := 1
+	for _, p := range g.Growth {
+		top = max(top, p.Milestones)
+	}
+	var pts []string
+	for _, p := range append([]GrowthPoint{{}}, g.Growth...) {
+		x := w * float64(p.Runs) / float64(max(last.Runs, 1))
+		y := h - h*float64(p.Milestones)/float64(top)
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+	}
+	return template.HTML(fmt.Sprintf(`<svg class="growth" width="%.0f" height="%.0f" viewBox="-4 -4 %.0f %.0f" role="img" aria-label="milestones reached against runs">`+
+		`<polyline fill="none" stroke="currentColor" points="%s"/><text x="0" y="%.0f" font-size="10">0</text>`+
+		`<text x="%.0f" y="%.0f" font-size="10" text-anchor="end">%d runs</text><text x="0" y="8" font-size="10">%d milestones</text></svg>`,
+		w+8, h+16, w+8, h+16, strings.Join(pts, " "), h+10, w, h+10, last.Runs, top))
 }
 
 // EventCount is how often a sweep reached one event.
@@ -367,6 +417,9 @@ func (r Reach) Summary() string {
 	}
 	if r.Rechecked > 0 {
 		s += fmt.Sprintf("; %d seeds run twice, %d parted", r.Rechecked, r.Diverged)
+	}
+	if r.Guided != nil {
+		s += "; " + r.Guided.String()
 	}
 	return s
 }

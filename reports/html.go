@@ -58,6 +58,7 @@ table.coverage td { padding: .1em .6em; font-size: 13px; }
 {{with .Run.Notes}}<h2>Not explored</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{with .NotRun}}<h2>Not run</h2><ul>{{range .}}<li>{{.Store}}/{{.Layer}}: {{.NotRun}} checks: the backend failed before they could give a verdict</li>{{end}}</ul>{{end}}
 {{with .Skips}}<h2>Skipped</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{range .Run.Reach}}{{$store := .Store}}{{with .Guided}}<h2>Guided sweep of {{$store}}</h2><p>{{.}}</p>{{.GrowthSVG}}{{end}}{{end}}
 {{.Coverage}}
 </body>
 </html>

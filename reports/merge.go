@@ -271,11 +271,17 @@ func mergeReach(into, rs []Reach) []Reach {
 		i := slices.IndexFunc(into, func(o Reach) bool { return o.Store == r.Store && o.Layer == r.Layer })
 		if i < 0 {
 			r.Events = slices.Clone(r.Events)
+			if r.Guided != nil {
+				g := *r.Guided
+				g.Growth = slices.Clone(g.Growth)
+				r.Guided = &g
+			}
 			into = append(into, r)
 			continue
 		}
 		into[i].Rechecked += r.Rechecked
 		into[i].Diverged += r.Diverged
+		into[i].Guided = mergeGuided(into[i].Guided, r.Guided)
 		for _, e := range r.Events {
 			j := slices.IndexFunc(into[i].Events, func(o EventCount) bool { return o.Event == e.Event })
 			if j < 0 {
@@ -286,6 +292,33 @@ func mergeReach(into, rs []Reach) []Reach {
 		}
 	}
 	return into
+}
+
+// mergeGuided sums two shards' guided sweeps. Their growth is each shard's
+// own (a milestone one shard reached may be another's too, and the reports
+// do not list them), so the merged sweep's growth is the shards' runs and
+// milestones added generation by generation: an upper bound on what the
+// whole sweep reached, as the shards ran side by side.
+func mergeGuided(a, b *Guided) *Guided {
+	if a == nil || b == nil {
+		if a == nil {
+			return b
+		}
+		return a
+	}
+	out := Guided{Blind: a.Blind + b.Blind, Children: a.Children + b.Children, Parents: a.Parents + b.Parents}
+	for i := range max(len(a.Growth), len(b.Growth)) {
+		var p GrowthPoint
+		for _, g := range [][]GrowthPoint{a.Growth, b.Growth} {
+			if len(g) > 0 {
+				q := g[min(i, len(g)-1)]
+				p.Runs += q.Runs
+				p.Milestones += q.Milestones
+			}
+		}
+		out.Growth = append(out.Growth, p)
+	}
+	return &out
 }
 
 // mergedOver is what merged counts are over: the sweep's seeds, from n

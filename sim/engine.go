@@ -55,6 +55,8 @@ type engine struct {
 	// operations run on, by client.
 	overlap bool
 	lanes   []chan func()
+	// at is the step being taken, for the coverage it reaches (cover).
+	at int
 	// cutAt is the step of the run's last power cut (-1: none yet).
 	cutAt int
 	// syncArmed: a power cut at a sync is armed on the disk (the disk is
@@ -152,7 +154,7 @@ func newEngine(ctx context.Context, subj Subject, b Launcher, s Schedule, dir st
 	e := &engine{ctx: ctx, subj: subj, backend: b, sched: s, path: filepath.Join(work, s.Store+".db"), work: work, disk: disk,
 		clock: clockwork.NewFakeClockAt(Epoch), oracle: newOracle(subj.Model), answers: spec.Answers{},
 		res: &Result{Schedule: Schedule{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-			Capabilities: s.Capabilities, Overlap: s.Overlap, EntryModel: s.EntryModel},
+			Capabilities: s.Capabilities, Overlap: s.Overlap, EntryModel: s.EntryModel, Branches: s.Branches},
 			Coverage: map[string]int{}}}
 	e.cutAt = -1
 	e.overlap = s.Overlap
@@ -233,12 +235,23 @@ func (e *engine) start(p *proc) error {
 // do carries out step i. It returns false when the run must stop (a
 // failure, or a backend that broke).
 func (e *engine) do(i int, st Step) bool {
+	e.at = i
 	e.res.Schedule.Steps = append(e.res.Schedule.Steps, st)
 	ok := e.step(i, st)
 	if ok && e.syncArmed && e.struckAtSync() {
 		return e.strikeAtSync(i, st)
 	}
 	return ok
+}
+
+// cover counts coverage event k, and notes the step at which its count
+// reached 1, 2, 4, ... 128: the milestones a guided sweep branches from
+// (guide.go), as AFL buckets hit counts.
+func (e *engine) cover(k string) {
+	e.res.Coverage[k]++
+	if c := e.res.Coverage[k]; c&(c-1) == 0 && c <= maxMilestone {
+		e.res.Reached = append(e.res.Reached, Milestone{Event: k, Count: c, Step: e.at})
+	}
 }
 
 func (e *engine) step(i int, st Step) bool {
@@ -308,7 +321,7 @@ func (e *engine) send(i int, st Step) bool {
 	e.calls++
 	p.armed = ""
 	if f.armed != "" {
-		e.res.Coverage[armedAt+f.armed]++
+		e.cover(armedAt + f.armed)
 		if err := p.p.Arm(f.armed); err != nil {
 			e.fail(&Failure{Step: i, What: e.describe(i, st, op), Backend: fmt.Errorf("arm %s: %w", f.armed, err)})
 			return false
@@ -394,7 +407,7 @@ func (e *engine) await(i int, p *proc, f *flight) bool {
 		f.place = ev.place
 		f.yields++
 		e.res.Yielded = true
-		e.res.Coverage["yield at "+ev.place]++
+		e.cover("yield at " + ev.place)
 		e.traceOf(i, p, f, "  … "+ev.place)
 		return true
 	}
@@ -462,14 +475,17 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		}
 	}
 	for _, ev := range e.oracle.events(f.op, f.now, got, definite) {
-		e.res.Coverage[ev]++
+		e.cover(ev)
+	}
+	for _, ft := range e.oracle.features(f.now) {
+		e.cover(FeaturePrefix + ft)
 	}
 	if crashed && f.armed != "" {
-		e.res.Coverage[CrashedAt+f.armed]++
+		e.cover(CrashedAt + f.armed)
 		if strings.HasSuffix(f.armed, "/after_commit") {
-			e.res.Coverage[EventAnswerLost]++
+			e.cover(EventAnswerLost)
 		} else {
-			e.res.Coverage[EventCrashInside]++
+			e.cover(EventCrashInside)
 		}
 	}
 	if spec.IsNotSent(err) {
@@ -532,7 +548,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 		e.fail(failure)
 		return false
 	}
-	e.res.Coverage[spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind))]++
+	e.cover(spec.CellKey(f.op.Name(), spec.AnswerOf(f.op, got.Result, got.Kind)))
 	after := e.oracle.first()
 	e.settle(i, f, got.Kind == "", before != nil && after != nil && before.Hash() != after.Hash(), "")
 	if restartLater {
@@ -561,7 +577,15 @@ func (e *engine) restartArmed(i int, p *proc, f *flight, deferred bool) bool {
 func (e *engine) strike(i int, st Step) bool {
 	p := e.procs[st.Process]
 	e.trace(i, p.n, st.Fault.String())
-	e.res.Coverage["fault "+fault.Name(st.Fault)]++
+	e.cover("fault " + fault.Name(st.Fault))
+	// Which yield point the struck process's operations wait at: a fault
+	// between the check and the write is another run than one between
+	// operations (fault kind x yield point, for a guided sweep).
+	for _, f := range p.flights {
+		if f.place != "" {
+			e.cover("fault " + fault.Name(st.Fault) + " at " + f.place)
+		}
+	}
 	err := st.Fault.Inject(e.ctx, &struck{e: e, i: i, st: st, p: p})
 	if errors.Is(err, errStopped) {
 		return false
@@ -588,7 +612,7 @@ var errStopped = errors.New("the run stopped")
 
 func (s *struck) Kill(ctx context.Context) error {
 	e, p := s.e, s.p
-	e.res.Coverage[EventKill]++
+	e.cover(EventKill)
 	// The paused operations stop first (in process they may hold a lock
 	// of their own that the kill needs; over the wire the adapter gives
 	// up on them at once), then the process dies.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -120,18 +121,37 @@ type Swarm struct {
 // DrawSwarm draws the fault mix and the strategy from r: the rates of the
 // kinds of fault, in rank order, then the rest.
 func DrawSwarm(r *rand.Rand) Swarm {
-	pick := func(choices ...float64) float64 { return choices[r.IntN(len(choices))] }
 	sw := Swarm{Rates: map[string]float64{}}
+	for _, knob := range swarmKnobs() {
+		knob(&sw, r)
+	}
+	return sw
+}
+
+// swarmKnobs draw a swarm, each one of its choices: DrawSwarm draws them
+// all, in this order; a guided sweep's child draws one of them afresh
+// (mutate).
+func swarmKnobs() []func(*Swarm, *rand.Rand) {
+	pick := func(r *rand.Rand, choices ...float64) float64 { return choices[r.IntN(len(choices))] }
+	var out []func(*Swarm, *rand.Rand)
 	for _, k := range fault.Kinds() {
 		if k.Draw != nil && k.Draw.Stream == 0 {
-			sw.Rates[k.Name] = pick(k.Draw.Rates...)
+			out = append(out, func(sw *Swarm, r *rand.Rand) { sw.Rates[k.Name] = pick(r, k.Draw.Rates...) })
 		}
 	}
-	sw.BoundaryRate = pick(0.2, 0.5, 0.8)
-	sw.MaxJumpMS = int64(pick(100, 2_000, 30_000))
-	sw.Depth = int(pick(0, 1, 2, 2, 3, 3, 4))
-	sw.RivalRate = pick(0, 0.25, 0.5)
-	return sw
+	return append(out,
+		func(sw *Swarm, r *rand.Rand) { sw.BoundaryRate = pick(r, 0.2, 0.5, 0.8) },
+		func(sw *Swarm, r *rand.Rand) { sw.MaxJumpMS = int64(pick(r, 100, 2_000, 30_000)) },
+		func(sw *Swarm, r *rand.Rand) { sw.Depth = int(pick(r, 0, 1, 2, 2, 3, 3, 4)) },
+		func(sw *Swarm, r *rand.Rand) { sw.RivalRate = pick(r, 0, 0.25, 0.5) })
+}
+
+// mutate is the swarm with one of its choices drawn afresh from r.
+func (s Swarm) mutate(r *rand.Rand) Swarm {
+	s.Rates = maps.Clone(s.Rates)
+	knobs := swarmKnobs()
+	knobs[r.IntN(len(knobs))](&s, r)
+	return s
 }
 
 // Strategy names how the run chose who moves next.
@@ -163,6 +183,13 @@ func Explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 // even when it is given a disk: its run is the same step for step, and a
 // plain folder is faster than any FUSE mount.
 func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params, dir string, d *lossyfs.Disk, noPower string) (Result, error) {
+	return exploreFrom(ctx, subj, b, seed, nil, p, dir, d, noPower)
+}
+
+// exploreFrom is explore, its random streams drawn afresh at each of
+// branches (a guided sweep's child, guide.go): up to the first branch the
+// run is seed's, step for step.
+func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, branches []Branch, p Params, dir string, d *lossyfs.Disk, noPower string) (Result, error) {
 	if p.PowerCuts && drawPower(seed).rate == 0 {
 		d = nil
 	}
@@ -170,7 +197,7 @@ func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	swarm := DrawSwarm(r)
 	s := Schedule{Store: subj.Model.Contract().Name, Seed: seed, Clients: p.Clients, Processes: p.Processes, Strategy: swarm.Strategy(),
-		Capabilities: subj.Capabilities, Overlap: p.Overlap}
+		Capabilities: subj.Capabilities, Overlap: p.Overlap, Branches: branches}
 	if d != nil && !p.EntriesDurable {
 		s.EntryModel = drawEntryModel(seed)
 	}
@@ -205,6 +232,10 @@ func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 	for issued := 0; issued < p.Steps; {
 		if err := ctx.Err(); err != nil {
 			return *e.res, err
+		}
+		for len(branches) > 0 && step >= branches[0].At {
+			x.branch(branches[0].Seed, threads)
+			branches = branches[1:]
 		}
 		steps, isOp := x.next(e)
 		if isOp {
@@ -246,6 +277,20 @@ type explorer struct {
 	deadlines []int64
 	sched     *scheduler
 	draws     []*drawn
+}
+
+// branch draws the run's choices from here on from seed: the streams of
+// the run, of its clients, of its faults and of its scheduler, and one of
+// the swarm's choices afresh. What the run has done stays: the workload,
+// the deadlines it set, the operations in flight.
+func (x *explorer) branch(seed int64, threads int) {
+	x.r = rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	x.swarm = x.swarm.mutate(x.r)
+	for i := range x.clients {
+		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
+	}
+	x.draws = drawsOf(seed, x.r, x.swarm, x.p.PowerCuts)
+	x.sched = newScheduler(rand.New(rand.NewPCG(uint64(seed), 0x9c7)), threads, x.swarm.Depth, x.p.Steps*3)
 }
 
 // drawn is a kind of fault as a run draws it: from the run's stream, or

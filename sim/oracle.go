@@ -453,6 +453,16 @@ func (o *oracle) events(op spec.Op, nowMS int64, got model.Outcome, definite boo
 	return ev.Events(s, op, nowMS, got)
 }
 
+// features are the facts of the first configuration's state a guided
+// sweep steers by (model.Featured), or none.
+func (o *oracle) features(nowMS int64) []string {
+	fm, ok := o.m.(model.Featured)
+	if !ok || len(o.configs) == 0 {
+		return nil
+	}
+	return fm.Features(o.configs[0].state, nowMS)
+}
+
 // first is the state of the oracle's first configuration (nil: none):
 // whether an answer changed it (its hash, which every state keeps, so the
 // check costs nothing per operation) tells a write from a read.

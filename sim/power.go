@@ -188,7 +188,7 @@ func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates, keepEntries int
 	}
 	// A cut disarms a power cut at a sync.
 	e.syncArmed = false
-	e.res.Coverage[EventPowerCut]++
+	e.cover(EventPowerCut)
 	if len(kept) > 0 {
 		e.traceKept(i, st.Process, c)
 	}
@@ -204,7 +204,7 @@ func (e *engine) traceKept(i, process int, c lossyfs.Cut) {
 	}
 	e.trace(i, process, fmt.Sprintf("  %d of the %d unsynced writes survive whole, %d torn", c.Kept, n, c.Torn))
 	if c.Torn > 0 || (c.Kept > 0 && c.Kept < n) {
-		e.res.Coverage[EventPowerCutTorn]++
+		e.cover(EventPowerCutTorn)
 	}
 }
 
@@ -252,7 +252,7 @@ func (e *engine) strikeAtSync(i int, st Step) bool {
 	for _, p := range e.procs {
 		doom(p.p)
 	}
-	e.res.Coverage[EventPowerCutAtSync]++
+	e.cover(EventPowerCutAtSync)
 	e.trace(i, st.Process, "  the power went at the sync")
 	if len(sc.fates) > 0 {
 		s := make([]string, len(sc.fates))

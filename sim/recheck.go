@@ -18,13 +18,14 @@ const recheckShare = 20
 // Rechecked reports whether a sweep runs seed twice: about one seed in
 // recheckShare, chosen by the seed alone (so the same sweep rechecks the
 // same seeds, and a shard the seeds it holds).
-func Rechecked(seed int64) bool {
-	// splitmix64's finalizer: neighbouring seeds are spread.
-	z := uint64(seed) + 0x9e3779b97f4a7c15
+func Rechecked(seed int64) bool { return mix64(uint64(seed))%recheckShare == 0 }
+
+// mix64 is splitmix64's finalizer: neighbouring inputs are spread.
+func mix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return z%recheckShare == 0
+	return z ^ (z >> 31)
 }
 
 // Sides of a divergence: who behaved differently given the same inputs.

@@ -82,8 +82,10 @@ type Result struct {
 	// inside operations were explored; CrashPoints: the backend declared
 	// crash points, so crashes inside operations were.
 	Yielded, CrashPoints bool
-	// Coverage counts the events the run reached.
+	// Coverage counts the events the run reached; Reached is when, in
+	// step order: each event's count reaching 1, 2, 4, ... 128.
 	Coverage map[string]int
+	Reached  []Milestone
 	// NoPowerCuts is why the run could not cut the power ("" when it
 	// could): power cuts off, no FUSE here to mount the forgetful file
 	// system with, or a backend that declares it keeps its writes across

@@ -75,7 +75,10 @@ type Schedule struct {
 	// (lossyfs.EntriesPOSIX or EntriesExt4Ordered; "" for entry ops durable
 	// at once), drawn from the seed for a run on a forgetful file system.
 	EntryModel string
-	Steps      []Step
+	// Branches, for a guided sweep's child, are where its random streams
+	// were drawn afresh (guide.go); a replay reads the steps only.
+	Branches []Branch
+	Steps    []Step
 }
 
 // ProcessOf is the process client c runs on.
@@ -101,6 +104,7 @@ type scheduleJSON struct {
 	Capabilities *spec.Capabilities `json:"capabilities,omitempty"`
 	Overlap      bool               `json:"overlap,omitempty"`
 	EntryModel   string             `json:"entry_model,omitempty"`
+	Branches     []Branch           `json:"branches,omitempty"`
 	Steps        []stepJSON         `json:"steps"`
 }
 
@@ -108,7 +112,7 @@ type scheduleJSON struct {
 // as fault.Marshal writes it.
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{Store: s.Store, Seed: s.Seed, Clients: s.Clients, Processes: s.Processes, Strategy: s.Strategy,
-		Overlap: s.Overlap, EntryModel: s.EntryModel, Steps: make([]stepJSON, len(s.Steps))}
+		Overlap: s.Overlap, EntryModel: s.EntryModel, Branches: s.Branches, Steps: make([]stepJSON, len(s.Steps))}
 	if s.Capabilities != (spec.Capabilities{}) {
 		caps := s.Capabilities
 		out.Capabilities = &caps
@@ -158,7 +162,7 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("%s: a schedule needs at least one client and one process", path)
 	}
 	s := Schedule{Store: raw.Store, Seed: raw.Seed, Clients: raw.Clients, Processes: raw.Processes, Strategy: raw.Strategy,
-		Overlap: raw.Overlap, EntryModel: raw.EntryModel, Steps: make([]Step, len(raw.Steps))}
+		Overlap: raw.Overlap, EntryModel: raw.EntryModel, Branches: raw.Branches, Steps: make([]Step, len(raw.Steps))}
 	if !slices.Contains(append([]string{lossyfs.EntriesDurable}, lossyfs.EntryModels...), raw.EntryModel) {
 		return Schedule{}, fmt.Errorf("%s: unknown entry_model %q (want %q)", path, raw.EntryModel, lossyfs.EntryModels)
 	}

@@ -93,6 +93,26 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 	done func(Result), stop func() bool) error {
 	disk := newLazyDisk(p, subj, dir)
 	defer disk.close()
+	plans := make([]plan, len(seeds))
+	for i, s := range seeds {
+		plans[i] = plan{seed: s}
+	}
+	_, err := sweepPlans(ctx, subj, b, plans, p, workers, dir, disk, done, stop)
+	return err
+}
+
+// plan is a run a sweep makes: seed's, drawn afresh at each of branches.
+type plan struct {
+	seed     int64
+	branches []Branch
+}
+
+// sweepPlans runs the plans, workers at a time (the blind ones of a
+// sampled share of seeds twice, their traces compared: recheck.go), calls
+// done with each result in plan order, and says how many it ran. It stops
+// starting plans when ctx ends or stop returns true.
+func sweepPlans(ctx context.Context, subj Subject, b Launcher, plans []plan, p Params, workers int, dir string, disk *lazyDisk,
+	done func(Result), stop func() bool) (int, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -100,7 +120,7 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 		res Result
 		err error
 	}
-	results := make([]chan slot, len(seeds))
+	results := make([]chan slot, len(plans))
 	for i := range results {
 		results[i] = make(chan slot, 1)
 	}
@@ -111,10 +131,11 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				d, noPower := disk.forSeed(seeds[i])
-				res, err := explore(ctx, subj, b, seeds[i], p, dir, d, noPower)
-				if err == nil && res.Stalled == "" && Rechecked(seeds[i]) {
-					again, err2 := explore(ctx, subj, b, seeds[i], p, dir, d, noPower)
+				pl := plans[i]
+				d, noPower := disk.forSeed(pl.seed)
+				res, err := exploreFrom(ctx, subj, b, pl.seed, pl.branches, p, dir, d, noPower)
+				if err == nil && res.Stalled == "" && pl.branches == nil && Rechecked(pl.seed) {
+					again, err2 := exploreFrom(ctx, subj, b, pl.seed, nil, p, dir, d, noPower)
 					// A second run the kit stalled in says nothing.
 					if err2 == nil && again.Stalled == "" {
 						res.Rechecked = true
@@ -127,7 +148,7 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 	}
 	go func() {
 		defer close(next)
-		for i := range seeds {
+		for i := range plans {
 			if ctx.Err() != nil || (stop != nil && stop()) {
 				return
 			}
@@ -140,18 +161,20 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 		close(finished)
 	}()
 	var firstErr error
-	for i := range seeds {
+	ran := 0
+	for i := range plans {
 		var s slot
 		select {
 		case s = <-results[i]:
 		case <-finished:
-			// Every worker is done: seed i ran only if its result is here.
+			// Every worker is done: plan i ran only if its result is here.
 			select {
 			case s = <-results[i]:
 			default:
-				return firstErr
+				return ran, firstErr
 			}
 		}
+		ran++
 		if s.err != nil && firstErr == nil {
 			firstErr = s.err
 		}
@@ -159,7 +182,7 @@ func Sweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Param
 			done(s.res)
 		}
 	}
-	return firstErr
+	return ran, firstErr
 }
 
 // Coverage adds up the events of many runs.

@@ -1,0 +1,115 @@
+package model
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Featured is a model whose states name a few facts of themselves that a
+// guided sweep steers by (sim/guide.go): sizes by power-of-two bucket (a
+// count crossing 8 or 100 is a state a run may need to reach a bug in a
+// loop or a limit), leases and claims held, expired, stolen, and a deadline
+// met exactly. A feature is a state reached, not a rule: no verdict reads it.
+type Featured interface {
+	Features(s State, nowMS int64) []string
+}
+
+// sized is "what: B" with n's power-of-two bucket B (0, 1, 2-3, 4-7, ...),
+// or nothing for 0.
+func sized(out []string, what string, n int) []string {
+	if n <= 0 {
+		return out
+	}
+	lo := 1 << (bits.Len(uint(n)) - 1)
+	if lo == 1 {
+		return append(out, what+": 1")
+	}
+	return append(out, fmt.Sprintf("%s: %d-%d", what, lo, 2*lo-1))
+}
+
+// Features of a runtime store: the queue's batches (queued, claimed, a claim
+// expired), the leases (held, expired, taken over: a fence above 1), a lease
+// or a claim at its exact expiry, and the graph, turns and attachments.
+func (Runtime) Features(st State, now int64) []string {
+	s := st.(RuntimeState)
+	var out []string
+	claimed, expired, exact := 0, 0, false
+	for _, b := range s.batches {
+		if b.Claimed {
+			claimed++
+			if !live(b.ClaimExpires, now) {
+				expired++
+			}
+			exact = exact || b.ClaimExpires == now
+		}
+	}
+	out = sized(out, "queued batches", len(s.batches))
+	out = sized(out, "claimed batches", claimed)
+	out = sized(out, "batches whose claim expired", expired)
+	if exact {
+		out = append(out, "a claim at its exact expiry")
+	}
+	held, stale, fence, exactLease := 0, 0, uint64(0), false
+	for _, l := range s.leases {
+		if l.Held {
+			held++
+			if !live(l.ExpiresAt, now) {
+				stale++
+			}
+			exactLease = exactLease || l.ExpiresAt == now
+		}
+		fence = max(fence, l.Fence)
+	}
+	out = sized(out, "leases held", held)
+	out = sized(out, "leases held past their expiry", stale)
+	out = sized(out, "a lease's fencing token", int(min(fence, 1<<20)))
+	if exactLease {
+		out = append(out, "a lease at its exact expiry")
+	}
+	out = sized(out, "graph nodes", len(s.nodes))
+	out = sized(out, "turns", len(s.turns))
+	committed := 0
+	for _, a := range s.attachments {
+		if a.Committed {
+			committed++
+		}
+	}
+	out = sized(out, "attachments", len(s.attachments))
+	return sized(out, "attachments committed", committed)
+}
+
+// Features of a continuity store: its records and snapshots, and how far
+// generations, checkpoint versions and fences went.
+func (Continuity) Features(st State, _ int64) []string {
+	s := st.(ContinuityState)
+	var gen, version, fence uint64
+	for _, r := range s.records {
+		gen, version, fence = max(gen, uint64(r.Generation)), max(version, uint64(r.CheckpointVersion)), max(fence, uint64(r.Fence))
+	}
+	for _, sn := range s.snaps {
+		fence = max(fence, uint64(sn.Fence))
+	}
+	var out []string
+	out = sized(out, "records", len(s.records))
+	out = sized(out, "snapshots", len(s.snaps))
+	out = sized(out, "a generation", int(min(gen, 1<<20)))
+	out = sized(out, "a checkpoint version", int(min(version, 1<<20)))
+	return sized(out, "a fencing token", int(min(fence, 1<<20)))
+}
+
+// Features of a client store: its intents and how many attempts one took,
+// its events, sessions and tasks, and the faults recorded.
+func (Client) Features(st State, _ int64) []string {
+	s := st.(ClientState)
+	var attempts int64
+	for _, in := range s.intents {
+		attempts = max(attempts, in.Attempt)
+	}
+	var out []string
+	out = sized(out, "intents", len(s.intents))
+	out = sized(out, "an intent's attempts", int(min(attempts, 1<<20)))
+	out = sized(out, "events", len(s.events))
+	out = sized(out, "sessions", len(s.sessions))
+	out = sized(out, "tasks", len(s.tasks))
+	return sized(out, "faults", len(s.faults))
+}
