@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/reports"
-	"github.com/storecheck/storecheck/spec"
 )
 
 // A child is its parent's run step for step up to its branch, another run
@@ -44,14 +42,7 @@ func TestAChildIsItsParentUpToItsBranch(t *testing.T) {
 	if again.Hash() != child.Hash() {
 		t.Fatal("the same child twice is two runs")
 	}
-	path := filepath.Join(t.TempDir(), "schedule.json")
-	if err := child.Schedule.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadSchedule(path, []spec.Contract{continuitySubject.Model.Contract()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedAndRead(t, child.Schedule)
 	if !slices.Equal(saved.Branches, branches) || saved.Name() != "seed 3 > 12345@40" {
 		t.Fatalf("the saved schedule names %q, branches %v", saved.Name(), saved.Branches)
 	}

@@ -2,12 +2,10 @@ package sim
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/storecheck/storecheck/internal/bugs"
-	"github.com/storecheck/storecheck/internal/stores"
 )
 
 // onePlace is a run as a store without shared_files gets it: one process,
@@ -74,13 +72,9 @@ func TestOneProcessRaceIsReproducedWhenOperationsOverlap(t *testing.T) {
 		t.Fatalf("seed %d: the shrunk failure shows no two callers of process 0 in flight together (columns %q):\n%s", seed, columns, small.InterleavingText(50))
 	}
 	// Saved and read back, the schedule replays the same trace.
-	path := filepath.Join(t.TempDir(), "schedule.json")
-	if err := small.Schedule.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadSchedule(path, stores.Contracts())
-	if err != nil || !saved.Overlap {
-		t.Fatalf("the saved schedule read back: %v, overlap %v", err, saved.Overlap)
+	saved := savedAndRead(t, small.Schedule)
+	if !saved.Overlap {
+		t.Fatal("the saved schedule read back without its overlap")
 	}
 	for range 20 {
 		again, err := Run(ctx, continuitySubject, backend, saved, ScratchDir())
@@ -131,14 +125,7 @@ func TestAnOverlappingRunReplaysItsTrace(t *testing.T) {
 	if !res.Schedule.Overlap || !overlapped {
 		t.Fatalf("seed %d had no two operations in flight together on its process", DefaultSeeds.First)
 	}
-	path := filepath.Join(t.TempDir(), "schedule.json")
-	if err := res.Schedule.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadSchedule(path, stores.Contracts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedAndRead(t, res.Schedule)
 	for range 5 {
 		again, err := Run(ctx, continuitySubject, backend, saved, ScratchDir())
 		if err != nil || again.Failure != nil || again.Hash() != res.Hash() {

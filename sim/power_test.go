@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -126,14 +125,7 @@ func TestAPowerCutCatchesUnsyncedCommitsAndShrinks(t *testing.T) {
 		if cuts, _ := powerCuts(small.Schedule); cuts == 0 {
 			t.Fatalf("the shrunk schedule cuts no power:\n%s", strings.Join(small.Trace, "\n"))
 		}
-		file := filepath.Join(t.TempDir(), "schedule.json")
-		if err := small.Schedule.WriteFile(file); err != nil {
-			t.Fatal(err)
-		}
-		saved, err := ReadSchedule(file, stores.Contracts())
-		if err != nil {
-			t.Fatal(err)
-		}
+		saved := savedAndRead(t, small.Schedule)
 		again, err := Run(ctx, continuitySubject, broken, saved, t.TempDir())
 		if err != nil || again.Failure == nil || again.Failure.Signature() != small.Failure.Signature() {
 			t.Fatalf("the saved schedule replays as %v %v, want %v", err, again.Failure, small.Failure)

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"context"
-	"github.com/jonboulle/clockwork"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/internal/bugs"
@@ -153,14 +155,7 @@ func TestSchedulesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := t.TempDir() + "/s.json"
-	if err := a.Schedule.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadSchedule(path, []spec.Contract{continuitySubject.Model.Contract()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := savedAndRead(t, a.Schedule)
 	b, _ := Run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), back, t.TempDir())
 	if a.Hash() != b.Hash() {
 		t.Fatal("a saved schedule replays differently")
@@ -322,4 +317,19 @@ func TestAReadInSeveralStatementsIsJudgedPartByPart(t *testing.T) {
 	if split == 0 {
 		t.Fatal("no resolve_many of several identities ran")
 	}
+}
+
+// savedAndRead is s written to a schedule file and read back, as a replay
+// of a saved failure reads it.
+func savedAndRead(t *testing.T, s Schedule) Schedule {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "schedule.json")
+	if err := s.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSchedule(path, stores.Contracts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -27,43 +27,49 @@ func sized(out []string, what string, n int) []string {
 	return append(out, fmt.Sprintf("%s: %d-%d", what, lo, 2*lo-1))
 }
 
+// holds tallies what is held until a deadline: how many, how many past it,
+// and whether one is at it exactly.
+type holds struct {
+	held, past int
+	exact      bool
+}
+
+func (h *holds) add(held bool, expires, now int64) {
+	if !held {
+		return
+	}
+	h.held++
+	if !live(expires, now) {
+		h.past++
+	}
+	h.exact = h.exact || expires == now
+}
+
 // Features of a runtime store: the queue's batches (queued, claimed, a claim
 // expired), the leases (held, expired, taken over: a fence above 1), a lease
 // or a claim at its exact expiry, and the graph, turns and attachments.
 func (Runtime) Features(st State, now int64) []string {
 	s := st.(RuntimeState)
 	var out []string
-	claimed, expired, exact := 0, 0, false
+	var claims, leases holds
 	for _, b := range s.batches {
-		if b.Claimed {
-			claimed++
-			if !live(b.ClaimExpires, now) {
-				expired++
-			}
-			exact = exact || b.ClaimExpires == now
-		}
+		claims.add(b.Claimed, b.ClaimExpires, now)
 	}
 	out = sized(out, "queued batches", len(s.batches))
-	out = sized(out, "claimed batches", claimed)
-	out = sized(out, "batches whose claim expired", expired)
-	if exact {
+	out = sized(out, "claimed batches", claims.held)
+	out = sized(out, "batches whose claim expired", claims.past)
+	if claims.exact {
 		out = append(out, "a claim at its exact expiry")
 	}
-	held, stale, fence, exactLease := 0, 0, uint64(0), false
+	var fence uint64
 	for _, l := range s.leases {
-		if l.Held {
-			held++
-			if !live(l.ExpiresAt, now) {
-				stale++
-			}
-			exactLease = exactLease || l.ExpiresAt == now
-		}
+		leases.add(l.Held, l.ExpiresAt, now)
 		fence = max(fence, l.Fence)
 	}
-	out = sized(out, "leases held", held)
-	out = sized(out, "leases held past their expiry", stale)
+	out = sized(out, "leases held", leases.held)
+	out = sized(out, "leases held past their expiry", leases.past)
 	out = sized(out, "a lease's fencing token", int(min(fence, 1<<20)))
-	if exactLease {
+	if leases.exact {
 		out = append(out, "a lease at its exact expiry")
 	}
 	out = sized(out, "graph nodes", len(s.nodes))
