@@ -236,6 +236,10 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 		for len(branches) > 0 && step >= branches[0].At {
 			x.branch(branches[0].Seed, threads)
 			branches = branches[1:]
+			// The branch may have drawn the scheduler's depth afresh.
+			if st := x.swarm.Strategy(); !strings.HasSuffix(e.res.Schedule.Strategy, st) {
+				e.res.Schedule.Strategy += ", then " + st
+			}
 		}
 		steps, isOp := x.next(e)
 		if isOp {
