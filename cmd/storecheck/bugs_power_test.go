@@ -17,11 +17,14 @@ import (
 )
 
 // durabilityBugs are the reference with SQLite's synchronous lowered, each
-// store's: only a power cut shows them.
+// store's, and the runtime store with its attachments' files beside the
+// database made durable wrong (bugs.RuntimeAttachmentRenameNoDirSync,
+// RuntimeAttachmentUnsynced): only a power cut shows them.
 var durabilityBugs = []bugs.Bug{
 	bugs.RuntimeSynchronousOff, bugs.RuntimeWALSynchronousNormal,
 	bugs.ClientSynchronousOff, bugs.ClientWALSynchronousNormal,
 	bugs.ContinuitySynchronousOff, bugs.ContinuityWALSynchronousNormal,
+	bugs.RuntimeAttachmentRenameNoDirSync, bugs.RuntimeAttachmentUnsynced,
 }
 
 // needFUSE skips a test of power cuts where none can be cut here, with the
@@ -52,7 +55,7 @@ func subjectOf(k stores.Store) sim.Subject {
 
 func init() {
 	power := map[string]string{
-		"runtime":    "runtime power loss keeps every commit, lease, batch and meta it acknowledged through a power cut that loses everything it never synced",
+		"runtime":    "runtime power loss keeps every commit, lease, batch, meta and attachment it acknowledged through a power cut that loses everything it never synced",
 		"client":     "client power loss finds everything it acknowledged after a power cut that loses everything it never synced",
 		"continuity": "continuity power loss keeps every record, snapshot and fence it acknowledged through a power cut that loses everything it never synced",
 	}

@@ -70,7 +70,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 	})
 
 	Describe("power loss", func() {
-		It("keeps every commit, lease, batch and meta it acknowledged through a power cut that loses everything it never synced", Rules("runtime.survives_power_loss"), func() {
+		It("keeps every commit, lease, batch, meta and attachment it acknowledged through a power cut that loses everything it never synced", Rules("runtime.survives_power_loss"), func() {
 			path, cut := powerCutFile(&fx.h, r.Contract)
 			Expect(fx.s.Close()).To(Succeed())
 			fx.s = fx.open(path)
@@ -80,6 +80,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			fx.commit(cm)
 			fx.mergeable()
 			Expect(fx.s.SaveSessionMeta(fx.ctx, spec.RawJSON(`{"m":1}`))).To(Succeed())
+			Expect(fx.s.StageAttachment(fx.ctx, rtSession, "att-1", []byte("png"))).To(Succeed())
 			before := fx.state()
 			cut(fx.s.Close)
 			fx.s = fx.open(path)

@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/storecheck/storecheck/internal/bugs"
+	"github.com/storecheck/storecheck/internal/stores"
+)
+
+// runtimeBackend is the runtime store as o opens it, in process.
+func runtimeBackend(o stores.Options) Launcher {
+	return InProcess(stores.Backend(o), "runtime")
+}
+
+// firstFailure is the first of seeds 1..last whose run with p fails
+// against b (its result), or fails the test.
+func firstFailure(t *testing.T, b Launcher, p Params, last int64) Result {
+	t.Helper()
+	d := mountForTest(t)
+	for seed := int64(1); seed <= last; seed++ {
+		res, err := explore(context.Background(), runtimeSubject, b, seed, p, "", d, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failure != nil {
+			return res
+		}
+	}
+	t.Fatalf("seeds 1..%d never failed", last)
+	return Result{}
+}
+
+// A runtime store that renames each attachment's synced temp file into
+// place and never syncs the folder is caught by the simulator under the
+// run's entry model (a cut undoes the rename: posix), and the failure says
+// it came after a power cut. Its schedule, entry_model and all, is saved,
+// read back and replays to the same trace; replayed with entry ops durable
+// at once (the crash model before issue 27) it passes, and the same store
+// with the folder synced (bugs.SideFilesCorrect) passes it as it is.
+func TestARenameIntoPlaceWithoutAFolderSyncIsCaughtByTheEntryModel(t *testing.T) {
+	ctx := context.Background()
+	broken := runtimeBackend(stores.Options{Bug: bugs.RuntimeAttachmentRenameNoDirSync})
+	res := firstFailure(t, broken, Params{PowerCuts: true}, 40)
+	if res.Schedule.EntryModel == "" || res.Failure.AfterPowerCut != "runtime.survives_power_loss" {
+		t.Fatalf("seed %d failed under entry model %q, not after a cut: %v", res.Schedule.Seed, res.Schedule.EntryModel, res.Failure)
+	}
+	if res.Coverage[EventPowerCutUndidEntry] == 0 {
+		t.Errorf("seed %d failed with no cut undoing an entry op", res.Schedule.Seed)
+	}
+	back := savedAndRead(t, res.Schedule)
+	if back.EntryModel != res.Schedule.EntryModel {
+		t.Fatalf("entry_model %q read back as %q", res.Schedule.EntryModel, back.EntryModel)
+	}
+	again, err := Run(ctx, runtimeSubject, broken, back, t.TempDir())
+	if err != nil || again.Hash() != res.Hash() || again.Failure == nil {
+		for i := range min(len(res.Trace), len(again.Trace)) {
+			if res.Trace[i] != again.Trace[i] {
+				t.Logf("first difference at line %d:\n%s\n%s", i, res.Trace[i], again.Trace[i])
+				break
+			}
+		}
+		t.Fatalf("the saved schedule replays to another trace (%v, failure %v)", err, again.Failure)
+	}
+	durable := back
+	durable.EntryModel = ""
+	if ok, err := Run(ctx, runtimeSubject, broken, durable, t.TempDir()); err != nil || ok.Failure != nil {
+		t.Errorf("with entry ops durable at once the schedule fails: %v %v", err, ok.Failure)
+	} else if ok.Hash() == res.Hash() {
+		t.Errorf("with entry ops durable at once the schedule replays to the same trace: entry_model is not read")
+	}
+	correct := runtimeBackend(stores.Options{Runtime: bugs.SideFilesCorrect})
+	if ok, err := Run(ctx, runtimeSubject, correct, back, t.TempDir()); err != nil || ok.Failure != nil {
+		t.Errorf("the store with its folder synced fails the schedule: %v %v", err, ok.Failure)
+	}
+}
+
+// With entry ops durable at once (Params.EntriesDurable) the same sweep
+// never catches the rename without a folder sync: the entry model is what
+// finds it.
+func TestWithEntriesDurableARenameWithoutAFolderSyncPasses(t *testing.T) {
+	broken := runtimeBackend(stores.Options{Bug: bugs.RuntimeAttachmentRenameNoDirSync})
+	d := mountForTest(t)
+	for seed := int64(1); seed <= 12; seed++ {
+		res, err := explore(context.Background(), runtimeSubject, broken, seed, Params{PowerCuts: true, EntriesDurable: true}, "", d, "")
+		if err != nil || res.Failure != nil {
+			t.Fatalf("seed %d with entry ops durable at once: %v %v", seed, err, res.Failure)
+		}
+		if res.Schedule.EntryModel != "" {
+			t.Fatalf("seed %d drew entry model %q", seed, res.Schedule.EntryModel)
+		}
+	}
+}
+
+// A saved schedule whose entry_model is none the file system has is
+// refused, by its name.
+func TestAnUnknownEntryModelIsRefusedByName(t *testing.T) {
+	res, err := Explore(context.Background(), continuitySubject, referenceBackend(bugs.Bug{}), 3, Params{Steps: 20}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "schedule.json")
+	for model, want := range map[string]string{"posix": "", "ext4_ordered": "", "btrfs": `unknown entry_model "btrfs"`} {
+		s := res.Schedule
+		s.EntryModel = model
+		if err := s.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadSchedule(path, stores.Contracts())
+		if want == "" && err != nil {
+			t.Errorf("entry_model %q: %v", model, err)
+		}
+		if want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("entry_model %q read back with %v, want an error saying %s", model, err, want)
+		}
+	}
+	os.Remove(path)
+}
