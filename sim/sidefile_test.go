@@ -51,6 +51,11 @@ func TestARenameIntoPlaceWithoutAFolderSyncIsCaughtByTheEntryModel(t *testing.T)
 	if res.Coverage[EventPowerCutUndidEntry] == 0 {
 		t.Errorf("seed %d failed with no cut undoing an entry op", res.Schedule.Seed)
 	}
+	// The verdict names the crash state: the names the cut undid.
+	if msg := res.Failure.Error(); !strings.Contains(msg, "the crash states the power cuts left: at step") ||
+		!strings.Contains(msg, "undone, as not yet durable under the posix model: ") || !strings.Contains(msg, " -> blob-") {
+		t.Errorf("the verdict names no crash state with the rename undone: %v", res.Failure)
+	}
 	back := savedAndRead(t, res.Schedule)
 	if back.EntryModel != res.Schedule.EntryModel {
 		t.Fatalf("entry_model %q read back as %q", res.Schedule.EntryModel, back.EntryModel)
