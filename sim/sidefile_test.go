@@ -2,13 +2,19 @@ package sim
 
 import (
 	"context"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/spec"
+	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
 // runtimeBackend is the runtime store as o opens it, in process.
@@ -123,4 +129,69 @@ func TestAnUnknownEntryModelIsRefusedByName(t *testing.T) {
 		}
 	}
 	os.Remove(path)
+}
+
+// The side-file bugs a seed of the sweep rarely reaches, each on a
+// schedule that reaches it, caught with the crash model's part that shows
+// it and passing without it; the store done right passes each:
+//
+//   - a cache and its marker assumed to persist in order: a cut that keeps
+//     the marker's write and loses the cache's (a subset across files) is
+//     caught; a cut that loses both passes;
+//   - a failed sync retried and trusted: a cut after the failed sync loses
+//     the save answered ok; with no sync failing it passes.
+func TestTheSideFileBugsEachCaughtByTheirCrashState(t *testing.T) {
+	ctx := context.Background()
+	mountForTest(t)
+	op := func(o spec.Op) Step { return Step{Kind: StepOp, Op: o} }
+	cut := func(kept lossyfs.Fates, entries int) Step {
+		return Step{Kind: StepFault, Fault: fault.PowerCut{Kept: kept, KeepEntries: entries}}
+	}
+	// Each operation runs to its end (resumed past its yield points)
+	// before the next step.
+	schedule := func(model string, steps ...Step) Schedule {
+		var all []Step
+		for _, st := range steps {
+			all = append(all, st)
+			if st.Kind == StepOp {
+				for range 8 {
+					all = append(all, Step{Kind: StepResume})
+				}
+			}
+		}
+		return Schedule{Store: "runtime", Seed: 1, Clients: 1, Processes: 1, EntryModel: model, Steps: all}
+	}
+	marker := "cache-" + hex.EncodeToString([]byte("att-1")) + ".ok"
+	stage := op(r.StageAttachment{SessionID: "session-0", AttachmentID: "att-1", Data: []byte("png")})
+	load := op(r.LoadAttachment{AttachmentID: "att-1"})
+	failed := Step{Kind: StepFault, Fault: fault.SyncError{File: "meta.log", Nth: 1}}
+	saves := []Step{op(r.SaveSessionMeta{Meta: spec.RawJSON(`{"m":1}`)}), failed, op(r.SaveSessionMeta{Meta: spec.RawJSON(`{"m":2}`)}), cut(nil, 0), op(r.LoadSessionMeta{})}
+	for _, c := range []struct {
+		name     string
+		bug      bugs.Bug
+		caught   Schedule
+		passes   Schedule // the same without the part of the model
+		caughtAs string
+	}{
+		{"cache assumed ordered", bugs.RuntimeAttachmentCacheOrdered,
+			schedule("posix", stage, cut(lossyfs.Fates{{File: marker, N: 1}}, 4), load),
+			schedule("posix", stage, cut(nil, 4), load), "only " + marker + "#1 survive"},
+		{"failed sync retried", bugs.RuntimeMetaSyncRetried,
+			schedule("", saves...), schedule("", slices.DeleteFunc(slices.Clone(saves), func(s Step) bool { return s.Fault == failed.Fault })...), "every one of the"},
+	} {
+		broken := runtimeBackend(stores.Options{Bug: c.bug})
+		res, err := Run(ctx, runtimeSubject, broken, c.caught, t.TempDir())
+		if err != nil || res.Failure == nil {
+			t.Errorf("%s: not caught (%v):\n%s", c.name, err, strings.Join(res.Trace, "\n"))
+		} else if !strings.Contains(res.Failure.Error(), "rule runtime.survives_power_loss") || !strings.Contains(res.Failure.CrashState, c.caughtAs) {
+			t.Errorf("%s: caught as %v", c.name, res.Failure)
+		}
+		if ok, err := Run(ctx, runtimeSubject, broken, c.passes, t.TempDir()); err != nil || ok.Failure != nil {
+			t.Errorf("%s: fails without the crash state that shows it: %v %v", c.name, err, ok.Failure)
+		}
+		correct := runtimeBackend(stores.Options{Runtime: bugs.SideFilesCorrect})
+		if ok, err := Run(ctx, runtimeSubject, correct, c.caught, t.TempDir()); err != nil || ok.Failure != nil {
+			t.Errorf("%s: the store done right fails: %v %v", c.name, err, ok.Failure)
+		}
+	}
 }

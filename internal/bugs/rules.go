@@ -46,6 +46,8 @@ var breaksRules = map[Bug][]string{
 	ClientSynchronousOff:             {"client.survives_power_loss"},
 	RuntimeAttachmentRenameNoDirSync: {"runtime.survives_power_loss"},
 	RuntimeAttachmentUnsynced:        {"runtime.survives_power_loss"},
+	RuntimeAttachmentCacheOrdered:    {"runtime.survives_power_loss"},
+	RuntimeMetaSyncRetried:           {"runtime.survives_power_loss"},
 }
 
 // Breaks are the rules b breaks, where its entry says which (none where

@@ -75,6 +75,8 @@ const (
 func init() {
 	RuntimeAttachmentRenameNoDirSync = sideFileBug("runtime_attachment_rename_no_dir_sync", sideNoDirSync)
 	RuntimeAttachmentUnsynced = sideFileBug("runtime_attachment_unsynced", sideNoSync)
+	RuntimeAttachmentCacheOrdered = sideFileBug("runtime_attachment_cache_ordered", sideCacheOrdered)
+	RuntimeMetaSyncRetried = sideFileBug("runtime_meta_sync_retried", sideSyncRetried)
 }
 
 // sideFileBug registers the runtime reference with its side files made

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -31,6 +33,55 @@ import (
 // cut's and no other spec loses its backend; *h is the spec's own harness
 // again when the power comes back, and the spec reopens through it.
 func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func() error)) {
+	GinkgoHelper()
+	p := powerCutDisk(h, c)
+	return p.path, func(close func() error) {
+		GinkgoHelper()
+		p.cut(close, nil)
+	}
+}
+
+// powerDisk is a power-loss spec's forgetful file system (powerCutDisk).
+type powerDisk struct {
+	d         *lossyfs.Disk
+	dir, path string
+	doom      func()
+	end       func() error
+}
+
+// cut cuts the power as powerCutFile's does, keeping the unsynced writes
+// kept names (nil: none).
+func (p *powerDisk) cut(close func() error, kept lossyfs.Fates) {
+	GinkgoHelper()
+	p.cutKeeping(close, kept, 0)
+}
+
+// cutKeeping is cut keeping the first keepEntries of the folder's entry
+// ops not yet durable too.
+func (p *powerDisk) cutKeeping(close func() error, kept lossyfs.Fates, keepEntries int) {
+	GinkgoHelper()
+	p.doom()
+	env := &fault.Parts{Disk: p.d, Dir: p.dir, Down: func() error { close(); return p.end() }}
+	Expect(fault.PowerCut{Kept: kept, KeepEntries: keepEntries}.Inject(context.Background(), env)).To(Succeed(), "cut the power and give it back")
+}
+
+// failNextSyncs makes the next sync of every file the store has open (but
+// SQLite's -shm, which it never syncs) fail with EIO, its dirty data
+// dropped (fault.SyncError).
+func (p *powerDisk) failNextSyncs() {
+	GinkgoHelper()
+	open, err := p.d.Unsynced(p.dir)
+	Expect(err).NotTo(HaveOccurred(), "list the files open")
+	for f := range open {
+		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
+			Expect(p.d.FailSync(p.dir, f, 1)).To(Succeed(), "fail the next sync of %s", f)
+		}
+	}
+}
+
+// powerCutDisk is powerCutFile's disk, for a spec that also fails syncs
+// or keeps some unsynced writes.
+func powerCutDisk(h *Harness, c spec.Contract) *powerDisk {
 	GinkgoHelper()
 	need(h.Capabilities.Files, spec.CapFiles, "survival of a power cut")
 	if why := c.PowerLossExempt(h.Capabilities); why != "" {
@@ -63,10 +114,5 @@ func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func
 		}
 		DeferCleanup(end)
 	}
-	return filepath.Join(dir, c.Name+".db"), func(close func() error) {
-		GinkgoHelper()
-		doom()
-		env := &fault.Parts{Disk: d, Dir: dir, Down: func() error { close(); return end() }}
-		Expect(fault.PowerCut{}.Inject(context.Background(), env)).To(Succeed(), "cut the power and give it back")
-	}
+	return &powerDisk{d: d, dir: dir, path: filepath.Join(dir, c.Name+".db"), doom: doom, end: end}
 }

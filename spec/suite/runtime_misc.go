@@ -1,9 +1,14 @@
 package suite
 
 import (
+	"slices"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/storecheck/storecheck/fault"
+	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/spec"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
@@ -87,6 +92,64 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 			Expect(fx.state()).To(Equal(before), r.Contract.Explain("runtime.survives_power_loss"))
 			Expect(fx.tryClaim(rival)).To(BeNil(), "the lease survives the power cut")
 			fx.commit(fx.commitOf(l, "after the power cut"))
+		})
+
+		// A disk may persist the writes between two syncs in any subset
+		// (spec.PowerLossModel): here the writes of one file survive
+		// and every other file's are lost, for each file that has some
+		// when the power goes; the names made since the folder's last
+		// sync survive (a prefix the entry model allows: all of them).
+		It("keeps every attachment it acknowledged through a power cut that keeps one file's unsynced writes and loses the others'", Rules("runtime.survives_power_loss"), func() {
+			for i := 0; ; i++ {
+				p := powerCutDisk(&fx.h, r.Contract)
+				Expect(fx.s.Close()).To(Succeed())
+				fx.s = fx.open(p.path)
+				Expect(fx.s.StageAttachment(fx.ctx, rtSession, "att-1", []byte("png"))).To(Succeed())
+				before := fx.attachment("att-1")
+				unsynced, err := p.d.Unsynced(p.dir)
+				Expect(err).NotTo(HaveOccurred())
+				var files []string
+				for f, writes := range unsynced {
+					if len(writes) > 0 && f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
+						files = append(files, f)
+					}
+				}
+				slices.Sort(files)
+				if i >= len(files) {
+					return
+				}
+				var kept lossyfs.Fates
+				for n := range unsynced[files[i]] {
+					kept = append(kept, lossyfs.Kept{File: files[i], N: n + 1})
+				}
+				names, err := p.d.Entries(p.dir)
+				Expect(err).NotTo(HaveOccurred())
+				p.cutKeeping(fx.s.Close, kept, len(names))
+				fx.s = fx.open(p.path)
+				Expect(fx.attachment("att-1")).To(Equal(before), "only %s's unsynced writes survived: %s", files[i], r.Contract.Explain("runtime.survives_power_loss"))
+			}
+		})
+
+		// A failed fsync drops the dirty data, and a retry succeeds
+		// without it (spec.PowerLossAfterFailedSync): a save answered ok
+		// is held to it; one answered an error may or may not survive.
+		It("keeps a save it answered ok when a sync failed under it through a power cut", Rules("runtime.survives_power_loss"), func() {
+			p := powerCutDisk(&fx.h, r.Contract)
+			Expect(fx.s.Close()).To(Succeed())
+			fx.s = fx.open(p.path)
+			first, second := spec.RawJSON(`{"m":1}`), spec.RawJSON(`{"m":2}`)
+			Expect(fx.s.SaveSessionMeta(fx.ctx, first)).To(Succeed())
+			p.failNextSyncs()
+			err := fx.s.SaveSessionMeta(fx.ctx, second)
+			p.cut(fx.s.Close, nil)
+			fx.s = fx.open(p.path)
+			meta, lerr := fx.s.LoadSessionMeta(fx.ctx)
+			Expect(lerr).NotTo(HaveOccurred())
+			if err == nil {
+				Expect(meta).To(Equal(second), r.Contract.Explain("runtime.survives_power_loss"))
+			} else {
+				Expect(meta).To(BeElementOf(first, second), r.Contract.Explain("runtime.survives_power_loss"))
+			}
 		})
 	})
 
