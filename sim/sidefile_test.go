@@ -195,3 +195,36 @@ func TestTheSideFileBugsEachCaughtByTheirCrashState(t *testing.T) {
 		}
 	}
 }
+
+// The continuity store with SQLite's journal kept in memory
+// (bugs.ContinuityJournalMemory) overwrites its pages in place at a
+// commit: with entry ops durable at once, seed 99 catches it by a power
+// cut at the commit's sync that keeps some of the page writes and loses
+// others, and the same schedule with that cut losing every unsynced write
+// passes, as the reference passes it as it is.
+func TestJournalModeMemoryIsCaughtByPerWriteFates(t *testing.T) {
+	ctx := context.Background()
+	d := mountForTest(t)
+	broken := referenceBackend(bugs.ContinuityJournalMemory)
+	res, err := explore(ctx, continuitySubject, broken, 99, Params{PowerCuts: true, EntriesDurable: true}, "", d, "")
+	if err != nil || res.Failure == nil {
+		t.Fatalf("seed 99 not caught: %v", err)
+	}
+	if !strings.Contains(res.Failure.CrashState, "(the power went at a sync) of the ") || !strings.Contains(res.Failure.CrashState, "continuity.db#1") {
+		t.Fatalf("seed 99 caught after no torn commit: %v", res.Failure)
+	}
+	lost := res.Schedule
+	lost.Steps = slices.Clone(lost.Steps)
+	for i, st := range lost.Steps {
+		if f, ok := st.Fault.(fault.SyncCrash); ok {
+			f.Fates = 0
+			lost.Steps[i].Fault = f
+		}
+	}
+	if ok, err := run(ctx, continuitySubject, broken, lost, "", d); err != nil || ok.Failure != nil {
+		t.Errorf("with every unsynced write lost at the sync the schedule fails: %v %v", err, ok.Failure)
+	}
+	if ok, err := run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), res.Schedule, "", d); err != nil || ok.Failure != nil {
+		t.Errorf("the reference fails the schedule: %v %v", err, ok.Failure)
+	}
+}

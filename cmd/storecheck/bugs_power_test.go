@@ -20,12 +20,14 @@ import (
 // durabilityBugs are the reference with SQLite's synchronous lowered, each
 // store's, and the runtime store with its attachments' files beside the
 // database made durable wrong (bugs.RuntimeAttachmentRenameNoDirSync,
-// RuntimeAttachmentUnsynced): only a power cut shows them.
+// RuntimeAttachmentUnsynced), and the continuity store with its journal in
+// memory (bugs.ContinuityJournalMemory): only a power cut shows them.
 var durabilityBugs = []bugs.Bug{
 	bugs.RuntimeSynchronousOff, bugs.RuntimeWALSynchronousNormal,
 	bugs.ClientSynchronousOff, bugs.ClientWALSynchronousNormal,
 	bugs.ContinuitySynchronousOff, bugs.ContinuityWALSynchronousNormal,
 	bugs.RuntimeAttachmentRenameNoDirSync, bugs.RuntimeAttachmentUnsynced,
+	bugs.ContinuityJournalMemory,
 }
 
 // needFUSE skips a test of power cuts where none can be cut here, with the

@@ -48,6 +48,7 @@ var breaksRules = map[Bug][]string{
 	RuntimeAttachmentUnsynced:        {"runtime.survives_power_loss"},
 	RuntimeAttachmentCacheOrdered:    {"runtime.survives_power_loss"},
 	RuntimeMetaSyncRetried:           {"runtime.survives_power_loss"},
+	ContinuityJournalMemory:          {"continuity.survives_power_loss"},
 }
 
 // Breaks are the rules b breaks, where its entry says which (none where

@@ -15,9 +15,11 @@ import (
 	"syscall"
 
 	"github.com/storecheck/storecheck/adapters"
+	refcontinuity "github.com/storecheck/storecheck/reference/continuity"
 	refruntime "github.com/storecheck/storecheck/reference/runtime"
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
+	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
@@ -329,4 +331,29 @@ func (s *sideFiles) LoadSessionMeta(ctx context.Context) (spec.RawJSON, error) {
 		return s.Store.LoadSessionMeta(ctx)
 	}
 	return last, nil
+}
+
+// ContinuityJournalMemory is the continuity reference with SQLite's
+// rollback journal kept in memory (journal_mode=MEMORY) where the seed
+// sets WAL (its conn setup: "PRAGMA journal_mode=WAL"): a commit then
+// overwrites the database's pages in place with no journal on disk to
+// roll them back, and SQLite's documentation warns that if "the
+// application crashes in the middle of a transaction when the MEMORY
+// journaling mode is set, then the database file will very likely go
+// corrupt" (its journal_mode pragma). A power cut at the commit's sync,
+// which keeps some of its page writes and loses others (each write its own
+// fate), leaves a commit half applied, or a database SQLite cannot read:
+// it breaks continuity.survives_power_loss. Writes persisted only whole, or
+// only in order, as before issue 27's crash model, it would pass.
+var ContinuityJournalMemory Bug
+
+func init() {
+	needsPowerCut["continuity_journal_memory"] = true
+	ContinuityJournalMemory = register("continuity_journal_memory", c.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+		s, err := refcontinuity.Open(ctx, refcontinuity.Options{Path: o.Path, JournalMode: "MEMORY"})
+		if err != nil {
+			return nil, err
+		}
+		return sqlitedb.Target[c.Store](s, c.Apply), nil
+	})
 }
