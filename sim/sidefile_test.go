@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
@@ -139,7 +140,7 @@ func TestAnUnknownEntryModelIsRefusedByName(t *testing.T) {
 //     the marker's write and loses the cache's (a subset across files) is
 //     caught; a cut that loses both passes;
 //   - a failed sync retried and trusted: a cut after the failed sync loses
-//     the save answered ok; with no sync failing it passes.
+//     the staging answered ok; with no sync failing it passes.
 func TestTheSideFileBugsEachCaughtByTheirCrashState(t *testing.T) {
 	ctx := context.Background()
 	mountForTest(t)
@@ -164,8 +165,9 @@ func TestTheSideFileBugsEachCaughtByTheirCrashState(t *testing.T) {
 	marker := "cache-" + hex.EncodeToString([]byte("att-1")) + ".ok"
 	stage := op(r.StageAttachment{SessionID: "session-0", AttachmentID: "att-1", Data: []byte("png")})
 	load := op(r.LoadAttachment{AttachmentID: "att-1"})
-	failed := Step{Kind: StepFault, Fault: fault.SyncError{File: "meta.log", Nth: 1}}
-	saves := []Step{op(r.SaveSessionMeta{Meta: spec.RawJSON(`{"m":1}`)}), failed, op(r.SaveSessionMeta{Meta: spec.RawJSON(`{"m":2}`)}), cut(nil, 0), op(r.LoadSessionMeta{})}
+	failed := Step{Kind: StepFault, Fault: fault.SyncError{File: "attachments.log", Nth: 1}}
+	stagings := []Step{stage, failed, op(r.StageAttachment{SessionID: "session-0", AttachmentID: "att-2", Data: []byte("pdf")}), cut(nil, 0),
+		op(r.LoadAttachment{AttachmentID: "att-2"})}
 	for _, c := range []struct {
 		name     string
 		bug      bugs.Bug
@@ -176,8 +178,8 @@ func TestTheSideFileBugsEachCaughtByTheirCrashState(t *testing.T) {
 		{"cache assumed ordered", bugs.RuntimeAttachmentCacheOrdered,
 			schedule("posix", stage, cut(lossyfs.Fates{{File: marker, N: 1}}, 4), load),
 			schedule("posix", stage, cut(nil, 4), load), "only " + marker + "#1 survive"},
-		{"failed sync retried", bugs.RuntimeMetaSyncRetried,
-			schedule("", saves...), schedule("", slices.DeleteFunc(slices.Clone(saves), func(s Step) bool { return s.Fault == failed.Fault })...), "every one of the"},
+		{"failed sync retried", bugs.RuntimeAttachmentSyncRetried,
+			schedule("", stagings...), schedule("", slices.DeleteFunc(slices.Clone(stagings), func(s Step) bool { return s.Fault == failed.Fault })...), "every one of the"},
 	} {
 		broken := runtimeBackend(stores.Options{Bug: c.bug})
 		res, err := Run(ctx, runtimeSubject, broken, c.caught, t.TempDir())
@@ -189,9 +191,11 @@ func TestTheSideFileBugsEachCaughtByTheirCrashState(t *testing.T) {
 		if ok, err := Run(ctx, runtimeSubject, broken, c.passes, t.TempDir()); err != nil || ok.Failure != nil {
 			t.Errorf("%s: fails without the crash state that shows it: %v %v", c.name, err, ok.Failure)
 		}
-		correct := runtimeBackend(stores.Options{Runtime: bugs.SideFilesCorrect})
-		if ok, err := Run(ctx, runtimeSubject, correct, c.caught, t.TempDir()); err != nil || ok.Failure != nil {
-			t.Errorf("%s: the store done right fails: %v %v", c.name, err, ok.Failure)
+		for _, open := range []func(context.Context, spec.OpenOptions) (adapters.Target, error){bugs.SideFilesCorrect, bugs.SideLogCorrect} {
+			correct := runtimeBackend(stores.Options{Runtime: open})
+			if ok, err := Run(ctx, runtimeSubject, correct, c.caught, t.TempDir()); err != nil || ok.Failure != nil {
+				t.Errorf("%s: the store done right fails: %v %v", c.name, err, ok.Failure)
+			}
 		}
 	}
 }

@@ -47,7 +47,7 @@ var breaksRules = map[Bug][]string{
 	RuntimeAttachmentRenameNoDirSync: {"runtime.survives_power_loss"},
 	RuntimeAttachmentUnsynced:        {"runtime.survives_power_loss"},
 	RuntimeAttachmentCacheOrdered:    {"runtime.survives_power_loss"},
-	RuntimeMetaSyncRetried:           {"runtime.survives_power_loss"},
+	RuntimeAttachmentSyncRetried:     {"runtime.survives_power_loss"},
 	ContinuityJournalMemory:          {"continuity.survives_power_loss"},
 }
 

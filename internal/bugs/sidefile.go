@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,18 +48,22 @@ import (
 //     two syncs in any subset (sqlite.org/atomiccommit.html, "Hardware
 //     Assumptions"; SQLite's crash VFS, src/test6.c), so a cut may keep the
 //     marker and lose the data. A cut that loses both is harmless.
-//   - RuntimeMetaSyncRetried keeps the session meta in a side log, appended
-//     and fsynced at each save, and when the fsync fails retries it and
-//     answers ok: Linux drops the dirty data of a failed fsync and the
-//     retry succeeds without it (PostgreSQL's "fsyncgate", 2018; Linux's
+//   - RuntimeAttachmentSyncRetried keeps the bytes in a side log it holds
+//     open, a record appended and fsynced at each first staging, and when
+//     the fsync fails retries it and answers ok: Linux drops the dirty
+//     data of a failed fsync and the retry succeeds without it
+//     (PostgreSQL's "fsyncgate", 2018; Linux's
 //     Documentation/filesystems/vfs.rst on writeback errors), so a cut
-//     loses the save.
+//     loses the staging. (Not the session meta: the seed's
+//     save_session_meta swallows its store's errors and answers Ok, so an
+//     ok there acknowledges nothing.)
 //
 // The same store done right (sideCorrect: temp file, fsync, rename, folder
-// fsync; a failed fsync answered as an error) passes every crash state.
+// fsync; sideLogCorrect: a failed fsync answered as an error) passes every
+// crash state.
 var (
 	RuntimeAttachmentRenameNoDirSync, RuntimeAttachmentUnsynced Bug
-	RuntimeAttachmentCacheOrdered, RuntimeMetaSyncRetried       Bug
+	RuntimeAttachmentCacheOrdered, RuntimeAttachmentSyncRetried Bug
 )
 
 // sideHow is how a side-file store makes its files durable.
@@ -71,6 +74,7 @@ const (
 	sideNoDirSync
 	sideNoSync
 	sideCacheOrdered
+	sideLogCorrect
 	sideSyncRetried
 )
 
@@ -78,7 +82,7 @@ func init() {
 	RuntimeAttachmentRenameNoDirSync = sideFileBug("runtime_attachment_rename_no_dir_sync", sideNoDirSync)
 	RuntimeAttachmentUnsynced = sideFileBug("runtime_attachment_unsynced", sideNoSync)
 	RuntimeAttachmentCacheOrdered = sideFileBug("runtime_attachment_cache_ordered", sideCacheOrdered)
-	RuntimeMetaSyncRetried = sideFileBug("runtime_meta_sync_retried", sideSyncRetried)
+	RuntimeAttachmentSyncRetried = sideFileBug("runtime_attachment_sync_retried", sideSyncRetried)
 }
 
 // sideFileBug registers the runtime reference with its side files made
@@ -101,24 +105,37 @@ func OpenSideFiles(ctx context.Context, o spec.OpenOptions, how sideHow) (adapte
 	if o.Path == "" {
 		return sqlitedb.Target[r.Store](s, r.Apply), nil
 	}
-	return sqlitedb.Target[r.Store](&sideFiles{Store: s, dir: filepath.Dir(o.Path), how: how}, r.Apply), nil
+	sf := &sideFiles{Store: s, dir: filepath.Dir(o.Path), how: how}
+	if how == sideLogCorrect || how == sideSyncRetried {
+		if err := sf.openLog(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return sqlitedb.Target[r.Store](sf, r.Apply), nil
 }
 
-// SideFilesCorrect is the side-file store done right, for the tests that
-// show each side-file bug is its one wrong step.
+// SideFilesCorrect and SideLogCorrect are the side-file stores done right
+// (blobs; a side log), for the tests that show each side-file bug is its
+// one wrong step.
 func SideFilesCorrect(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
 	return OpenSideFiles(ctx, o, sideCorrect)
 }
 
-// sideFiles is the runtime reference with attachment bytes and the
-// session meta answered from files beside its database: each variant is
-// the store done right (sideCorrect) but for its one wrong step.
+func SideLogCorrect(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+	return OpenSideFiles(ctx, o, sideLogCorrect)
+}
+
+// sideFiles is the runtime reference with attachment bytes answered from
+// files beside its database (blobs, or a log): each variant is the store
+// done right (sideCorrect, sideLogCorrect) but for its one wrong step.
 type sideFiles struct {
 	*refruntime.Store
 	dir string
 	how sideHow
-	// log is the meta log, open from the first save until Close, as a
-	// side log a store keeps open (a sync fault may then name it).
+	// log is the attachment log (sideLogCorrect, sideSyncRetried), open
+	// from Open to Close, as a side log a store keeps open (a sync fault
+	// may then name it).
 	mu  sync.Mutex
 	log *os.File
 }
@@ -146,7 +163,12 @@ func (s *sideFiles) StageAttachment(ctx context.Context, session, id string, dat
 	if err != nil {
 		return err
 	}
-	if old == nil && s.how != sideCacheOrdered {
+	if old == nil && s.logged() {
+		// The record before the row that names it.
+		if err := s.appendRecord(id, data); err != nil {
+			return err
+		}
+	} else if old == nil && s.how != sideCacheOrdered {
 		// The bytes before the row that names them: a crash between
 		// leaves a blob no row names.
 		if err := s.writeBlob(s.blob(data), data); err != nil {
@@ -169,7 +191,9 @@ func (s *sideFiles) LoadAttachment(ctx context.Context, id string) (*r.Attachmen
 	if err != nil || a == nil {
 		return a, err
 	}
-	if s.how == sideCacheOrdered {
+	if s.logged() {
+		a.Data = s.record(id, a.Data)
+	} else if s.how == sideCacheOrdered {
 		cache := s.cacheOf(id)
 		if mark, _ := os.ReadFile(cache + ".ok"); string(mark) == "ok" {
 			b, _ := os.ReadFile(cache)
@@ -262,75 +286,73 @@ func (s *sideFiles) writeCache(id string, data []byte) {
 	}
 }
 
-// metaLog is the side log of session meta saves: each a line of its own,
-// begun and ended by a newline so that a record after a hole a lost write
-// left still reads.
-func (s *sideFiles) metaLog() string { return filepath.Join(s.dir, "meta.log") }
+// logged reports whether the store keeps attachment bytes in its log.
+func (s *sideFiles) logged() bool { return s.how == sideLogCorrect || s.how == sideSyncRetried }
 
-func (s *sideFiles) SaveSessionMeta(ctx context.Context, meta spec.RawJSON) error {
+// logPath is the attachment log: a record a line, begun and ended by a
+// newline so that a record after a hole a lost write left still reads.
+func (s *sideFiles) logPath() string { return filepath.Join(s.dir, "attachments.log") }
+
+// openLog opens (creating) the log, its name made durable.
+func (s *sideFiles) openLog() error {
+	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%w: attachment log: %v", spec.ErrIO, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: attachment log: %v", spec.ErrIO, err)
+	}
+	s.log = f
+	return nil
+}
+
+// appendRecord appends id's bytes to the log and syncs it. The lock is
+// held until the record is durable: no reader, in any process, sees it
+// before a cut can no longer lose it.
+func (s *sideFiles) appendRecord(id string, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.log == nil {
-		f, err := os.OpenFile(s.metaLog(), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
-		}
-		s.log = f
+	fd := int(s.log.Fd())
+	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("%w: attachment log: %v", spec.ErrIO, err)
 	}
-	f := s.log
-	// Held until the save is durable: no reader, in any process, sees a
-	// save before a cut can no longer lose it.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
+	defer syscall.Flock(fd, syscall.LOCK_UN)
+	if _, err := s.log.WriteString("\n" + hex.EncodeToString([]byte(id)) + " " + hex.EncodeToString(data) + "\n"); err != nil {
+		return fmt.Errorf("%w: attachment log: %v", spec.ErrIO, err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	if _, err := f.WriteString("\n" + hex.EncodeToString(meta) + "\n"); err != nil {
-		return fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
-	}
-	if err := f.Sync(); err != nil {
-		if !errors.Is(err, syscall.EIO) || s.how != sideSyncRetried {
-			return fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
-		}
+	err := s.log.Sync()
+	if err != nil && errors.Is(err, syscall.EIO) && s.how == sideSyncRetried {
 		// The bug: the failed sync is retried, and its success trusted.
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
-		}
+		err = s.log.Sync()
 	}
-	// The log's own name, the first save's create.
-	if err := syncDir(s.dir); err != nil {
-		return fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
+	if err != nil {
+		return fmt.Errorf("%w: attachment log: %v", spec.ErrIO, err)
 	}
 	return nil
 }
 
-func (s *sideFiles) LoadSessionMeta(ctx context.Context) (spec.RawJSON, error) {
-	f, err := os.Open(s.metaLog())
-	if errors.Is(err, os.ErrNotExist) {
-		return s.Store.LoadSessionMeta(ctx)
-	}
+// record is the bytes the log holds for id: those of its record whose
+// bytes the row names (a real store's manifest would keep their digest;
+// the reference's row keeps the bytes themselves), or none when the disk
+// lost it.
+func (s *sideFiles) record(id string, named []byte) []byte {
+	f, err := os.Open(s.logPath())
 	if err != nil {
-		return nil, fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
+		return []byte{}
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
-		return nil, fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
+		return []byte{}
 	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("%w: meta log: %v", spec.ErrIO, err)
-	}
-	// The last whole record: a torn one, or a hole a lost write left,
-	// reads as no record.
-	var last spec.RawJSON
+	b, _ := io.ReadAll(f)
+	want := hex.EncodeToString([]byte(id)) + " " + hex.EncodeToString(named)
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		if m, err := hex.DecodeString(string(line)); err == nil && len(m) > 0 && json.Valid(m) {
-			last = m
+		if string(line) == want {
+			return bytes.Clone(named)
 		}
 	}
-	if last == nil {
-		return s.Store.LoadSessionMeta(ctx)
-	}
-	return last, nil
+	return []byte{}
 }
 
 // ContinuityJournalMemory is the continuity reference with SQLite's

@@ -65,18 +65,20 @@ func (p *powerDisk) cutKeeping(close func() error, kept lossyfs.Fates, keepEntri
 	Expect(fault.PowerCut{Kept: kept, KeepEntries: keepEntries}.Inject(context.Background(), env)).To(Succeed(), "cut the power and give it back")
 }
 
-// failNextSyncs makes the next sync of every file the store has open (but
-// SQLite's -shm, which it never syncs) fail with EIO, its dirty data
-// dropped (fault.SyncError).
-func (p *powerDisk) failNextSyncs() {
+// openFiles are the files the store holds open (but SQLite's -shm, which
+// it never syncs), sorted: those a sync fault may name.
+func (p *powerDisk) openFiles() []string {
 	GinkgoHelper()
 	open, err := p.d.Unsynced(p.dir)
 	Expect(err).NotTo(HaveOccurred(), "list the files open")
+	var files []string
 	for f := range open {
 		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-			Expect(p.d.FailSync(p.dir, f, 1)).To(Succeed(), "fail the next sync of %s", f)
+			files = append(files, f)
 		}
 	}
+	slices.Sort(files)
+	return files
 }
 
 // powerCutDisk is powerCutFile's disk, for a spec that also fails syncs
