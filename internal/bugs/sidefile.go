@@ -90,14 +90,14 @@ func init() {
 func sideFileBug(name string, how sideHow) Bug {
 	needsPowerCut[name] = true
 	return register(name, r.StoreName, func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
-		return OpenSideFiles(ctx, o, how)
+		return openSideFiles(ctx, o, how)
 	})
 }
 
-// OpenSideFiles opens the runtime reference with side files made durable
+// openSideFiles opens the runtime reference with side files made durable
 // as how says (sideCorrect: right). In memory there is no file beside
 // the database: it is the reference.
-func OpenSideFiles(ctx context.Context, o spec.OpenOptions, how sideHow) (adapters.Target, error) {
+func openSideFiles(ctx context.Context, o spec.OpenOptions, how sideHow) (adapters.Target, error) {
 	s, err := refruntime.Open(ctx, refruntime.Options{Path: o.Path, Clock: o.Clock})
 	if err != nil {
 		return nil, err
@@ -119,11 +119,11 @@ func OpenSideFiles(ctx context.Context, o spec.OpenOptions, how sideHow) (adapte
 // (blobs; a side log), for the tests that show each side-file bug is its
 // one wrong step.
 func SideFilesCorrect(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
-	return OpenSideFiles(ctx, o, sideCorrect)
+	return openSideFiles(ctx, o, sideCorrect)
 }
 
 func SideLogCorrect(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
-	return OpenSideFiles(ctx, o, sideLogCorrect)
+	return openSideFiles(ctx, o, sideLogCorrect)
 }
 
 // sideFiles is the runtime reference with attachment bytes answered from
