@@ -222,6 +222,9 @@ func (f *Failure) Error() string {
 		if len(broken) > 0 {
 			msg += fmt.Sprintf("; broken: %s (%s)", strings.Join(broken, ", "), f.Why)
 		}
+	} else if f.Why != "" {
+		// No rule of the contract (model.NoRuleOfTheContract): why none.
+		msg += "; broken: " + f.Why
 	}
 	if f.AfterPowerCut != "" {
 		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)

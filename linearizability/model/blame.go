@@ -21,9 +21,16 @@ type Blame struct {
 	Why string
 }
 
+// NoRuleOfTheContract is the blame of a bad_request answer: the kit sends
+// only requests the protocol defines, so the backend refused the request
+// itself (a crash point reached but not declared, an operation it lacks),
+// and naming the operation's rules would send its author to the wrong place.
+const NoRuleOfTheContract = "no rule of the contract: bad_request is the backend refusing the request itself, which the kit sent well formed (its message says why: a crash point reached but not declared, an operation it does not implement)"
+
 // BlameOf names the rules that op, answering got where the model allowed
 // only the branches allowed, breaks:
-//   - the rules the allowed answers name (the rule that decides them);
+//   - none for bad_request (NoRuleOfTheContract);
+//   - else the rules the allowed answers name (the rule that decides them);
 //   - else, for a refusal, the rules that make that kind for op (the
 //     contract's Refusals): the backend refused where their condition
 //     does not hold;
@@ -42,6 +49,9 @@ type Blame struct {
 // decided on a read another write overtook), and the refusal's rule is the
 // one broken, not every rule naming the fields.
 func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers []spec.Op, again func(spec.Op) []Branch) Blame {
+	if got.Kind == spec.ErrBadRequest {
+		return Blame{Why: NoRuleOfTheContract}
+	}
 	if rules := Rules(allowed); len(rules) > 0 {
 		why := "the rule that decides the answer the model allows here"
 		if len(rules) > 1 {

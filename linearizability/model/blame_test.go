@@ -44,6 +44,10 @@ func TestBlameNarrowsToTheRuleBroken(t *testing.T) {
 			[]string{"continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity", "continuity.upsert_continuity_record.checkpoint_version_kept"}, "checkpoint_version"},
 		{"a read with no write to blame", read, OK(gotRead), []Branch{{Outcome: OK(want)}}, nil,
 			[]string{"continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity"}, "decides together"},
+		{"bad_request: no rule, though the model allows a refusal", upsert, Fail(spec.ErrBadRequest), []Branch{{Outcome: Fail(c.ErrStaleFencingToken), Rule: "continuity.upsert_continuity_record.fence_not_lower"}}, nil,
+			nil, "no rule of the contract"},
+		{"bad_request: no rule where the model allows ok", save, Fail(spec.ErrBadRequest), []Branch{{Outcome: OK(nil)}}, nil,
+			nil, "the backend refusing the request itself"},
 		{"a bool: every rule, saying why", c.SessionSnapshotMatchesCurrent{}, OK(true), []Branch{{Outcome: OK(false)}}, nil,
 			[]string{"continuity.session_snapshot_matches_current.whole_tuple", "continuity.session_snapshot_matches_current.row_fence_is_provenance"}, "cannot tell which"},
 	} {
