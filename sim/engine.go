@@ -535,7 +535,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 			}
 			return out
 		}
-		blame := model.BlameOf(contract, f.op, judged, allowed, e.writers(f.op), again)
+		blame := e.blame(f.op, judged, allowed, again)
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
 			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
 		if judged.String() != got.String() {

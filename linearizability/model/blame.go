@@ -351,6 +351,37 @@ func clip(s string, n int) string {
 	return s
 }
 
+// HalfApplied is b with the rule w breaks if a crash inside its
+// transaction kept some of its writes and lost the rest: w is the write a
+// crash cut before the failing read, whose answer got differs from the
+// allowed ones. Of w's rules naming a field that differs (all of them, for
+// an answer without fields), the ones that make its writes one
+// transaction, else every one; b unchanged when none.
+func HalfApplied(c spec.Contract, b Blame, w spec.Op, got Outcome, allowed []Branch) Blame {
+	fields := differingFields(got, allowed)
+	var named, atomic []string
+	for _, id := range opRules(c, w.Name()) {
+		r, _ := c.Rule(id)
+		if len(fields) > 0 && !mentionsAny(r, fields) {
+			continue
+		}
+		named = append(named, id)
+		if strings.Contains(strings.ToLower(r.Says), "transaction") {
+			atomic = append(atomic, id)
+		}
+	}
+	if len(atomic) > 0 {
+		named = atomic
+	}
+	named = slices.DeleteFunc(named, func(id string) bool { return slices.Contains(b.Rules, id) })
+	if len(named) == 0 {
+		return b
+	}
+	b.Rules = append(slices.Clone(b.Rules), named...)
+	b.Why += fmt.Sprintf("; or the crash inside %s left it half applied, against %s", w.Name(), strings.Join(named, ", "))
+	return b
+}
+
 // opRules are the IDs of the rules that govern op ("": the store as a
 // whole), in the table's order.
 func opRules(c spec.Contract, op string) []string {

@@ -121,3 +121,36 @@ func TestBlameOfAReadNarrowsToTheWriteItShows(t *testing.T) {
 		t.Errorf("with no model to ask, the save's rules that name checkpoint_version are suspects too: %v", wide.Rules)
 	}
 }
+
+// A read after a crash inside a write that touches it may show the write
+// half applied: the blame adds, of the write's rules naming the field that
+// differs, the one making its writes one transaction (a save's
+// saves_and_advances, not its version or order checks); a write none of
+// whose rules names the field, or an answer the blame already explains
+// by that rule, leaves it as it was.
+func TestAHalfAppliedWriteIsBlamedByItsTransactionRule(t *testing.T) {
+	contract := Continuity{}.Contract()
+	rec := c.Record{Identity: "a", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 3}
+	want := rec
+	want.CheckpointVersion = 4
+	read := c.ResolveMany{Identities: []c.Identity{"a"}}
+	got := OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &rec}})
+	allowed := []Branch{{Outcome: OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &want}})}}
+	save := c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: "a", SessionID: "s", Generation: 1, CheckpointVersion: 4, FencingToken: 1}}
+	b := BlameOf(contract, read, got, allowed, nil, nil)
+	half := HalfApplied(contract, b, save, got, allowed)
+	if added := half.Rules[len(b.Rules):]; !slices.Equal(added, []string{"continuity.save_session_snapshot.saves_and_advances"}) || !strings.Contains(half.Why, "half applied") {
+		t.Errorf("added %v (%s), want the save's saves_and_advances alone", added, half.Why)
+	}
+	if !slices.Equal(half.Rules[:len(b.Rules)], b.Rules) {
+		t.Errorf("the read's own rules changed: %v, was %v", half.Rules, b.Rules)
+	}
+	// A snapshot's bytes are named by no rule of a delete by revision.
+	del := c.DeleteSessionSnapshotIfCurrentRevision{SessionID: "s", ExpectedRevision: "r"}
+	if same := HalfApplied(contract, b, del, got, allowed); !slices.Equal(same.Rules, b.Rules) || same.Why != b.Why {
+		t.Errorf("a write whose rules name no differing field widened the blame: %v (%s)", same.Rules, same.Why)
+	}
+	if again := HalfApplied(contract, half, save, got, allowed); !slices.Equal(again.Rules, half.Rules) {
+		t.Errorf("a rule already blamed was added twice: %v", again.Rules)
+	}
+}
