@@ -34,21 +34,22 @@ func check(t *testing.T, points []string, n int64, failFast bool, layers ...conf
 
 // A crash point the store reaches but the harness does not declare is one
 // the simulator can never crash at: the run fails, naming it, where it
-// would otherwise pass with the transaction's middle never tested. The
-// simulator's failure and the linearizability check's both name it, and
-// blame no rule of the contract (the store's answers are not wrong, its
-// declaration is), not every rule of the save.
+// would otherwise pass with the transaction's middle never tested. Every
+// layer's failure names it and blames no rule of the contract (the store's
+// answers are not wrong, its declaration is): not every rule of the save,
+// nor the rule of the spec that happened to call it.
 func TestACrashPointReachedButNotDeclaredFailsNamingIt(t *testing.T) {
 	const hidden = "save_session_snapshot/snapshot_written"
 	points := slices.DeleteFunc(slices.Clone(mystore.CrashPoints), func(p string) bool { return p == hidden })
-	run := check(t, points, 3, false, conformance.LayerLinearizability, conformance.LayerSim)
+	run := check(t, points, 3, false, conformance.LayerSpec, conformance.LayerLinearizability, conformance.LayerSim)
 	failed := map[string]conformance.Check{}
 	for _, c := range run.Checks {
 		if _, seen := failed[c.Layer]; c.Outcome == conformance.Failed && !seen {
 			failed[c.Layer] = c
 		}
 	}
-	for _, layer := range []conformance.Layer{conformance.LayerLinearizability, conformance.LayerSim} {
+	for layer, noRule := range map[conformance.Layer]string{conformance.LayerSpec: "rules: none of the contract",
+		conformance.LayerLinearizability: "broken: no rule of the contract", conformance.LayerSim: "broken: no rule of the contract"} {
 		c, ok := failed[string(layer)]
 		if !ok {
 			t.Errorf("%s passed with %s reached and undeclared", layer, hidden)
@@ -58,8 +59,8 @@ func TestACrashPointReachedButNotDeclaredFailsNamingIt(t *testing.T) {
 		if !strings.Contains(m, `crash point "`+hidden+`" reached but not declared`) {
 			t.Errorf("%s: the failure does not name the undeclared point:\n%s", layer, m)
 		}
-		if !strings.Contains(m, "broken: no rule of the contract") || strings.Contains(m, "continuity.save_session_snapshot.") {
-			t.Errorf("%s: the failure blames the save's rules, not the declaration:\n%s", layer, m)
+		if !strings.Contains(m, noRule) || strings.Contains(m, "continuity.save_session_snapshot.") || strings.Contains(m, "rules: continuity.") {
+			t.Errorf("%s: the failure blames the contract's rules, not the declaration:\n%s", layer, m)
 		}
 	}
 }
