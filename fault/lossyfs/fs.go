@@ -654,7 +654,7 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		h.l.cut.RUnlock()
 		return syscall.EIO
 	}
-	switch a := h.l.armedAt(h.f.sub, h.name); a.kind {
+	switch a := h.l.armedAt(h.f.sub, h.name, h.f.ino); a.kind {
 	case armFail:
 		defer h.l.cut.RUnlock()
 		h.f.mu.Lock()

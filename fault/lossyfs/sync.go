@@ -53,15 +53,19 @@ type arm struct {
 	noFate []string
 }
 
-// armedAt is the fault that strikes this sync of file name of folder sub,
-// if any; it counts the sync against every arm that waits for name.
-// l.cut is held (shared).
-func (l *lossy) armedAt(sub, name string) arm {
+// armedAt is the fault that strikes this sync of file name (backing inode
+// ino) of folder sub, if any; it counts the sync against every arm that
+// waits for the file. An arm names a file, and a sync through any of the
+// file's hard links is a sync of it: the name a handle knows is the one
+// the kernel's inode has, which may be another link's. l.cut is held
+// (shared).
+func (l *lossy) armedAt(sub, name string, ino uint64) arm {
 	l.armsMu.Lock()
 	defer l.armsMu.Unlock()
 	arms := l.arms[sub]
 	for i := range arms {
-		if arms[i].file != name {
+		var st syscall.Stat_t
+		if arms[i].file != name && (syscall.Lstat(filepath.Join(l.backing, sub, arms[i].file), &st) != nil || st.Ino != ino) {
 			continue
 		}
 		if arms[i].left--; arms[i].left == 0 {
@@ -116,6 +120,17 @@ func (f *file) synced() error {
 					from := max(c.off, lo)
 					copy(img[from-lo:], c.data[from-c.off:])
 				}
+			}
+		}
+		// The durable image may have caught up with the current one (a
+		// truncation over what was dropped): then nothing is unsynced. Only
+		// a file of the same size can be, so the read is the tail at most.
+		var st syscall.Stat_t
+		if err := syscall.Fstat(f.fd, &st); err == nil && st.Size == lo+int64(len(img)) {
+			cur := make([]byte, len(img))
+			if n, err := syscall.Pread(f.fd, cur, lo); err == nil && n == len(cur) && bytes.Equal(cur, img) {
+				f.log = nil
+				return nil
 			}
 		}
 		f.log = []change{{dropped: true, durable: true, size: lo + int64(len(img)), oldAt: lo, old: img}}
