@@ -206,10 +206,29 @@ func (l *lossy) entriesSynced(sub, dir string) {
 	if dir == "" {
 		return
 	}
-	kept := fe.ops[:0]
-	for _, op := range fe.ops {
+	// An op made durable makes durable with it every earlier one that
+	// touched a name it touches (newest first, so that this carries back):
+	// else undoing that earlier op would find the name as the durable op
+	// left it, not as it left it (create sub/a; rename sub/a -> c; rename
+	// c -> a; a sync of . alone). The disk then holds more than POSIX
+	// requires, never less.
+	durable := make([]bool, len(fe.ops))
+	touched := map[string]bool{}
+	for i := len(fe.ops) - 1; i >= 0; i-- {
+		op := fe.ops[i]
 		delete(op.need, dir)
-		if len(op.need) > 0 {
+		if len(op.need) > 0 && !touched[op.name] && (op.from == "" || !touched[op.from]) {
+			continue
+		}
+		durable[i] = true
+		touched[op.name] = true
+		if op.from != "" {
+			touched[op.from] = true
+		}
+	}
+	kept := fe.ops[:0]
+	for i, op := range fe.ops {
+		if !durable[i] {
 			kept = append(kept, op)
 		} else if op.stash != "" {
 			os.Remove(op.stash)
