@@ -337,8 +337,11 @@ func (l *lossy) thaw(sub string) {
 		return
 	}
 	if top := l.root.GetChild(sub); top != nil {
-		l.entriesThawed(sub, top)
+		// Content first: a name the cut undid leaves the tree next, and
+		// its file with it, but the kernel may keep that inode and hand
+		// it back at the next lookup, with the pages of before the cut.
 		invalidate(top)
+		l.entriesThawed(sub, top)
 	}
 }
 
