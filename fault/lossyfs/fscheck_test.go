@@ -173,7 +173,7 @@ type fsChecker struct {
 	runs int
 	// What the runs exercised: ops that succeeded on both sides, by kind;
 	// what the cuts kept, tore and undid.
-	ok                  map[string]int
+	ok                 map[string]int
 	kept, torn, undone int
 }
 
