@@ -390,6 +390,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	return n.guard(n.child(name), func() syscall.Errno {
 		var st syscall.Stat_t
 		known := syscall.Lstat(filepath.Join(n.backing(), name), &st) == nil
+		n.l.leftTree(subOf(n.child(name)), n.GetChild(name))
 		if errno := n.entryOp("unlink", []string{n.child(name)}, func() syscall.Errno { return n.LoopbackNode.Unlink(ctx, name) }); errno != 0 {
 			return errno
 		}
@@ -420,6 +421,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	kind := "rename"
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		kind = "exchange"
+	} else {
+		n.l.leftTree(subOf(to.child(newName)), to.GetChild(newName))
 	}
 	return n.entryOp(kind, []string{to.child(newName), n.child(name)}, func() syscall.Errno {
 		return n.LoopbackNode.Rename(ctx, name, to.LoopbackNode, newName, flags)

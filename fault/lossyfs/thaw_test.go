@@ -40,3 +40,32 @@ func TestAThawDropsThePagesOfAFileWhoseNameTheCutUndid(t *testing.T) {
 		t.Errorf("after the cut a reads %d bytes (%.8q...), want the 1000 synced ones: the kernel's pages of before the cut", len(got), got)
 	}
 }
+
+// So does it for a file an unlink took out of the tree, whose name the cut
+// gives back (the model check: open, unlink, cut, read by the name).
+func TestAThawDropsThePagesOfAFileWhoseUnlinkTheCutUndid(t *testing.T) {
+	d, run := mountForTest(t)
+	setModel(t, d, run, EntriesPOSIX)
+	a := filepath.Join(run, "a")
+	synced := strings.Repeat("s", 1000)
+	writeSynced(t, a, synced)
+	syncDir(t, run)
+	if err := os.Truncate(a, 10); err != nil {
+		t.Fatal(err)
+	}
+	h, err := os.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	read(t, a)
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if c := cut(t, d, run, nil); len(c.Undone) != 1 {
+		t.Fatalf("the cut undid %q, want the unlink", c.Undone)
+	}
+	if got := read(t, a); got != synced {
+		t.Errorf("after the cut a reads %d bytes (%.12q...), want the 1000 synced ones: the kernel's pages of before the cut", len(got), got)
+	}
+}
