@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -33,12 +34,12 @@ const fsCheckSeeds = 60
 
 // fsOp is one step of a sequence.
 type fsOp struct {
-	kind     string // create write trunc fsync failsync fsyncdir rename unlink link read cut crash
+	kind     string // create write trunc fsync failsync fsyncdir rename unlink link read open hwrite hread hfsync cut crash
 	name, to string
-	off      int64 // a write's offset, a truncation's size
-	n        int   // a write's length
-	fill     byte  // a write's bytes start from it
-	seed     uint64
+	off      int64  // a write's offset, a truncation's size
+	n        int    // a write's length; open's handle slot
+	fill     byte   // a write's bytes start from it
+	seed     uint64 // a cut's fates; the handle slot of an op through one
 }
 
 func (o fsOp) String() string {
@@ -49,6 +50,12 @@ func (o fsOp) String() string {
 		return fmt.Sprintf("trunc %s %d", o.name, o.off)
 	case "rename", "link":
 		return fmt.Sprintf("%s %s %s", o.kind, o.name, o.to)
+	case "open":
+		return fmt.Sprintf("open %s as handle %d", o.name, o.n)
+	case "hwrite":
+		return fmt.Sprintf("write through handle %d %d+%d (%q...)", o.seed, o.off, o.n, o.fill)
+	case "hread", "hfsync":
+		return fmt.Sprintf("%s through handle %d", strings.TrimPrefix(o.kind, "h"), o.seed)
 	case "cut", "crash":
 		s := fmt.Sprintf("%s seed=%d", o.kind, o.seed)
 		if o.name != "" {
@@ -131,33 +138,42 @@ func genSeq(seed uint64) fsSeq {
 		}
 		var o fsOp
 		switch k := r.IntN(100); {
-		case k < 12:
+		case k < 11:
 			o = fsOp{kind: "create", name: pick(false)}
 			m.create(o.name)
-		case k < 38:
+		case k < 33:
 			o = fsOp{kind: "write", name: file(), off: int64(r.IntN(4 * SectorSize)), n: 1 + r.IntN(3*SectorSize), fill: byte('A' + r.IntN(26))}
 			m.write(o.name, o.off, o.data())
-		case k < 46:
+		case k < 40:
 			o = fsOp{kind: "trunc", name: file(), off: int64(r.IntN(5 * SectorSize))}
 			m.truncate(o.name, o.off)
-		case k < 56:
+		case k < 48:
 			o = fsOp{kind: "fsync", name: file()}
 			m.fsync(o.name)
-		case k < 59:
+		case k < 51:
 			o = fsOp{kind: "failsync", name: file()}
 			m.failSync(o.name)
-		case k < 65:
+		case k < 57:
 			o = fsOp{kind: "fsyncdir", name: fsDirs[r.IntN(len(fsDirs))]}
 			m.fsyncDir(o.name)
-		case k < 73:
+		case k < 64:
 			o = fsOp{kind: "rename", name: file(), to: fsFiles[r.IntN(len(fsFiles))]}
 			m.rename(o.name, o.to)
-		case k < 78:
+		case k < 69:
 			o = fsOp{kind: "unlink", name: file()}
 			m.unlink(o.name)
-		case k < 84:
+		case k < 75:
 			o = fsOp{kind: "link", name: file(), to: pick(false)}
 			m.link(o.name, o.to)
+		case k < 80:
+			o = fsOp{kind: "open", name: file(), n: r.IntN(2)}
+			m.open(o.n, o.name)
+		case k < 88:
+			o = fsOp{kind: "hwrite", off: int64(r.IntN(4 * SectorSize)), n: 1 + r.IntN(3*SectorSize), fill: byte('a' + r.IntN(26)), seed: uint64(r.IntN(2))}
+		case k < 92:
+			o = fsOp{kind: "hread", seed: uint64(r.IntN(2))}
+		case k < 95:
+			o = fsOp{kind: "hfsync", seed: uint64(r.IntN(2))}
 		default:
 			o = fsOp{kind: "read", name: file()}
 		}
@@ -175,6 +191,7 @@ type fsChecker struct {
 	// what the cuts kept, tore and undid.
 	ok                 map[string]int
 	kept, torn, undone int
+	handles            map[int]*os.File // this run's, by slot
 }
 
 // run runs s through the mount and the model (with bugs): the first
@@ -193,6 +210,12 @@ func (c *fsChecker) run(s fsSeq, bugs modelBugs) error {
 		return err
 	}
 	m := newFSModel(s.entries, bugs)
+	c.handles = map[int]*os.File{}
+	defer func() {
+		for _, h := range c.handles {
+			h.Close()
+		}
+	}()
 	for i, o := range s.ops {
 		if err := c.step(dir, m, o); err != nil {
 			return fmt.Errorf("op %d (%s): %w", i+1, o, err)
@@ -281,6 +304,51 @@ func (c *fsChecker) step(dir string, m *fsModel, o fsOp) error {
 		if want == 0 && got == 0 && !bytes.Equal(b, wantData) {
 			return fmt.Errorf("read %s", diffBytes(b, wantData))
 		}
+	case "open":
+		if h := c.handles[o.n]; h != nil {
+			h.Close()
+			delete(c.handles, o.n)
+		}
+		want = m.open(o.n, o.name)
+		h, err := os.OpenFile(p(o.name), os.O_RDWR, 0)
+		if err == nil {
+			c.handles[o.n] = h
+		}
+		got = errnoOfErr(err)
+	case "hwrite", "hread", "hfsync":
+		mh, ok, dead := m.handle(int(o.seed))
+		h := c.handles[int(o.seed)]
+		if !ok || h == nil {
+			if ok != (h != nil) {
+				return fmt.Errorf("the mount has a handle %v, the model %v", h != nil, ok)
+			}
+			return nil // no handle in the slot: nothing to do
+		}
+		var err error
+		switch o.kind {
+		case "hwrite":
+			if want = dead; want == 0 {
+				want = mh.f.write(o.off, o.data())
+			}
+			_, err = h.WriteAt(o.data(), o.off)
+		case "hfsync":
+			if want = dead; want == 0 {
+				want = m.fsyncInode(mh.f)
+			}
+			err = h.Sync()
+		case "hread":
+			// A dead handle still reads: what the cut left.
+			b := make([]byte, 16*SectorSize)
+			var n int
+			n, err = h.ReadAt(b, 0)
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			if err == nil && !bytes.Equal(b[:n], mh.f.cur) {
+				return fmt.Errorf("read %s", diffBytes(b[:n], mh.f.cur))
+			}
+		}
+		got = errnoOfErr(err)
 	case "cut", "crash":
 		return c.cut(dir, m, o)
 	default:
@@ -289,8 +357,11 @@ func (c *fsChecker) step(dir string, m *fsModel, o fsOp) error {
 	if got != want {
 		return fmt.Errorf("the mount answered %v, the model %v", errName(got), errName(want))
 	}
-	if got == 0 || o.kind == "failsync" {
+	switch {
+	case got == 0:
 		c.ok[o.kind]++
+	case got == syscall.EIO:
+		c.ok[o.kind+" (EIO)"]++
 	}
 	return nil
 }

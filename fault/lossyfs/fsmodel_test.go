@@ -32,6 +32,14 @@ type fsModel struct {
 	cur, durable map[string]int
 	pending      []mEntry
 	cuts         int
+	// handles are the open handles, by slot: dead once a cut came after
+	// the open.
+	handles map[int]mHandle
+}
+
+type mHandle struct {
+	f   *mInode
+	gen int // the cuts before its open
 }
 
 // modelBugs are deliberately wrong variants of the model, each a bug a
@@ -134,7 +142,7 @@ func (e mEntry) setTo(ns map[string]int) {
 }
 
 func newFSModel(entries string, bugs modelBugs) *fsModel {
-	return &fsModel{entries: entries, bugs: bugs, inodes: map[int]*mInode{}, next: 1, cur: map[string]int{}, durable: map[string]int{}}
+	return &fsModel{entries: entries, bugs: bugs, inodes: map[int]*mInode{}, next: 1, cur: map[string]int{}, durable: map[string]int{}, handles: map[int]mHandle{}}
 }
 
 func (m *fsModel) lookup(name string) (*mInode, syscall.Errno) {
@@ -230,6 +238,10 @@ func (m *fsModel) write(name string, off int64, data []byte) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
+	return f.write(off, data)
+}
+
+func (f *mInode) write(off int64, data []byte) syscall.Errno {
 	c := mChange{off: off, data: data}
 	f.cur = c.apply(f.cur)
 	f.log = append(f.log, c)
@@ -261,6 +273,10 @@ func (m *fsModel) fsync(name string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
+	return m.fsyncInode(f)
+}
+
+func (m *fsModel) fsyncInode(f *mInode) syscall.Errno {
 	img := f.durable
 	for _, c := range f.log {
 		if !c.dropped && !c.mark {
@@ -333,6 +349,27 @@ func (m *fsModel) link(from, to string) syscall.Errno {
 	m.cur[to] = ino
 	m.entry(mEntry{kind: "link", name: to, ino: ino})
 	return 0
+}
+
+// open opens a handle on name in slot (closing the one there).
+func (m *fsModel) open(slot int, name string) syscall.Errno {
+	delete(m.handles, slot)
+	f, errno := m.lookup(name)
+	if errno != 0 {
+		return errno
+	}
+	m.handles[slot] = mHandle{f: f, gen: m.cuts}
+	return 0
+}
+
+// handle is the handle in slot: ok false for none, errno EIO when a cut
+// made it dead.
+func (m *fsModel) handle(slot int) (mHandle, bool, syscall.Errno) {
+	h, ok := m.handles[slot]
+	if ok && h.gen != m.cuts {
+		return h, true, syscall.EIO
+	}
+	return h, ok, 0
 }
 
 func (m *fsModel) read(name string) ([]byte, syscall.Errno) {
