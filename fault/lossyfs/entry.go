@@ -86,24 +86,6 @@ type folderEntries struct {
 	// stale are the names (relative to the folder) a cut changed behind the
 	// kernel's back, for the thaw to tell it.
 	stale []string
-	// gone are the inodes an unlink or a rename over them took out of the
-	// tree while ops were not yet durable: an undo may give one its name
-	// back, and the kernel, if it still holds it, its pages of before the
-	// cut, so the thaw drops those.
-	gone []*gofs.Inode
-}
-
-// leftTree notes that ch, a file of folder sub, leaves the tree of inodes
-// by an entry op a cut may undo.
-func (l *lossy) leftTree(sub string, ch *gofs.Inode) {
-	if ch == nil {
-		return
-	}
-	l.entryMu.Lock()
-	defer l.entryMu.Unlock()
-	if fe := l.entriesOf(sub); fe != nil {
-		fe.gone = append(fe.gone, ch)
-	}
 }
 
 func dirOf(name string) string { return filepath.Dir(name) }
@@ -255,7 +237,6 @@ func (l *lossy) entriesSynced(sub, dir string) {
 	fe.ops = kept
 	if len(fe.ops) == 0 {
 		os.RemoveAll(l.stashDir(sub))
-		fe.gone = nil
 	}
 }
 
@@ -325,15 +306,10 @@ func (l *lossy) undoEntries(sub string, keep int) ([]string, error) {
 func (l *lossy) entriesThawed(sub string, top *gofs.Inode) {
 	l.entryMu.Lock()
 	var stale []string
-	var gone []*gofs.Inode
 	if fe := l.entries[sub]; fe != nil {
 		stale, fe.stale = fe.stale, nil
-		gone, fe.gone = fe.gone, nil
 	}
 	l.entryMu.Unlock()
-	for _, ch := range gone {
-		ch.NotifyContent(0, 0)
-	}
 	for _, name := range stale {
 		dir := top
 		for _, part := range splitPath(dirOf(name)) {

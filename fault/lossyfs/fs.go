@@ -83,6 +83,10 @@ type file struct {
 	fd   int    // the file system's own descriptor on it, to undo and redo
 	open int    // handles open on it
 	log  []change
+	// node is its inode in the tree (from its first open): while a handle
+	// is open the kernel keeps it, and its pages, whether or not a name
+	// still leads to it (filesMu).
+	node *gofs.Inode
 }
 
 // change is one write or truncation since the file's last sync.
@@ -390,7 +394,6 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	return n.guard(n.child(name), func() syscall.Errno {
 		var st syscall.Stat_t
 		known := syscall.Lstat(filepath.Join(n.backing(), name), &st) == nil
-		n.l.leftTree(subOf(n.child(name)), n.GetChild(name))
 		if errno := n.entryOp("unlink", []string{n.child(name)}, func() syscall.Errno { return n.LoopbackNode.Unlink(ctx, name) }); errno != 0 {
 			return errno
 		}
@@ -421,8 +424,6 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	kind := "rename"
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		kind = "exchange"
-	} else {
-		n.l.leftTree(subOf(to.child(newName)), to.GetChild(newName))
 	}
 	return n.entryOp(kind, []string{to.child(newName), n.child(name)}, func() syscall.Errno {
 		return n.LoopbackNode.Rename(ctx, name, to.LoopbackNode, newName, flags)
@@ -446,7 +447,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, gofs.ToErrno(err)
 	}
-	h, errno := n.l.handle(fd, rel, flags)
+	h, errno := n.l.handle(fd, rel, flags, n.EmbeddedInode())
 	return h, keepCache, errno
 }
 
@@ -472,7 +473,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		syscall.Close(fd)
 		return nil, nil, 0, errno
 	}
-	h, errno := n.l.handle(fd, rel, flags)
+	h, errno := n.l.handle(fd, rel, flags, ch)
 	return ch, h, keepCache, errno
 }
 
@@ -481,15 +482,21 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 // backing file does, but after a cut, which a thaw has it drop.
 const keepCache = fuse.FOPEN_KEEP_CACHE
 
-// handle is a handle on fd of file rel (relative to the mount point),
-// opened with flags (a truncation they ask for is logged). l.cut is held.
-func (l *lossy) handle(fd int, rel string, flags uint32) (*handle, syscall.Errno) {
+// handle is a handle on fd of file rel (relative to the mount point; its
+// inode in the tree is ino), opened with flags (a truncation they ask for
+// is logged). l.cut is held.
+func (l *lossy) handle(fd int, rel string, flags uint32, ino *gofs.Inode) (*handle, syscall.Errno) {
 	sub := subOf(rel)
 	f, errno := l.track(fd, sub, true)
 	if errno != 0 {
 		syscall.Close(fd)
 		return nil, errno
 	}
+	l.filesMu.Lock()
+	if f.node == nil {
+		f.node = ino
+	}
+	l.filesMu.Unlock()
 	name, _ := filepath.Rel(sub, rel)
 	h := &handle{l: l, fd: fd, f: f, name: filepath.ToSlash(name), gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
 	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {

@@ -343,6 +343,20 @@ func (l *lossy) thaw(sub string) {
 		invalidate(top)
 		l.entriesThawed(sub, top)
 	}
+	// A file still open that no name leads to (unlinked, or renamed over,
+	// and maybe given its name back by the cut's undo) is out of the tree:
+	// its pages too.
+	var held []*gofs.Inode
+	l.filesMu.Lock()
+	for _, f := range l.files {
+		if f.sub == sub && f.node != nil {
+			held = append(held, f.node)
+		}
+	}
+	l.filesMu.Unlock()
+	for _, n := range held {
+		n.NotifyContent(0, 0)
+	}
 }
 
 func invalidate(n *gofs.Inode) {

@@ -69,3 +69,32 @@ func TestAThawDropsThePagesOfAFileWhoseUnlinkTheCutUndid(t *testing.T) {
 		t.Errorf("after the cut a reads %d bytes (%.12q...), want the 1000 synced ones: the kernel's pages of before the cut", len(got), got)
 	}
 }
+
+// And for a file still open that no name leads to (renamed over): a read
+// through the dead handle after the thaw reads what the cut left, not the
+// kernel's pages of before it.
+func TestAThawDropsThePagesOfAFileOpenButNamedNoMore(t *testing.T) {
+	d, run := mountForTest(t)
+	a, b := filepath.Join(run, "a"), filepath.Join(run, "b")
+	synced := strings.Repeat("s", 1000)
+	writeSynced(t, b, synced)
+	h, err := os.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := os.WriteFile(b, []byte(strings.Repeat("L", 3000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	h.ReadAt(buf, 0)
+	writeSynced(t, a, "new")
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	cut(t, d, run, nil)
+	n, _ := h.ReadAt(buf, 0)
+	if got := string(buf[:n]); got != synced {
+		t.Errorf("after the cut the handle reads %d bytes (%.8q...), want the 1000 synced ones: the kernel's pages of before the cut", n, got)
+	}
+}
