@@ -21,6 +21,21 @@ import (
 // prefix of those. Where fs.go undoes from the current image backwards,
 // the model applies forwards from the durable one, so the two meet only
 // if both are right.
+//
+// Its rules and their sources (the package's comments cite them at
+// length): a sync makes a file's data durable (POSIX fsync); a write not
+// synced may be kept, lost or torn at SectorSize, in any subset (SQLite's
+// src/test6.c; sqlite.org/atomiccommit.html "Hardware Assumptions"); a
+// failed sync drops the dirty data, a later sync succeeds without it
+// (Linux since 4.13, the PostgreSQL fsync report); an entry op is durable
+// once its directories are synced (Linux fsync(2)), under ext4's ordered
+// mode once anything is (ext4.rst, data=ordered), and a cut keeps a
+// prefix of the rest. Where the sources are silent the model says what
+// the file system chose: under POSIX a durable op makes the earlier ops
+// on its names durable (entriesSynced); a file no name leads to at the
+// cut loses its unsynced writes (DrawFates); a failed sync commits no
+// entry op; a torn write's kept sectors past the end of the file extend
+// it, as a pwrite would.
 type fsModel struct {
 	entries string // the folder's entry model (EntriesDurable, POSIX, ext4)
 	bugs    modelBugs
