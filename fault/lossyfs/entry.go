@@ -31,7 +31,10 @@ import (
 //     needed". SQLite does that: its atomic-commit page
 //     (sqlite.org/atomiccommit.html) and os_unix.c (UNIXFILE_DIRSYNC) sync
 //     the directory after it creates a rollback journal or a WAL, which
-//     makes every entry op of the directory before it durable.
+//     makes every entry op of the directory before it durable. An op made
+//     durable makes durable with it every earlier op on a name it touches
+//     (POSIX is silent; a cut could not undo that earlier op consistently),
+//     so the disk may hold more than POSIX requires, never less.
 //   - EntriesExt4Ordered, ext4 with data=ordered (its default): entry ops
 //     are metadata in one journal, committed in order, and every fsync of
 //     any file or directory of the file system commits the running
