@@ -386,8 +386,28 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		n.l.armsMu.Lock()
 		delete(n.l.arms, rel)
 		n.l.armsMu.Unlock()
+		n.l.forgetFiles(rel)
 	}
 	return errno
+}
+
+// forgetFiles forgets the files of folder sub (removed) that nothing has
+// open: each was unlinked with changes unsynced, and kept (for a cut to
+// undo them, or its name a stash's until the folder went), which would
+// hold its descriptor for as long as the server runs.
+func (l *lossy) forgetFiles(sub string) {
+	l.filesMu.Lock()
+	defer l.filesMu.Unlock()
+	for ino, f := range l.files {
+		f.mu.Lock()
+		if f.sub == sub && f.open == 0 {
+			delete(l.files, ino)
+			syscall.Close(f.fd)
+			f.fd = -1
+			f.log = nil
+		}
+		f.mu.Unlock()
+	}
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
