@@ -31,9 +31,10 @@ import (
 //
 // Bounded: a torn write keeps a prefix of its sectors (a disk that writes a
 // write's sectors in order and lost power partway), not every subset of
-// them, which would be 2^n-2 per write; and a cut with more states than
+// them, which would be 2^n-2 per write; a cut with more states than
 // MaxStates checks the MaxStates nearest to "all lost" (fewest writes
-// surviving first) and says how many it left.
+// surviving first) and says how many it left; and a cut stops at its first
+// failing state.
 
 // ExhaustParams bounds an exhaustive check.
 type ExhaustParams struct {
@@ -101,8 +102,9 @@ type ExhaustResult struct {
 	Elapsed          time.Duration
 	// MaxStates is the bound of a cut it ran with.
 	MaxStates int
-	// Failures are the runs that failed, the first of each workload's
-	// cut (each a schedule Run replays).
+	// Failures are the runs that failed, the first state of each cut that
+	// failed (each a schedule Run replays): a cut stops at it, its other
+	// states counted as not checked.
 	Failures []Result
 }
 
@@ -121,7 +123,7 @@ func (r ExhaustResult) Summary() string {
 		if r.UncheckedAtLeast {
 			more = "over " + more
 		}
-		s += fmt.Sprintf(" (%s more over the bound of %d a cut, not checked)", more, r.MaxStates)
+		s += fmt.Sprintf(" (%s more not checked: over the bound of %d a cut, or after a cut's first failing state)", more, r.MaxStates)
 	}
 	if r.Nondeterministic > 0 {
 		s += fmt.Sprintf(" (%d not reached the same way twice, not checked)", r.Nondeterministic)
@@ -416,7 +418,6 @@ func (x *exhauster) states(ctx context.Context, w exWorkload, model string, pt c
 		c.Sectors = append(c.Sectors, wr.sectors)
 	}
 	c.States = crashStateCount(writes, c.Entries)
-	failed := false
 	var runErr error
 	c.Checked = crashStates(writes, c.Entries, x.p.MaxStates, func(f lossyfs.Fates, keep int) bool {
 		r, same, err := x.state(ctx, w, model, pt, f, keep)
@@ -429,12 +430,10 @@ func (x *exhauster) states(ctx context.Context, w exWorkload, model string, pt c
 			return true
 		}
 		res.States++
-		if r.Failure != nil && !failed {
-			failed = true
+		if r.Failure != nil {
+			// The cut fails: its other states are not needed to say so.
 			res.Failures = append(res.Failures, r)
-			if x.p.FailFast {
-				return false
-			}
+			return false
 		}
 		return true
 	})
