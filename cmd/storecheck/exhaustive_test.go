@@ -1,7 +1,7 @@
 package main
 
 import (
-	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,16 +20,18 @@ func TestSimExhaustiveChecksEveryCrashStateAndSaysHowMany(t *testing.T) {
 		t.Fatalf("the reference: exit %d\n%s\n%s", code, out, errs)
 	}
 	const bug = "bug:continuity_synchronous_off"
-	out, errs, code = storecheck(t, bug, "sim", "--store", "continuity", "--exhaustive", "--exhaustive-bound", "4")
-	saved := regexp.MustCompile(`saved: (\S+)`).FindStringSubmatch(out)
-	if code != exitFailed || !line.MatchString(out) || !strings.Contains(out, "FAIL ") || saved == nil {
-		t.Fatalf("synchronous=OFF: exit %d, want %d, a failure and its saved schedule\n%s\n%s", code, exitFailed, out, errs)
+	dir := t.TempDir()
+	out, errs, code = storecheck(t, bug, "sim", "--store", "continuity", "--exhaustive", "--exhaustive-bound", "4", "--report-dir", dir)
+	saved := regexp.MustCompile(`saved: (\S+)`).FindAllStringSubmatch(out, -1)
+	if code != exitFailed || !line.MatchString(out) || !strings.Contains(out, "FAIL ") || len(saved) != 1 ||
+		saved[0][1] != filepath.Join(dir, "sim-exhaustive-continuity", "schedule.json") {
+		t.Fatalf("synchronous=OFF: exit %d, want %d, failures and the first's schedule saved in the report folder\n%s\n%s", code, exitFailed, out, errs)
 	}
-	defer os.Remove(saved[1])
-	if out, errs, code := storecheck(t, bug, "replay", saved[1]); code != exitFailed {
+	schedule := saved[0][1]
+	if out, errs, code := storecheck(t, bug, "replay", schedule); code != exitFailed {
 		t.Fatalf("the saved schedule against the bug: exit %d\n%s\n%s", code, out, errs)
 	}
-	if out, errs, code := storecheck(t, "file", "replay", saved[1]); code != exitPassed {
+	if out, errs, code := storecheck(t, "file", "replay", schedule); code != exitPassed {
 		t.Fatalf("the saved schedule against the reference: exit %d\n%s\n%s", code, out, errs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/storecheck/storecheck/conformance"
@@ -70,25 +71,42 @@ func exhaustive(inv invocation) int {
 			continue
 		}
 		fmt.Fprintf(inv.stdout, "%s: %s\n", rep.Store, rep.Result.Summary())
-		for _, f := range rep.Result.Failures {
+		for i, f := range rep.Result.Failures {
 			code = exitFailed
+			if i > 0 {
+				// The first in full; the others by what failed.
+				fmt.Fprintf(inv.stdout, "FAIL %s\n", f.Failure)
+				continue
+			}
 			fmt.Fprintf(inv.stdout, "%s\nFAIL %s\n", strings.Join(f.Trace, "\n"), f.Failure)
-			if path, err := saveSchedule(f.Schedule); err == nil {
+			if path, err := saveSchedule(inv.f, f.Schedule); err == nil {
 				fmt.Fprintf(inv.stdout, "saved: %s (storecheck replay %s)\n", path, path)
+			} else {
+				fmt.Fprintf(inv.stderr, "storecheck sim: could not save the schedule: %v\n", err)
 			}
 		}
 	}
 	return code
 }
 
-// saveSchedule writes s to a file of its own in the scratch folder.
-func saveSchedule(s sim.Schedule) (string, error) {
-	f, err := os.CreateTemp(sim.ScratchDir(), "exhaustive-"+s.Store+"-*.json")
+// saveSchedule writes a store's first failing schedule: into the report
+// folder when --report-dir was given, else a file of its own in the
+// scratch folder.
+func saveSchedule(f *flags, s sim.Schedule) (string, error) {
+	if f.given("report-dir") {
+		dir := filepath.Join(f.str("report-dir"), "sim-exhaustive-"+s.Store)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		path := filepath.Join(dir, "schedule.json")
+		return path, s.WriteFile(path)
+	}
+	tmp, err := os.CreateTemp(sim.ScratchDir(), "exhaustive-"+s.Store+"-*.json")
 	if err != nil {
 		return "", err
 	}
-	f.Close()
-	return f.Name(), s.WriteFile(f.Name())
+	tmp.Close()
+	return tmp.Name(), s.WriteFile(tmp.Name())
 }
 
 // replay is "storecheck replay FILE": a saved schedule run again, once.
