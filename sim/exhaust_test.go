@@ -105,15 +105,17 @@ func writesOfCut(c ExhaustCut) []fateWrite {
 	return out
 }
 
-// A durability bug (SQLite's synchronous=OFF) fails some crash state of
-// every store, and the failing run's schedule replays the failure, which
-// the reference passes.
-func TestExhaustiveModeCatchesSynchronousOff(t *testing.T) {
+// The durability bugs (SQLite's synchronous=OFF, or NORMAL in WAL, of
+// every store) each fail some crash state, the cut that fails stopping at
+// it, and the failing run's schedule replays the failure, which the
+// reference passes.
+func TestExhaustiveModeCatchesTheDurabilityBugs(t *testing.T) {
 	if err := lossyfs.Available(); err != nil {
 		t.Skipf("power loss not explored: %v", err)
 	}
 	ctx := context.Background()
-	for _, b := range []bugs.Bug{bugs.ContinuitySynchronousOff, bugs.RuntimeSynchronousOff, bugs.ClientSynchronousOff} {
+	for _, b := range []bugs.Bug{bugs.ContinuitySynchronousOff, bugs.RuntimeSynchronousOff, bugs.ClientSynchronousOff,
+		bugs.ContinuityWALSynchronousNormal, bugs.RuntimeWALSynchronousNormal, bugs.ClientWALSynchronousNormal} {
 		var s struct {
 			subj    Subject
 			backend Launcher
@@ -130,6 +132,15 @@ func TestExhaustiveModeCatchesSynchronousOff(t *testing.T) {
 		if len(res.Failures) == 0 {
 			t.Errorf("%s: no crash state fails: %s", b.Name(), res.Summary())
 			continue
+		}
+		last := res.Cuts[len(res.Cuts)-1]
+		for _, c := range res.Cuts[:len(res.Cuts)-1] {
+			if c.Checked != min(c.States, 8) {
+				t.Errorf("%s: a cut that passed checked %d of %d states, bound 8", b.Name(), c.Checked, c.States)
+			}
+		}
+		if last.Checked < 1 || last.Checked > min(last.States, 8) {
+			t.Errorf("%s: the failing cut checked %d of %d states", b.Name(), last.Checked, last.States)
 		}
 		f := res.Failures[0]
 		d := mountForTest(t)
