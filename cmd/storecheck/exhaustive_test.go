@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/storecheck/storecheck/fault/lossyfs"
 )
 
 // "storecheck sim --exhaustive" says, for each store, how many crash states
@@ -33,5 +35,18 @@ func TestSimExhaustiveChecksEveryCrashStateAndSaysHowMany(t *testing.T) {
 	}
 	if out, errs, code := storecheck(t, "file", "replay", schedule); code != exitPassed {
 		t.Fatalf("the saved schedule against the reference: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// Without FUSE the exhaustive mode explores nothing and says why (exit 4,
+// never a pass); a bound below 1 is a usage error.
+func TestSimExhaustiveWithoutFUSESaysWhyAndABadBoundIsAUsageError(t *testing.T) {
+	t.Parallel()
+	out, errs, code := storecheckEnv(t, []string{lossyfs.DeviceEnv + "=/nonexistent"}, "file", "sim", "--store", "runtime", "--exhaustive")
+	if code != exitInconclusive || !strings.Contains(out, "runtime: not explored: power loss not explored: no FUSE device") {
+		t.Errorf("without FUSE: exit %d, want %d, saying why\n%s\n%s", code, exitInconclusive, out, errs)
+	}
+	if _, errs, code := storecheck(t, "file", "sim", "--exhaustive", "--exhaustive-bound", "0"); code != exitUsage || !strings.Contains(errs, "--exhaustive-bound 0") {
+		t.Errorf("a bound of 0: exit %d, want %d\n%s", code, exitUsage, errs)
 	}
 }
