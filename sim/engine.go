@@ -516,7 +516,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	}
 	before := e.oracle.first()
 	met := e.oracle.configs // ret replaces the slice, never its states
-	allowed, ok := e.oracle.ret(f.call, f.op, got)
+	allowed, judged, ok := e.oracle.ret(f.call, f.op, got)
 	if !ok && e.oracle.cut {
 		// The oracle cut its configurations past its limit, and the ones
 		// it dropped may be the very ones that allow this answer: no
@@ -535,9 +535,12 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 			}
 			return out
 		}
-		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op), again)
+		blame := e.blame(f.op, judged, allowed, again)
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
 			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
+		if judged.String() != got.String() {
+			failure.Part = &judged
+		}
 		if err != nil && got.Kind != "" {
 			failure.Message = errorText(err)
 		}

@@ -179,6 +179,11 @@ type Failure struct {
 	What string
 	Op   string
 	Got  model.Outcome
+	// Part, for an answer the model judges in parts (a read the seed runs
+	// as a statement per key: model.Splitter), is the part of Got no
+	// order allows, which Allowed are answers for; nil when Got was
+	// judged whole.
+	Part *model.Outcome
 	// Message is the backend's own words when it answered an error: the
 	// one line that often says why ("crash point ... not declared").
 	Message string
@@ -222,6 +227,9 @@ func (f *Failure) Error() string {
 		if len(broken) > 0 {
 			msg += fmt.Sprintf("; broken: %s (%s)", strings.Join(broken, ", "), f.Why)
 		}
+	} else if f.Why != "" {
+		// No rule of the contract (model.NoRuleOfTheContract): why none.
+		msg += "; broken: " + f.Why
 	}
 	if f.AfterPowerCut != "" {
 		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)
