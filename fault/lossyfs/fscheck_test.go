@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The file system checked against the model (fsmodel_test.go), as
@@ -34,7 +36,7 @@ const fsCheckSeeds = 60
 
 // fsOp is one step of a sequence.
 type fsOp struct {
-	kind     string // create write trunc fsync failsync fsyncdir rename unlink link read open hwrite hread hfsync cut crash
+	kind     string // create write trunc fsync failsync fsyncdir rename exchange unlink link read open hwrite hread hfsync cut crash
 	name, to string
 	off      int64  // a write's offset, a truncation's size
 	n        int    // a write's length; open's handle slot
@@ -48,7 +50,7 @@ func (o fsOp) String() string {
 		return fmt.Sprintf("write %s %d+%d (%q...)", o.name, o.off, o.n, o.fill)
 	case "trunc":
 		return fmt.Sprintf("trunc %s %d", o.name, o.off)
-	case "rename", "link":
+	case "rename", "link", "exchange":
 		return fmt.Sprintf("%s %s %s", o.kind, o.name, o.to)
 	case "open":
 		return fmt.Sprintf("open %s as handle %d", o.name, o.n)
@@ -156,9 +158,12 @@ func genSeq(seed uint64) fsSeq {
 		case k < 57:
 			o = fsOp{kind: "fsyncdir", name: fsDirs[r.IntN(len(fsDirs))]}
 			m.fsyncDir(o.name)
-		case k < 64:
+		case k < 62:
 			o = fsOp{kind: "rename", name: file(), to: fsFiles[r.IntN(len(fsFiles))]}
 			m.rename(o.name, o.to)
+		case k < 64:
+			o = fsOp{kind: "exchange", name: file(), to: file()}
+			m.exchange(o.name, o.to)
 		case k < 69:
 			o = fsOp{kind: "unlink", name: file()}
 			m.unlink(o.name)
@@ -291,6 +296,9 @@ func (c *fsChecker) step(dir string, m *fsModel, o fsOp) error {
 	case "rename":
 		want = m.rename(o.name, o.to)
 		got = errnoOfErr(os.Rename(p(o.name), p(o.to)))
+	case "exchange":
+		want = m.exchange(o.name, o.to)
+		got = errnoOfErr(unix.Renameat2(unix.AT_FDCWD, p(o.name), unix.AT_FDCWD, p(o.to), unix.RENAME_EXCHANGE))
 	case "unlink":
 		want = m.unlink(o.name)
 		got = errnoOfErr(syscall.Unlink(p(o.name)))

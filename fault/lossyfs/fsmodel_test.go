@@ -124,16 +124,17 @@ func (c mChange) tear(img []byte, keep []int) []byte {
 	return img
 }
 
-// mEntry is an entry op not yet durable: the inode it names.
+// mEntry is an entry op not yet durable: the inode it names (an
+// exchange's other, the one name had, is other).
 type mEntry struct {
 	kind, name, from string
-	ino              int
+	ino, other       int
 	need             map[string]bool // POSIX: the directories to sync
 }
 
 func (e mEntry) String() string {
-	if e.kind == "rename" {
-		return fmt.Sprintf("rename %s -> %s", e.from, e.name)
+	if e.kind == "rename" || e.kind == "exchange" {
+		return fmt.Sprintf("%s %s -> %s", e.kind, e.from, e.name)
 	}
 	return e.kind + " " + e.name
 }
@@ -149,6 +150,8 @@ func (e mEntry) setTo(ns map[string]int) {
 		if ns[e.from] == e.ino {
 			delete(ns, e.from)
 		}
+	case "exchange":
+		ns[e.name], ns[e.from] = e.ino, e.other
 	case "unlink":
 		if ns[e.name] == e.ino {
 			delete(ns, e.name)
@@ -334,6 +337,21 @@ func (m *fsModel) rename(from, to string) syscall.Errno {
 	m.cur[to] = ino
 	delete(m.cur, from)
 	m.entry(mEntry{kind: "rename", name: to, from: from, ino: ino})
+	return 0
+}
+
+// exchange swaps two names (renameat2's RENAME_EXCHANGE).
+func (m *fsModel) exchange(from, to string) syscall.Errno {
+	a, ok := m.cur[from]
+	b, ok2 := m.cur[to]
+	if !ok || !ok2 {
+		return syscall.ENOENT
+	}
+	if a == b {
+		return 0 // two names of one inode: nothing changes
+	}
+	m.cur[to], m.cur[from] = a, b
+	m.entry(mEntry{kind: "exchange", name: to, from: from, ino: a, other: b})
 	return 0
 }
 
