@@ -398,7 +398,16 @@ func (c *fsChecker) cut(dir string, m *fsModel, o fsOp) error {
 	var fates Fates
 	keep := 0
 	if _, missing := m.read(o.name); o.kind == "crash" && missing == 0 {
-		if err := c.d.CrashAtSync(dir, o.name, 1, o.seed, nil); err != nil {
+		// Half the crashes draw their fates from the seed in the file
+		// system, half are given them (CrashAtSyncKeeping).
+		explicit := o.seed%2 == 0
+		var given Fates
+		if explicit {
+			given, keep = m.drawFates(rand.New(rand.NewPCG(o.seed, 0xc7)))
+			if err := c.d.CrashAtSyncKeeping(dir, o.name, 1, given, keep); err != nil {
+				return err
+			}
+		} else if err := c.d.CrashAtSync(dir, o.name, 1, o.seed, nil); err != nil {
 			return err
 		}
 		f, err := os.OpenFile(filepath.Join(dir, o.name), os.O_RDWR, 0)
@@ -415,14 +424,24 @@ func (c *fsChecker) cut(dir string, m *fsModel, o fsOp) error {
 		if err != nil || !struck {
 			return fmt.Errorf("the crash at the sync did not strike (%v)", err)
 		}
+		pending := got.Pending
+		delete(pending, "(unlinked)")
+		maps.DeleteFunc(pending, func(_ string, s []int) bool { return len(s) == 0 })
+		if want := m.unsynced(); !reflect.DeepEqual(pending, want) {
+			return fmt.Errorf("at the crash the mount had unsynced %v, the model %v", pending, want)
+		}
+		got.Pending = nil
 		// The fates the file system drew, from the seed, over what the
 		// model says is unsynced: the same if the two agree.
-		r := rand.New(rand.NewPCG(o.seed, fatesStream))
-		want := DrawFates(r, m.unsynced(), nil)
-		if !reflect.DeepEqual(fates, want) {
-			return fmt.Errorf("the crash drew fates %v, the model %v", fates, want)
+		want := given
+		if !explicit {
+			r := rand.New(rand.NewPCG(o.seed, fatesStream))
+			want = DrawFates(r, m.unsynced(), nil)
+			keep = drawKeepEntries(r, len(m.pending))
 		}
-		keep = drawKeepEntries(r, len(m.pending))
+		if !reflect.DeepEqual(fates, want) {
+			return fmt.Errorf("the crash kept fates %v, the model %v", fates, want)
+		}
 	} else {
 		fates, keep = m.drawFates(rand.New(rand.NewPCG(o.seed, 0xc7)))
 		if got, err = c.d.CutEntries(dir, fates, keep); err != nil {
