@@ -44,7 +44,7 @@ type ExhaustParams struct {
 	// 3): there are Choices + Choices^2 + ... + Choices^Ops workloads, less
 	// those that draw the same operations.
 	Choices int
-	// MaxStates is the most crash states one cut checks (default 512).
+	// MaxStates is the most crash states one cut checks (default 64).
 	MaxStates int
 	// EntryModels are the directory-entry models each workload is cut
 	// under (default lossyfs.EntryModels).
@@ -61,7 +61,7 @@ func (p ExhaustParams) withDefaults() ExhaustParams {
 		p.Choices = 3
 	}
 	if p.MaxStates <= 0 {
-		p.MaxStates = 512
+		p.MaxStates = 64
 	}
 	if len(p.EntryModels) == 0 {
 		p.EntryModels = lossyfs.EntryModels
@@ -75,9 +75,11 @@ type ExhaustCut struct {
 	Workload   string // its operations, as the trace names them
 	EntryModel string
 	// At is how many steps of the workload came before the cut; InFlight,
-	// that its last operation had not ended (it waited at a yield point).
+	// that its last operation had not ended (it waited at a yield point,
+	// or at AtSync: "sync 2 of continuity.db-wal").
 	At       int
 	InFlight bool
+	AtSync   string
 	// Writes are the unsynced writes the cut gives fates to (file#n and
 	// the sectors each covers), Entries the entry ops not yet durable.
 	Writes  []string
@@ -165,6 +167,74 @@ type exhauster struct {
 	b    Launcher
 	d    *lossyfs.Disk
 	p    ExhaustParams
+	// last is the steps of the probe's run before its last operation.
+	last []Step
+}
+
+// maxSyncs bounds the syncs of one file an operation is cut at.
+const maxSyncs = 8
+
+// syncPoints are the crash points at each sync of the files of w's run
+// inside its last operation: for each file, its 1st, 2nd, ... sync, until
+// the operation ends before it. Each is found by a run that arms the cut
+// (every write lost) unseen by the engine, and reads what the disk had
+// unsynced when it struck.
+func (x *exhauster) syncPoints(ctx context.Context, w exWorkload, model string, files []string) ([]crashPoint, error) {
+	before := x.last
+	op := Step{Kind: StepOp, ID: spec.OpID(0, len(w.ops)-1), Client: 0, Op: w.ops[len(w.ops)-1]}
+	var out []crashPoint
+	for _, file := range files {
+		for n := 1; n <= maxSyncs; n++ {
+			pt, struck, err := x.probeSync(ctx, model, before, op, file, n)
+			if err != nil {
+				return out, err
+			}
+			if !struck {
+				break
+			}
+			out = append(out, pt)
+		}
+	}
+	return out, nil
+}
+
+// probeSync runs before, arms the cut at the nth sync of file, and runs op
+// step by step until it strikes or op ends.
+func (x *exhauster) probeSync(ctx context.Context, model string, before []Step, op Step, file string, n int) (crashPoint, bool, error) {
+	e, cleanup, err := newEngine(ctx, x.subj, x.b, x.schedule(model), "", x.d)
+	if err != nil {
+		return crashPoint{}, false, err
+	}
+	defer cleanup()
+	step := 0
+	next := func() int { step++; return step - 1 }
+	for _, st := range before {
+		if !e.do(next(), st) {
+			return crashPoint{}, false, nil
+		}
+	}
+	if err := x.d.CrashAtSyncKeeping(e.work, file, n, nil, 0); err != nil {
+		return crashPoint{}, false, err
+	}
+	struck := func() (crashPoint, bool, error) {
+		c, _, ok, err := x.d.Struck(e.work)
+		if err != nil || !ok {
+			return crashPoint{}, false, err
+		}
+		pt := crashPoint{steps: before, inFlight: true, unsynced: c.Pending, entries: len(c.Undone),
+			sync: &fault.SyncCut{File: file, Nth: n}, op: op}
+		return pt, true, x.d.Thaw(e.work)
+	}
+	ok := e.do(next(), op)
+	for {
+		if pt, hit, err := struck(); hit || err != nil {
+			return pt, hit, err
+		}
+		if !ok || !e.procs[0].busy() {
+			return crashPoint{}, false, nil
+		}
+		ok = e.do(next(), Step{Kind: StepResume, Process: 0})
+	}
 }
 
 // exWorkload is a workload: its operations, and what reads them back.
@@ -233,6 +303,11 @@ type crashPoint struct {
 	inFlight bool // its last operation has not ended
 	unsynced map[string][]int
 	entries  int
+	// sync, for a point at the nth sync of file inside the last
+	// operation (steps then end before that operation): the fault that
+	// cuts there, its outcome filled in per state.
+	sync *fault.SyncCut
+	op   Step
 }
 
 // probe runs w's operations on a fresh engine, each to its end, and
@@ -260,6 +335,9 @@ func (x *exhauster) probe(ctx context.Context, w exWorkload, model string) (poin
 		return err
 	}
 	for i, op := range w.ops {
+		if i == len(w.ops)-1 {
+			x.last = slices.Clone(e.res.Schedule.Steps)
+		}
 		if !e.do(next(), Step{Kind: StepOp, ID: spec.OpID(0, i), Client: 0, Op: op}) {
 			return nil, e.res, nil
 		}
@@ -398,8 +476,22 @@ func (x *exhauster) cut(ctx context.Context, w exWorkload, model string, res *Ex
 		res.Failures = append(res.Failures, *failed)
 		return nil
 	}
-	for _, pt := range points {
+	var files []string
+	for f := range points[len(points)-1].unsynced {
+		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	syncs, err := x.syncPoints(ctx, w, model, files)
+	if err != nil {
+		return err
+	}
+	for _, pt := range append(points, syncs...) {
 		c := ExhaustCut{Workload: w.name, EntryModel: model, At: len(pt.steps), InFlight: pt.inFlight, Entries: pt.entries}
+		if pt.sync != nil {
+			c.AtSync = fmt.Sprintf("sync %d of %s", pt.sync.Nth, pt.sync.File)
+		}
 		if err := x.states(ctx, w, model, pt, c, res); err != nil {
 			return err
 		}
@@ -464,15 +556,28 @@ func (x *exhauster) state(ctx context.Context, w exWorkload, model string, pt cr
 			return *e.res, true, nil
 		}
 	}
-	now, err := x.d.Unsynced(e.work)
-	if err != nil {
-		return Result{}, false, err
-	}
-	if !slices.EqualFunc(writesOf(now), writesOf(pt.unsynced), func(a, b fateWrite) bool { return a == b }) {
-		return *e.res, false, nil
-	}
-	if !e.do(next(), Step{Kind: StepFault, Fault: fault.PowerCut{Kept: fates, KeepEntries: keep}}) || !e.drain(next) {
-		return *e.res, true, nil
+	if pt.sync != nil {
+		// The cut at the sync, with this state's outcome, then the
+		// operation it strikes in.
+		f := *pt.sync
+		f.Kept, f.KeepEntries = fates, keep
+		if !e.do(next(), Step{Kind: StepFault, Fault: f}) || !e.do(next(), pt.op) || !e.drain(next) {
+			return *e.res, true, nil
+		}
+		if e.res.Coverage[EventPowerCutAtSync] == 0 {
+			return *e.res, false, nil // the operation took another path
+		}
+	} else {
+		now, err := x.d.Unsynced(e.work)
+		if err != nil {
+			return Result{}, false, err
+		}
+		if !slices.EqualFunc(writesOf(now), writesOf(pt.unsynced), func(a, b fateWrite) bool { return a == b }) {
+			return *e.res, false, nil
+		}
+		if !e.do(next(), Step{Kind: StepFault, Fault: fault.PowerCut{Kept: fates, KeepEntries: keep}}) || !e.drain(next) {
+			return *e.res, true, nil
+		}
 	}
 	for j, op := range w.observe {
 		st := Step{Kind: StepOp, ID: spec.OpID(0, len(w.ops)+j), Client: 0, Op: op}

@@ -66,13 +66,14 @@ func exhaustSubjects(b bugs.Bug) []struct {
 }
 
 // Every store's reference survives every crash state of every workload of
-// up to 3 operations, and each cut checks the states its enumeration has.
+// up to 3 operations (8 a cut), at its yield points and at its syncs, and
+// each cut checks the states its enumeration has.
 func TestExhaustiveModePassesTheReference(t *testing.T) {
 	if err := lossyfs.Available(); err != nil {
 		t.Skipf("power loss not explored: %v", err)
 	}
 	for _, s := range exhaustSubjects(bugs.Bug{}) {
-		res, err := Exhaust(context.Background(), s.subj, s.backend, ExhaustParams{}, t.TempDir())
+		res, err := Exhaust(context.Background(), s.subj, s.backend, ExhaustParams{MaxStates: 8}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,12 +84,18 @@ func TestExhaustiveModePassesTheReference(t *testing.T) {
 		if res.Nondeterministic > 0 {
 			t.Errorf("%s: %d states not reached twice the same way", store, res.Nondeterministic)
 		}
-		sum := 0
+		sum, atSync := 0, 0
 		for _, c := range res.Cuts {
-			if c.Checked != min(c.States, 512) || c.States != crashStateCount(writesOfCut(c), c.Entries) {
+			if c.AtSync != "" && len(c.Writes) > 0 {
+				atSync++
+			}
+			if c.Checked != min(c.States, 8) || c.States != crashStateCount(writesOfCut(c), c.Entries) {
 				t.Errorf("%s: cut of %s: %d of %d states checked", store, c.Workload, c.Checked, c.States)
 			}
 			sum += c.Checked
+		}
+		if atSync == 0 {
+			t.Errorf("%s: no cut at a sync with writes unsynced", store)
 		}
 		if sum != res.States || res.Workloads < 3 {
 			t.Errorf("%s: %d states in the cuts, %d counted, %d workloads", store, sum, res.States, res.Workloads)

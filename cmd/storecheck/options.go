@@ -32,7 +32,7 @@ var ownKnobs = []conformance.Knob{
 		Help: "no progress line on stderr"},
 	{Name: "exhaustive", Kind: conformance.KindBool, Commands: []string{"sim"},
 		Help: "instead of the seeds: every crash state of every workload of up to 3 operations of each store, enumerated (at most --exhaustive-bound a cut, fewest writes surviving first); says how many states it checked and how long it took"},
-	{Name: "exhaustive-bound", Kind: conformance.KindInt, Arg: "N", CommandDefault: "512", Commands: []string{"sim"},
+	{Name: "exhaustive-bound", Kind: conformance.KindInt, Arg: "N", CommandDefault: "64", Commands: []string{"sim"},
 		Help: "with --exhaustive: the most crash states one cut checks"},
 }
 
