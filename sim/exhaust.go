@@ -135,7 +135,8 @@ func (r ExhaustResult) Summary() string {
 
 // Exhaust checks every crash state of every small workload of subj on b,
 // on a forgetful file system mounted under dir (a *lossyfs.Unavailable
-// error where none can be).
+// error where none can be). The wall clock times it, for the report only:
+// no run reads it.
 func Exhaust(ctx context.Context, subj Subject, b Launcher, p ExhaustParams, dir string) (ExhaustResult, error) {
 	p = p.withDefaults()
 	start := time.Now()
@@ -149,6 +150,9 @@ func Exhaust(ctx context.Context, subj Subject, b Launcher, p ExhaustParams, dir
 	res := ExhaustResult{Workloads: len(ws), MaxStates: p.MaxStates}
 	for _, model := range p.EntryModels {
 		for _, w := range ws {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
 			if err := x.cut(ctx, w, model, &res); err != nil {
 				return res, err
 			}
