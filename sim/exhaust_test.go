@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/spec"
 )
 
 // The crash states of a cut are every fate of every write (lost, kept, or
@@ -164,5 +166,38 @@ func TestExhaustiveModeCatchesTheDurabilityBugs(t *testing.T) {
 			}
 		}
 		t.Logf("%s: caught after %s:\n%s\n%v", b.Name(), res.Summary(), strings.Join(f.Trace, "\n"), f.Failure)
+	}
+}
+
+// A cut at a sync with its outcome given (fault.SyncCut) is a step of a
+// schedule like any: saved and read back, it replays the same run, the
+// power going at the sync and the commit in flight indefinite; the
+// reference passes it, keeping the commit's WAL write or not.
+func TestACutAtASyncWithItsOutcomeGivenReplays(t *testing.T) {
+	d := mountForTest(t)
+	ctx := context.Background()
+	x := &exhauster{subj: continuitySubject, p: ExhaustParams{Ops: 1, Choices: 1}.withDefaults()}
+	w := x.workloadOf([]int{0})
+	for _, kept := range []lossyfs.Fates{nil, {{File: "continuity.db-wal", N: 1}}} {
+		s := x.schedule(lossyfs.EntriesPOSIX)
+		s.Steps = []Step{
+			{Kind: StepFault, Fault: fault.SyncCut{File: "continuity.db-wal", Nth: 1, Kept: kept}},
+			{Kind: StepOp, ID: "c0.0", Client: 0, Op: w.ops[0]},
+			{Kind: StepResume}, {Kind: StepResume}, {Kind: StepResume},
+		}
+		for j, op := range w.observe {
+			s.Steps = append(s.Steps, Step{Kind: StepOp, ID: spec.OpID(0, 1+j), Client: 0, Op: op}, Step{Kind: StepResume}, Step{Kind: StepResume})
+		}
+		first, err := run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), s, "", d)
+		if err != nil || first.Failure != nil {
+			t.Fatalf("kept %v: %v %v\n%s", kept, err, first.Failure, strings.Join(first.Trace, "\n"))
+		}
+		if first.Coverage[EventPowerCutAtSync] != 1 {
+			t.Fatalf("kept %v: the power did not go at the sync:\n%s", kept, strings.Join(first.Trace, "\n"))
+		}
+		again, err := run(ctx, continuitySubject, referenceBackend(bugs.Bug{}), savedAndRead(t, first.Schedule), "", d)
+		if err != nil || again.Hash() != first.Hash() {
+			t.Fatalf("kept %v: the saved schedule replays as another run (%v):\n%s\n---\n%s", kept, err, strings.Join(first.Trace, "\n"), strings.Join(again.Trace, "\n"))
+		}
 	}
 }
