@@ -57,8 +57,10 @@ type engine struct {
 	lanes   []chan func()
 	// at is the step being taken, for the coverage it reaches (cover).
 	at int
-	// cutAt is the step of the run's last power cut (-1: none yet).
-	cutAt int
+	// cutAt is the step of the run's last power cut (-1: none yet), and
+	// cutStates the crash state each cut left, in order (crashState).
+	cutAt     int
+	cutStates []string
 	// syncArmed: a power cut at a sync is armed on the disk (the disk is
 	// asked, after each step, whether it struck); syncCut, once it has.
 	syncArmed bool
@@ -545,7 +547,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 			failure.Message = errorText(err)
 		}
 		if _, ok := contract.Rule(spec.PowerLossRule(contract.Name)); ok && e.cutAt >= 0 {
-			failure.AfterPowerCut, failure.PowerCutStep = spec.PowerLossRule(contract.Name), e.cutAt
+			failure.AfterPowerCut, failure.PowerCutStep, failure.CrashState = spec.PowerLossRule(contract.Name), e.cutAt, strings.Join(e.cutStates, "; then ")
 			failure.Rules = append(failure.Rules, failure.AfterPowerCut)
 		}
 		e.fail(failure)

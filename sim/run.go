@@ -208,6 +208,11 @@ type Failure struct {
 	// after one may be a write it lost.
 	AfterPowerCut string
 	PowerCutStep  int
+	// CrashState is the states the run's cuts left the disk in, each at
+	// its step: which unsynced writes it kept (whole or torn) and which
+	// directory entry ops it undid, under which entry model: the states
+	// the backend could not survive, when the failure is its.
+	CrashState string
 }
 
 func (f *Failure) Error() string {
@@ -233,6 +238,9 @@ func (f *Failure) Error() string {
 	}
 	if f.AfterPowerCut != "" {
 		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)
+	}
+	if f.CrashState != "" {
+		msg += "; the crash states the power cuts left: " + f.CrashState
 	}
 	if f.AfterCrash != "" {
 		msg += "; " + f.AfterCrash

@@ -44,6 +44,11 @@ var breaksRules = map[Bug][]string{
 	ContinuitySynchronousOff:         {"continuity.survives_power_loss"},
 	RuntimeSynchronousOff:            {"runtime.survives_power_loss"},
 	ClientSynchronousOff:             {"client.survives_power_loss"},
+	RuntimeAttachmentRenameNoDirSync: {"runtime.survives_power_loss"},
+	RuntimeAttachmentUnsynced:        {"runtime.survives_power_loss"},
+	RuntimeAttachmentCacheOrdered:    {"runtime.survives_power_loss"},
+	RuntimeAttachmentSyncRetried:     {"runtime.survives_power_loss"},
+	ContinuityJournalMemory:          {"continuity.survives_power_loss"},
 }
 
 // Breaks are the rules b breaks, where its entry says which (none where
