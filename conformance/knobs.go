@@ -140,7 +140,7 @@ var knobs = []Knob{
 		TestNote: "blind"},
 	{Name: "corpus", Field: "Corpus", Kind: KindString, Arg: "DIR", Commands: []string{cmdSim},
 		Help: "with --explore guided, start from the corpus of an earlier guided sweep's report folder (or of its shards' merge): what it reached counts as reached, and its runs that reached something new have children first"},
-		{Name: "shrink", Field: "Shrink", Kind: KindInt, Arg: "RUNS", Commands: []string{cmdSim},
+	{Name: "shrink", Field: "Shrink", Kind: KindInt, Arg: "RUNS", Commands: []string{cmdSim},
 		Help: "runs spent shrinking a failing schedule", Zero: "do not shrink", ZeroIs: -1},
 	{Name: "check-timeout", Field: "CheckTimeout", Kind: KindDuration, Arg: "D", Layers: []Layer{LayerLinearizability}, Commands: []string{cmdRun, cmdLinearize, cmdCheck},
 		Help: "how long porcupine may take to check one history; past it the check is inconclusive"},
