@@ -24,8 +24,8 @@ import (
 // AFL gives more runs to the inputs that found new coverage). A share of
 // every generation stays blind: the next seeds of the range.
 //
-// The sweep is the same sweep twice: its runs go in generations of fixed
-// sizes (2, 4, then 8), whatever the workers, and what a generation decides reads its
+// The sweep is the same sweep twice: its runs go in generations of a fixed
+// size, whatever the workers, and what a generation decides reads its
 // results in plan order. Every child is named by its base seed and its
 // branches (Schedule.Branches, each a step and a seed derived from its
 // parent's), and its saved schedule replays it.
@@ -90,10 +90,12 @@ func (s Schedule) Slug() string {
 }
 
 const (
-	// generation is how many runs a guided sweep plans at once, once it
-	// is under way: its first generations are 2 and 4 runs, so that its
-	// children start early (a blind first generation of 8 finds what a
-	// blind sweep finds in its first 8 runs, and no sooner).
+	// generation is how many runs a guided sweep plans at once. The first
+	// is blind (no run has reached anything yet) and finds what a blind
+	// sweep finds in its first 8 runs; first generations of 2 and 4 runs,
+	// tried, found the bugs a blind sweep finds at its 6th or 7th run at
+	// its 9th to 17th instead (docs/guided.md): a fresh seed finds a
+	// shallow bug sooner than a child does.
 	generation = 8
 	// blindEvery: one run of every blindEvery of a generation is blind.
 	blindEvery = 4
@@ -174,13 +176,12 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 	}
 	nextParent := 0
 	blind := 0
-	for gen, runs := 0, 0; runs < len(seeds); gen++ {
+	for runs := 0; runs < len(seeds); {
 		if ctx.Err() != nil || (stop != nil && stop()) {
 			break
 		}
 		var plans []plan
-		size := min(generation, 2<<gen)
-		for i := 0; i < size && runs+len(plans) < len(seeds); i++ {
+		for i := 0; i < generation && runs+len(plans) < len(seeds); i++ {
 			var pa *parent
 			if i%blindEvery != 0 || blind == len(seeds) {
 				pa = pick(parents, &nextParent)
