@@ -136,7 +136,7 @@ var knobs = []Knob{
 	{Name: "workers", Field: "Workers", Kind: KindInt, Arg: "N", Commands: []string{cmdSim, cmdSelftest},
 		Help: "seeds (or selftest backends, or a shrink's candidates) checked at once", Zero: "one per CPU"},
 	{Name: "explore", Field: "Explore", Kind: KindString, Arg: "MODE", Commands: []string{cmdSim},
-		Help:     "how the simulator's sweep picks its runs: blind (each seed of the range once) or guided (as many runs, a quarter the range's seeds and the rest children of runs that reached something new, replayed to it and branched)",
+		Help:     "how the simulator's sweep picks its runs: blind (each seed of the range once) or guided (as many runs, half the range's seeds and the rest children of runs that reached something new, replayed to it and branched)",
 		TestNote: "blind"},
 	{Name: "corpus", Field: "Corpus", Kind: KindString, Arg: "DIR", Commands: []string{cmdSim},
 		Help: "with --explore guided, start from the corpus of an earlier guided sweep's report folder (or of its shards' merge): what it reached counts as reached, and its runs that reached something new have children first"},
