@@ -1,0 +1,90 @@
+package linearizability
+
+// The workloads' big draws (Sizer): one kind of size each, picked by the
+// draw's stream.
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/storecheck/storecheck/linearizability/model"
+	"github.com/storecheck/storecheck/spec"
+	cli "github.com/storecheck/storecheck/spec/client"
+	c "github.com/storecheck/storecheck/spec/continuity"
+	r "github.com/storecheck/storecheck/spec/runtime"
+)
+
+// bigValue is a value of model.BigValue bytes, made once: a run's big
+// snapshot or attachment, never all one byte (so a store that compresses
+// or truncates shows it).
+var bigValue = sync.OnceValue(func() []byte {
+	return bytes.Repeat([]byte("storecheck big value 0123456789\n"), model.BigValue/32)
+})
+
+// bigIdentities are n identities, the workload's own last: a store that
+// drops the last partial chunk of a lookup drops them.
+func (w ContinuityWorkload) bigIdentities(n int) []c.Identity {
+	ids := make([]c.Identity, 0, n)
+	real := max(w.Identities, 1)
+	for i := range n - real {
+		ids = append(ids, c.Identity(fmt.Sprint("agent-big-", i)))
+	}
+	for i := range real {
+		ids = append(ids, c.Identity(fmt.Sprint("agent-", i)))
+	}
+	return ids
+}
+
+// Big is a resolve_many past a chunk of 50 identities, one past SQLite's
+// bound parameters, or a snapshot of several MiB saved and loaded back.
+func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
+	cl := w.client(0)
+	switch rnd.IntN(3) {
+	case 0:
+		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(model.LookupChunk + 1 + rnd.IntN(10))})
+	case 1:
+		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(model.MaxBoundParams + 1)})
+	default:
+		id := w.identity(rnd)
+		save := c.SnapshotWrite{Identity: id, SessionID: "session-big", Generation: 0, CheckpointVersion: 1, Data: bigValue()}
+		cl.plan = append(cl.plan, c.SaveSessionSnapshot{Write: save}, c.LoadSessionSnapshot{SessionID: save.SessionID},
+			c.SessionSnapshotMatchesCurrent{Candidate: save})
+	}
+	return 0, len(cl.plan)
+}
+
+// Big is work queued behind model.ScanLimit batches a claim cannot take
+// (not yet available) and claimed under the producer's own lease, or an
+// attachment of several MiB staged and loaded back.
+func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
+	if rnd.IntN(2) == 0 {
+		cl := w.client(1, now)
+		cl.plan = append(cl.plan, r.StageAttachment{SessionID: "session-1", AttachmentID: "att-big", Data: bigValue()},
+			r.LoadAttachment{AttachmentID: "att-big"})
+		return 1, len(cl.plan)
+	}
+	cl := w.client(producer, now)
+	own := ownSession(producer)
+	later := now + int64(240*time.Hour/time.Millisecond)
+	for i := range model.ScanLimit {
+		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: own, DeliveryPolicy: r.DeliverNextTurn,
+			SlotPolicy: r.SlotExclusive, AvailableAtMs: later, Payloads: []spec.RawJSON{spec.RawJSON(fmt.Sprintf(`{"later":%d}`, i))}}})
+	}
+	cl.plan = append(cl.plan, readyWork(cl, own), r.TryClaimSessionExecutionLease{SessionID: own, OwnerID: cl.owner, TTLMs: 6_000}, ownClaim)
+	return producer, len(cl.plan)
+}
+
+// Big is an intent bumped past what 8 bits count, then read back.
+func (w *clientWorkload) Big(_ *rand.Rand, _ int64) (int, int) {
+	m := w.memory(0)
+	id := "op-big"
+	m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
+	for range model.Counter8 + 1 {
+		m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
+	}
+	m.then = append(m.then, cli.GetIntent{OpID: id})
+	return 0, len(m.then)
+}
