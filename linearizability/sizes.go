@@ -10,18 +10,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
-// bigValue is a value of model.BigValue bytes, made once: a run's big
+// bigValue is a value of spec.BigValue bytes, made once: a run's big
 // snapshot or attachment, never all one byte (so a store that compresses
 // or truncates shows it).
 var bigValue = sync.OnceValue(func() []byte {
-	return bytes.Repeat([]byte("storecheck big value 0123456789\n"), model.BigValue/32)
+	return bytes.Repeat([]byte("storecheck big value 0123456789\n"), spec.BigValue/32)
 })
 
 // bigIdentities are n identities, the workload's own last: a store that
@@ -44,9 +43,9 @@ func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
 	cl := w.client(0)
 	switch rnd.IntN(3) {
 	case 0:
-		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(model.LookupChunk + 1 + rnd.IntN(10))})
+		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(spec.LookupChunk + 1 + rnd.IntN(10))})
 	case 1:
-		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(model.MaxBoundParams + 1)})
+		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(spec.MaxBoundParams + 1)})
 	default:
 		id := w.identity(rnd)
 		save := c.SnapshotWrite{Identity: id, SessionID: "session-big", Generation: 0, CheckpointVersion: 1, Data: bigValue()}
@@ -56,7 +55,7 @@ func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
 	return 0, len(cl.plan)
 }
 
-// Big is work queued behind model.ScanLimit batches a claim cannot take
+// Big is work queued behind spec.ScanLimit batches a claim cannot take
 // (not yet available) and claimed under the producer's own lease, or an
 // attachment of several MiB staged and loaded back.
 func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
@@ -69,7 +68,7 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
 	cl := w.client(producer, now)
 	own := ownSession(producer)
 	later := now + int64(240*time.Hour/time.Millisecond)
-	for i := range model.ScanLimit {
+	for i := range spec.ScanLimit {
 		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: own, DeliveryPolicy: r.DeliverNextTurn,
 			SlotPolicy: r.SlotExclusive, AvailableAtMs: later, Payloads: []spec.RawJSON{spec.RawJSON(fmt.Sprintf(`{"later":%d}`, i))}}})
 	}
@@ -82,7 +81,7 @@ func (w *clientWorkload) Big(_ *rand.Rand, _ int64) (int, int) {
 	m := w.memory(0)
 	id := "op-big"
 	m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
-	for range model.Counter8 + 1 {
+	for range spec.Counter8 + 1 {
 		m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
 	}
 	m.then = append(m.then, cli.GetIntent{OpID: id})

@@ -35,8 +35,8 @@ func NextOp(w Workload, r *rand.Rand, client, step int, nowMS int64) spec.Op {
 
 // Sizer is a workload with a big draw: a few operations of one client
 // whose list arguments, values and tables pass the sizes an implementation
-// breaks at though no seed states them (model.LookupChunk,
-// model.ScanLimit, model.MaxBoundParams, model.BigValue, model.Counter8;
+// breaks at though no seed states them (spec.LookupChunk,
+// spec.ScanLimit, spec.MaxBoundParams, spec.BigValue, spec.Counter8;
 // issue 26 item 6). The simulator makes one in a share of its runs, from a
 // stream of its own, so every other draw of a run stays as it was.
 type Sizer interface {

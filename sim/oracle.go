@@ -30,9 +30,9 @@ type oracle struct {
 	m        model.Model
 	splitter model.Splitter
 	// whole are the operations judged whole though they split (Step.Alone).
-	whole map[int]bool
-	configs  []config
-	flying   map[unit]flying
+	whole   map[int]bool
+	configs []config
+	flying  map[unit]flying
 	// later are the steps a configuration may still apply when the store
 	// recovers (config.later), as they were called.
 	later map[unit]flying

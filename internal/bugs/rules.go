@@ -44,6 +44,11 @@ var breaksRules = map[Bug][]string{
 	ContinuitySynchronousOff:         {"continuity.survives_power_loss"},
 	RuntimeSynchronousOff:            {"runtime.survives_power_loss"},
 	ClientSynchronousOff:             {"client.survives_power_loss"},
+	// The sizes a workload's big draw passes (model.LookupChunk,
+	// ScanLimit, Counter8).
+	ContinuityResolveDropsLastChunk: {"continuity.resolve_many.ready_or_uninitialized"},
+	RuntimeClaimScanBeforeFilter:    {"runtime.claim_ready_queued_work.candidates"},
+	ClientAttemptsEightBits:         {"client.bump_intent.refusal", "client.intent.read"},
 }
 
 // Breaks are the rules b breaks, where its entry says which (none where

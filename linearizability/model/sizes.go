@@ -1,36 +1,18 @@
 package model
 
-// Sizes an implementation breaks at. No seed states a size limit, but an
-// implementation has them (issue 26 item 6): a lookup chunked by 50, a
-// LIMIT 100 applied before a filter, SQLite's bound parameters, a value of
-// several MiB, a counter kept in 8 bits. A workload's big draw
-// (linearizability.Sizer) passes each; these events say it did, so that a
-// sweep that missed one lists it as not explored.
+// Sizes an implementation breaks at (spec.LookupChunk and the others): a
+// workload's big draw (linearizability.Sizer) passes each; these events say
+// it did, so that a sweep that missed one lists it as not explored.
 
 import (
 	"crypto/sha256"
 	"fmt"
 	"strconv"
 
+	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	r "github.com/storecheck/storecheck/spec/runtime"
-)
-
-const (
-	// LookupChunk is a lookup chunked by this many keys.
-	LookupChunk = 50
-	// ScanLimit is a LIMIT applied before a filter.
-	ScanLimit = 100
-	// MaxBoundParams is SQLite's default bound on a statement's parameters
-	// (SQLITE_MAX_VARIABLE_NUMBER, 32,766 since 3.32): an IN list of every
-	// key asked breaks past it.
-	MaxBoundParams = 32_766
-	// BigValue is a value of several MiB: as base64 (4/3 of it) it leaves
-	// most of the protocol's 16 MiB line (docs/protocol.md) free.
-	BigValue = 4 << 20
-	// Counter8 is the largest count 8 bits keep.
-	Counter8 = 255
 )
 
 // The size events.
@@ -59,14 +41,14 @@ func continuitySizes(op any, out Outcome) []string {
 	switch o := op.(type) {
 	case c.ResolveMany:
 		n := len(distinct(o.Identities))
-		if n > LookupChunk {
+		if n > spec.LookupChunk {
 			ev = append(ev, EventSizeResolveChunk)
 		}
-		if n > MaxBoundParams {
+		if n > spec.MaxBoundParams {
 			ev = append(ev, EventSizeResolveParams)
 		}
 	case c.SaveSessionSnapshot:
-		if len(o.Write.Data) >= BigValue {
+		if len(o.Write.Data) >= spec.BigValue {
 			ev = append(ev, EventSizeSnapshot)
 		}
 	}
@@ -80,7 +62,7 @@ func runtimeSizes(s RuntimeState, op any, now int64, out Outcome) []string {
 	}
 	switch o := op.(type) {
 	case r.ClaimReadyQueuedWork:
-		// A claim that took work queued behind ScanLimit batches it could
+		// A claim that took work queued behind spec.ScanLimit batches it could
 		// not take (not yet available, or held).
 		got, _ := out.Result.(*r.QueuedWorkClaim)
 		if got == nil || len(got.Batches) == 0 {
@@ -98,11 +80,11 @@ func runtimeSizes(s RuntimeState, op any, now int64, out Outcome) []string {
 				ahead++
 			}
 		}
-		if ahead >= ScanLimit {
+		if ahead >= spec.ScanLimit {
 			return []string{EventSizeClaimPastScan}
 		}
 	case r.StageAttachment:
-		if len(o.Data) >= BigValue {
+		if len(o.Data) >= spec.BigValue {
 			return []string{EventSizeAttachment}
 		}
 	}
@@ -112,7 +94,7 @@ func runtimeSizes(s RuntimeState, op any, now int64, out Outcome) []string {
 // clientSizes are the sizes op passed from s, answered out.
 func clientSizes(s ClientState, op any, out Outcome) []string {
 	if o, ok := op.(cli.BumpIntent); ok && out.Kind == "" && out.Result == true {
-		if in, ok := s.intents[o.OpID]; ok && in.Attempt >= Counter8 {
+		if in, ok := s.intents[o.OpID]; ok && in.Attempt >= spec.Counter8 {
 			return []string{EventSizeAttempts8}
 		}
 	}
