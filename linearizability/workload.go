@@ -42,6 +42,7 @@ func NextOp(w Workload, r *rand.Rand, client, step int, nowMS int64) spec.Op {
 type Sizer interface {
 	// Big plans a big draw r picks as the next operations of a client, at
 	// nowMS: the client and how many operations it then issues, one at a
-	// time, none of them drawing from the client's stream.
+	// time, none of them drawing from the client's stream (none: the
+	// draw is declined).
 	Big(r *rand.Rand, nowMS int64) (client, ops int)
 }

@@ -293,11 +293,11 @@ type explorer struct {
 // BigRate is the share of runs that make their workload's big draw
 // (linearizability.Sizer): list arguments, values and tables past the
 // sizes an implementation breaks at.
-const BigRate = 0.3
+const BigRate = 0.15
 
 // bigDraw is a run's big draw: made when the clients have issued at
 // operations, from a stream of its own, so that the run's other draws are
-// those of a run without it.
+// those of a run without it. A workload may decline one (no operations).
 type bigDraw struct {
 	sizer linearizability.Sizer
 	r     *rand.Rand
@@ -315,7 +315,8 @@ func drawBig(seed int64, w linearizability.Workload, steps int) *bigDraw {
 	if r.Float64() >= BigRate {
 		return nil
 	}
-	return &bigDraw{sizer: sz, r: r, at: steps/4 + r.IntN(max(steps/2, 1))}
+	// Late in the run: the tables it grows weigh on few operations after.
+	return &bigDraw{sizer: sz, r: r, at: steps*3/4 + r.IntN(max(steps/4, 1))}
 }
 
 // issueBig makes the big draw: the operations in flight are run to their
