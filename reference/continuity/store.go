@@ -113,10 +113,10 @@ func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identi
 	if len(ids) == 0 {
 		return out, nil
 	}
-	if !jsonSafe(ids) {
+	if len(ids) <= spec.LookupChunk || !jsonSafe(ids) {
 		return s.resolveEach(ctx, ids, out)
 	}
-	// One statement over the identities as one JSON array: as many as
+	// Past a chunk, one statement over the identities as one JSON array: as many as
 	// asked (an IN list of one parameter each breaks past SQLite's 32,766,
 	// spec.MaxBoundParams), read at once, in one transaction.
 	list, err := json.Marshal(ids)
@@ -156,8 +156,8 @@ func jsonSafe(ids []c.Identity) bool {
 	return true
 }
 
-// resolveEach is resolve_many one identity at a time, for identities JSON
-// cannot carry, into out.
+// resolveEach is resolve_many one identity at a time, as the seed reads
+// them: a few, or identities JSON cannot carry; into out.
 func (s *Store) resolveEach(ctx context.Context, ids []c.Identity, out map[c.Identity]c.Resolution) (map[c.Identity]c.Resolution, error) {
 	err := s.db.Read(ctx, "resolve_many", func(tx *sqlitedb.Tx) error {
 		for _, id := range ids {
