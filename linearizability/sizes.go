@@ -67,15 +67,30 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
 			r.LoadAttachment{AttachmentID: "att-big"})
 		return 1, len(cl.plan)
 	}
+	// A session of the draw's own, so that no ready batch the run queued
+	// before comes first.
 	cl := w.client(producer, now)
-	own := ownSession(producer)
 	later := now + int64(240*time.Hour/time.Millisecond)
 	for i := range spec.ScanLimit {
-		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: own, DeliveryPolicy: r.DeliverNextTurn,
+		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: bigSession, DeliveryPolicy: r.DeliverNextTurn,
 			SlotPolicy: r.SlotExclusive, AvailableAtMs: later, Payloads: []spec.RawJSON{spec.RawJSON(fmt.Sprintf(`{"later":%d}`, i))}}})
 	}
-	cl.plan = append(cl.plan, readyWork(cl, own), r.TryClaimSessionExecutionLease{SessionID: own, OwnerID: cl.owner, TTLMs: 6_000}, ownClaim)
+	cl.plan = append(cl.plan, readyWork(cl, bigSession), r.TryClaimSessionExecutionLease{SessionID: bigSession, OwnerID: cl.owner, TTLMs: 6_000},
+		claimBig, r.ListQueuedWork{SessionID: bigSession})
 	return producer, len(cl.plan)
+}
+
+// bigSession is the runtime big draw's session: nobody else leases it.
+const bigSession = "session-big"
+
+// claimBig claims the big session's work under the lease the step before
+// took: its first, fence 1, its token the one that step was answered.
+const claimBig planned = "claim the big session's work"
+
+func (w *runtimeWorkload) buildBig(cl *runtimeClient) spec.Op {
+	lease := r.SessionExecutionLeaseFence{SessionID: bigSession, OwnerID: cl.owner,
+		LeaseToken: spec.Ref(spec.OpID(cl.n, cl.step-1), "lease_token"), FencingToken: 1}
+	return r.ClaimReadyQueuedWork{SessionID: bigSession, Lease: lease, OwnerID: cl.owner, Boundary: r.BoundaryTurn, TTLMs: 6_000, MaxBatches: 1}
 }
 
 // Big is an intent bumped past what 8 bits count, then read back: in half
