@@ -184,7 +184,8 @@ func report(t *testing.T, rep reports.Run, err error) {
 	if err != nil && !IsBackendFailure(err) {
 		t.Fatal(err)
 	}
-	width := reports.Width()
+	// go test pipes the output: the terminal it runs in is the one to ask.
+	width := reports.RelayedWidth()
 	seen := map[string]bool{}
 	for _, c := range rep.Checks {
 		switch c.Outcome {

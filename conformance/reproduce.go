@@ -193,7 +193,10 @@ func (configLines) replay(string) string                  { return "" }
 func (l configLines) recheck(history string) string {
 	return recheckLine("storecheck", l.cfg.WithDefaults(), history)
 }
-func (configLines) widen() string { return "Config.Seeds" }
+
+// widen names the simulator's own seeds (what the notes of a sweep are
+// about): widening every layer's would run a history per seed too.
+func (configLines) widen() string { return "Config.SimSeeds" }
 
 // goTestLines are the go test lines of a check run by Test: the
 // environment the harness reads (Config.Env), the package, -run narrowed
@@ -242,7 +245,7 @@ func (l goTestLines) sim(store string, seed int64) string { return l.line(LayerS
 // seed, the go test line; the command cannot reach that store.
 func (goTestLines) replay(string) string { return "" }
 
-func (goTestLines) widen() string { return "-" + seedsFlag }
+func (goTestLines) widen() string { return "-" + knobNamed("sim-seeds").TestFlag() }
 
 // recheckCommand is storecheck run from go test's module, which requires
 // the kit: no storecheck need be installed.

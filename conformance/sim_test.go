@@ -274,13 +274,16 @@ func TestRandomLayersCatchTheBugsOfTheNewlyReachedCells(t *testing.T) {
 }
 
 // A rare event no seed reached says how to run more seeds the way the run
-// was started: a flag of the command, or one of go test.
+// was started: a flag of the command, one of go test or a Config field,
+// the simulator's seeds alone (go test's -storecheck.seeds would run a
+// history per seed too).
 func TestARareEventNamesHowToWidenTheSweep(t *testing.T) {
 	st, _ := stores.Lookup("runtime")
 	for _, c := range []struct {
 		l    lines
 		want string
-	}{{Config{}.commandLines(nil), "(a longer sweep may: --seeds)"}, {goTestLines{test: "T", pkg: "./x"}, "(a longer sweep may: -storecheck.seeds)"}} {
+	}{{Config{}.commandLines(nil), "(a longer sweep may: --seeds)"}, {goTestLines{test: "T", pkg: "./x"}, "(a longer sweep may: -storecheck.sim-seeds)"},
+		{configLines{}, "(a longer sweep may: Config.SimSeeds)"}} {
 		notes, _ := unexplored(st, spec.Capabilities{}, sim.Coverage{}, sim.Result{Yielded: true, CrashPoints: true}, nil, 8, c.l.widen())
 		if len(notes) == 0 || !strings.Contains(notes[0], c.want) {
 			t.Errorf("%T: %q; want %q", c.l, notes, c.want)

@@ -200,7 +200,7 @@ func (r Result) Headline() string {
 	st := r.Stuck[0]
 	e := st.Entry
 	s := fmt.Sprintf("no sequential order of the history is one the contract allows: client %d's %s answered %s, where the contract allows only %s",
-		e.Client, e.Op.Name(), clipText(e.Outcome.String(), 160), clipText(strings.Join(st.Allowed, " or "), 240))
+		e.Client, e.Op.Name(), clipText(e.answer(), 160), clipText(strings.Join(st.Allowed, " or "), 240))
 	if n := len(r.Stuck); n > 1 {
 		s += fmt.Sprintf(" (and %d more parts of the history fail; every one below)", n-1)
 	}
@@ -225,6 +225,15 @@ func (r Result) Excerpt(n int) string {
 	return head + ":\n" + h.Text() + "then the one no order could place:\n" + History{Entries: []Entry{*st.Entry}}.Text()
 }
 
+// answer is what the entry's operation answered, with the backend's words
+// when it keeps them (a bad_request's: Entry.Message).
+func (e *Entry) answer() string {
+	if e.Message == "" {
+		return e.Outcome.String()
+	}
+	return e.Outcome.String() + " (its message: " + e.Message + ")"
+}
+
 // clipText is s cut to n bytes, saying so.
 func clipText(s string, n int) string {
 	if len(s) <= n {
@@ -247,11 +256,13 @@ func (r Result) Explain(contract spec.Contract) string {
 		e := st.Entry
 		args, _ := json.Marshal(e.Op)
 		fmt.Fprintf(&b, "part %d of %d (%d operations): client %d's %s %s at %dms answered %s,\n", i+1, len(r.Stuck), st.Size,
-			e.Client, e.Op.Name(), args, e.NowMS, e.Outcome)
+			e.Client, e.Op.Name(), args, e.NowMS, e.answer())
 		fmt.Fprintf(&b, "  but after the longest order of the operations before it (%d placed), the contract allows only %s\n",
 			len(st.Placed), strings.Join(st.Allowed, " or "))
 		if len(st.Rules) > 0 {
 			fmt.Fprintf(&b, "  broken: %s (%s)\n", strings.Join(st.Rules, ", "), st.Why)
+		} else if st.Why != "" {
+			fmt.Fprintf(&b, "  broken: %s\n", st.Why)
 		}
 		for _, id := range st.Rules {
 			fmt.Fprintf(&b, "  rule %s\n", contract.Explain(id))

@@ -159,3 +159,32 @@ func gzipHistory(t testing.TB, path string, contract spec.Contract) History {
 	}
 	return h
 }
+
+// A bad_request answer keeps the backend's words in the saved history,
+// and the check's explanation shows them and blames no rule of the
+// contract: the request was refused, not the operation (a crash point
+// reached but not declared).
+func TestABadRequestIsExplainedByItsMessageAndNoRule(t *testing.T) {
+	const why = `crash point "max_fencing_token/typo" reached but not declared`
+	m := model.Continuity{}
+	entry := `{"client": 0, "op": "max_fencing_token", "args": {}, "now_ms": 0, "call": 1, "return": 2, "error": "bad_request", "message": "` + strings.ReplaceAll(why, `"`, `\"`) + `"}`
+	h, err := Read(strings.NewReader(`{"store": "continuity", "entries": [`+entry+`]}`), []spec.Contract{m.Contract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := h.MarshalJSON()
+	if err != nil || !strings.Contains(string(saved), `"message":`) {
+		t.Fatalf("the saved history drops the message: %s %v", saved, err)
+	}
+	res, err := Check(m, h, 10*time.Second)
+	if err != nil || res.Verdict != Illegal {
+		t.Fatalf("verdict %s, %v", res.Verdict, err)
+	}
+	text := res.Explain(m.Contract())
+	if !strings.Contains(text, "answered bad_request (its message: "+why+")") || !strings.Contains(res.Headline(), why) {
+		t.Errorf("the backend's words are not shown:\n%s\n%s", res.Headline(), text)
+	}
+	if !strings.Contains(text, "broken: no rule of the contract") || strings.Contains(text, "continuity.max_fencing_token.") {
+		t.Errorf("a refused request blames the operation's rules:\n%s", text)
+	}
+}

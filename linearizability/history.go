@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/spec"
@@ -27,6 +28,10 @@ type Entry struct {
 	Return     int64
 	Outcome    model.Outcome
 	Indefinite bool
+	// Message is the backend's own words when it answered bad_request
+	// (OutcomeMessage): a refusal of the request itself, whose kind alone
+	// does not say why ("crash point ... reached but not declared").
+	Message string
 	// split numbers the operation an entry is a part of (model.Splitter),
 	// from 1, and rank is the part's place among that operation's parts
 	// in the entry's partition of the history: a part is placed after the
@@ -81,6 +86,22 @@ func Outcome(contract spec.Contract, result any, err error) (model.Outcome, bool
 	return model.Fail(spec.OutcomeKind(err)), contract.Definite(err)
 }
 
+// OutcomeMessage is what a history keeps of err's words: for bad_request
+// only, its first line without the kind, cut short. A contract's kinds
+// say all a checker needs; bad_request is no rule's, and only its message
+// tells its author what to fix.
+func OutcomeMessage(err error) string {
+	if spec.OutcomeKind(err) != spec.ErrBadRequest {
+		return ""
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	s = strings.TrimPrefix(s, string(spec.ErrBadRequest)+": ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
 type entryJSON struct {
 	Client     int             `json:"client"`
 	Op         string          `json:"op"`
@@ -90,6 +111,7 @@ type entryJSON struct {
 	Return     int64           `json:"return,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
 	Error      spec.Kind       `json:"error,omitempty"`
+	Message    string          `json:"message,omitempty"`
 	Indefinite bool            `json:"indefinite,omitempty"`
 }
 
@@ -119,7 +141,7 @@ func (h History) MarshalJSON() ([]byte, error) {
 		j := entryJSON{Client: e.Client, Op: e.Op.Name(), Args: args, NowMS: e.NowMS, Call: e.Call, Indefinite: e.Indefinite}
 		if !e.Indefinite {
 			j.Return = e.Return
-			j.Error = e.Outcome.Kind
+			j.Error, j.Message = e.Outcome.Kind, e.Message
 			if e.Outcome.Kind == "" && e.Outcome.Result != nil {
 				if j.Result, err = json.Marshal(e.Outcome.Result); err != nil {
 					return nil, err
@@ -161,7 +183,7 @@ func Read(r io.Reader, contracts []spec.Contract) (History, error) {
 		switch {
 		case j.Indefinite:
 		case j.Error != "":
-			e.Outcome = model.Fail(j.Error)
+			e.Outcome, e.Message = model.Fail(j.Error), j.Message
 		default:
 			v, err := spec.DecodeResult(op, j.Result)
 			if err != nil {

@@ -137,7 +137,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 			ret := tick.Add(1)
 			cancel()
 			out, definite := Outcome(contract, res, err)
-			entries = append(entries, Entry{Client: reader, Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite})
+			entries = append(entries, Entry{Client: reader, Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
 			if !definite {
 				reader = nextID
 				nextID++
@@ -181,7 +181,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 					if err == nil {
 						answers[id] = res
 					}
-					entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite})
+					entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
 					if !definite {
 						ids[cl] = nextID
 						nextID++

@@ -93,6 +93,32 @@ func TestWidthIsTheTerminalsThenColumnsThenAHundred(t *testing.T) {
 	}
 }
 
+// Output go test relays (a pipe, not a terminal) is as wide as the
+// controlling terminal go test runs in, before $COLUMNS; Width, for the
+// command's own stdout, never asks it: a report redirected to a file is
+// DefaultWidth wide.
+func TestRelayedWidthAsksTheControllingTerminal(t *testing.T) {
+	defer func(ask, tty func() (int, bool)) { terminalWidth, ttyWidth = ask, tty }(terminalWidth, ttyWidth)
+	terminalWidth = func() (int, bool) { return 0, false }
+	ttyWidth = func() (int, bool) { return 91, true }
+	t.Setenv("COLUMNS", "132")
+	if RelayedWidth() != 91 {
+		t.Errorf("piped, a controlling terminal 91 wide, COLUMNS=132: %d", RelayedWidth())
+	}
+	if Width() != 132 {
+		t.Errorf("Width asked the controlling terminal: %d", Width())
+	}
+	terminalWidth = func() (int, bool) { return 77, true }
+	if RelayedWidth() != 77 {
+		t.Errorf("stdout a terminal 77 wide: %d", RelayedWidth())
+	}
+	terminalWidth = func() (int, bool) { return 0, false }
+	ttyWidth = func() (int, bool) { return 0, false }
+	if RelayedWidth() != 132 {
+		t.Errorf("no terminal at all, COLUMNS=132: %d", RelayedWidth())
+	}
+}
+
 // The header names the seeds the run ran: one seed, a sweep's range, each
 // layer's when they differ, and the shard; never only the first seed of a
 // range.

@@ -20,8 +20,29 @@ var terminalWidth = askTerminal
 // unexported $COLUMNS), else $COLUMNS when it is a number (a shell sets
 // it, a CI log may), else DefaultWidth. Every console rendering asks this;
 // saved files use DefaultWidth.
-func Width() int {
-	if n, ok := terminalWidth(); ok && n > 0 {
+func Width() int { return widthFrom(terminalWidth) }
+
+// RelayedWidth is Width for output another process prints for us: go test
+// pipes a test binary's stdout and stderr and copies them to the terminal
+// it runs in, so neither is a terminal to ask, and the user would have to
+// export $COLUMNS by hand. It asks stdout and stderr, then the process's
+// controlling terminal (/dev/tty: the one go test was started from; none
+// in CI), then $COLUMNS, then DefaultWidth.
+func RelayedWidth() int {
+	return widthFrom(func() (int, bool) {
+		if n, ok := terminalWidth(); ok {
+			return n, true
+		}
+		return ttyWidth()
+	})
+}
+
+// ttyWidth is the width of the process's controlling terminal (false:
+// it has none); a variable so that tests can stand in for one.
+var ttyWidth = askTTY
+
+func widthFrom(ask func() (int, bool)) int {
+	if n, ok := ask(); ok && n > 0 {
 		return n
 	}
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {

@@ -47,6 +47,31 @@ func (e *engine) writers(op spec.Op) []spec.Op {
 	return out
 }
 
+// blame is the rules op's answer got breaks where the model allowed only
+// allowed (model.BlameOf, over the writes before it), widened, after a
+// crash inside a write that touches what op does, by the rule that write
+// breaks if the crash left it half applied (model.HalfApplied).
+func (e *engine) blame(op spec.Op, got model.Outcome, allowed []model.Branch, again func(spec.Op) []model.Branch) model.Blame {
+	contract := e.subj.Model.Contract()
+	b := model.BlameOf(contract, op, got, allowed, e.writers(op), again)
+	if cut, ok := e.halfApplied(op); ok && got.Kind != spec.ErrBadRequest {
+		b = model.HalfApplied(contract, b, cut.op, got, allowed)
+	}
+	return b
+}
+
+// halfApplied is the last operation that died at a crash point inside its
+// transaction and touches what op does: it must have taken effect whole or
+// not at all (false: none).
+func (e *engine) halfApplied(op spec.Op) (settled, bool) {
+	for j := len(e.settledOps) - 1; j >= 0; j-- {
+		if s := e.settledOps[j]; s.crashedAt != "" && model.Touches(e.subj.Model, s.op, op) {
+			return s, true
+		}
+	}
+	return settled{}, false
+}
+
 // crashNote says, for a failure of op after a crash or a power cut, which
 // operation the crash left half applied or which acknowledged writes the
 // cut may have lost, and at which step ("" when no crash came before, or
@@ -54,15 +79,9 @@ func (e *engine) writers(op spec.Op) []spec.Op {
 func (e *engine) crashNote(op spec.Op) string {
 	m := e.subj.Model
 	var notes []string
-	// The last operation that died at a crash point and touches what op
-	// does: it must have taken effect whole or not at all.
-	for j := len(e.settledOps) - 1; j >= 0; j-- {
-		s := e.settledOps[j]
-		if s.crashedAt != "" && model.Touches(m, s.op, op) {
-			notes = append(notes, fmt.Sprintf("the crash at step %d inside client %d's %s (sent at step %d, crash point %s) may have left it half applied: it must take effect whole or not at all",
-				s.answeredAt, s.client, describeOp(s.op), s.step, s.crashedAt))
-			break
-		}
+	if s, ok := e.halfApplied(op); ok {
+		notes = append(notes, fmt.Sprintf("the crash at step %d inside client %d's %s (sent at step %d, crash point %s) may have left it half applied: it must take effect whole or not at all",
+			s.answeredAt, s.client, describeOp(s.op), s.step, s.crashedAt))
 	}
 	if e.cutAt >= 0 {
 		var lost []string

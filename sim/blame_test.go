@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,5 +49,33 @@ func TestCrashNoteNamesTheHalfAppliedOperationAndTheLostWrites(t *testing.T) {
 	e.cutAt = -1
 	if w := e.writers(read); len(w) != 1 || w[0].Name() != "upsert_continuity_record" {
 		t.Errorf("writers with no cut: %v, want client 1's upsert", w)
+	}
+}
+
+// A failing read after a crash inside a write it touches blames, beside
+// its own rules, the rule that makes the write one transaction; with no
+// such crash, or a crash inside a write on another identity, it does not.
+func TestAFailureAfterACrashBlamesTheHalfAppliedWrite(t *testing.T) {
+	rec := c.Record{Identity: "a", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 3}
+	want := rec
+	want.CheckpointVersion = 4
+	read := c.ResolveMany{Identities: []c.Identity{"a"}}
+	got := model.OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &rec}})
+	allowed := []model.Branch{{Outcome: model.OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &want}})}}
+	save := func(id c.Identity) spec.Op {
+		return c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: id, SessionID: "s", Generation: 1, CheckpointVersion: 4, FencingToken: 1}}
+	}
+	const atomic = "continuity.save_session_snapshot.saves_and_advances"
+	e := &engine{subj: Subject{Model: model.Continuity{}}, cutAt: -1}
+	if b := e.blame(read, got, allowed, nil); slices.Contains(b.Rules, atomic) {
+		t.Errorf("no crash, yet the save is blamed: %v", b.Rules)
+	}
+	e.settledOps = []settled{{step: 1, client: 2, op: save("b"), crashedAt: "save_session_snapshot/snapshot_written", answeredAt: 2}}
+	if b := e.blame(read, got, allowed, nil); slices.Contains(b.Rules, atomic) {
+		t.Errorf("a crash inside a save of another identity is blamed: %v", b.Rules)
+	}
+	e.settledOps = append(e.settledOps, settled{step: 3, client: 1, op: save("a"), crashedAt: "save_session_snapshot/snapshot_written", answeredAt: 4})
+	if b := e.blame(read, got, allowed, nil); !slices.Contains(b.Rules, atomic) || !strings.Contains(b.Why, "half applied") {
+		t.Errorf("the half-applied save is not blamed: %v (%s)", b.Rules, b.Why)
 	}
 }

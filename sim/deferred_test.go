@@ -41,7 +41,7 @@ func failedSyncRun(t *testing.T, steps []failedSyncStep, deferFailed bool) int {
 			}
 		default:
 			o.call(i, s.op, 0, false)
-			if _, ok := o.ret(i, s.op, s.got); !ok {
+			if _, _, ok := o.ret(i, s.op, s.got); !ok {
 				return i
 			}
 		}

@@ -57,6 +57,13 @@ func Differing(got string, allowed []string) (string, []string) {
 // wrong, not two long values to compare by eye.
 func (f *Failure) differing() (string, *Failure) {
 	shown := *f
+	if f.Part != nil {
+		// Allowed are answers for the part: compared to the whole, every
+		// other part would show as a difference.
+		got, allowed := Differing(f.Part.String(), f.Allowed)
+		shown.Allowed = allowed
+		return got + " (in the part of its answer read by a statement of its own)", &shown
+	}
 	got, allowed := Differing(f.Got.String(), f.Allowed)
 	shown.Allowed = allowed
 	return got, &shown

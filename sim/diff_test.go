@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/storecheck/storecheck/linearizability/model"
+	c "github.com/storecheck/storecheck/spec/continuity"
 )
 
 // A mismatch shows the difference only: the keys in which the backend's
@@ -51,5 +52,41 @@ func TestAMismatchShowsTheDifferenceOnly(t *testing.T) {
 	}
 	if f.Allowed[0] != `{"a":1,"b":3} (rule r)` {
 		t.Fatalf("Error changed the failure's Allowed: %q", f.Allowed)
+	}
+}
+
+// A read the seed runs as a statement per identity (resolve_many) is
+// judged part by part: when one part is refused, the failure compares that
+// part to what the model allows for it, so an identity the backend read
+// right (here agent-0, uninitialized) is no difference, and the blame's
+// fields are the wrong one's alone.
+func TestAPartOfASplitReadShowsItsOwnDifference(t *testing.T) {
+	o := newOracle(model.Continuity{})
+	rec := c.Record{Identity: "agent-1", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 6}
+	up := c.UpsertContinuityRecord{Record: rec, Fence: 1}
+	o.call(0, up, 0, false)
+	if _, _, ok := o.ret(0, up, model.OK(nil)); !ok {
+		t.Fatal("the upsert was refused")
+	}
+	stale := rec
+	stale.CheckpointVersion = 5
+	read := c.ResolveMany{Identities: []c.Identity{"agent-1", "agent-0"}}
+	got := model.OK(map[c.Identity]c.Resolution{"agent-0": {State: c.Uninitialized}, "agent-1": {State: c.Ready, Record: &stale}})
+	o.call(1, read, 0, false)
+	allowed, judged, ok := o.ret(1, read, got)
+	if ok {
+		t.Fatal("a read of checkpoint version 5 after an upsert of 6 was allowed")
+	}
+	part, isMap := judged.Result.(map[c.Identity]c.Resolution)
+	if !isMap || len(part) != 1 || part["agent-1"].Record == nil {
+		t.Fatalf("judged %v, want agent-1's part alone", judged)
+	}
+	f := &Failure{Step: 2, What: "0001 client 0: resolve_many {}", Op: "resolve_many", Got: got, Part: &judged, Allowed: model.Allowed(allowed)}
+	msg := f.Error()
+	if strings.Contains(msg, "agent-0") || !strings.Contains(msg, `"checkpoint_version":5`) || !strings.Contains(msg, `"checkpoint_version":6`) {
+		t.Errorf("the message shows more than the part's difference: %s", msg)
+	}
+	if b := model.BlameOf(model.Continuity{}.Contract(), read, judged, allowed, nil, nil); strings.Contains(b.Why, "agent-0") {
+		t.Errorf("the blame takes agent-0 for a differing field: %s", b.Why)
 	}
 }

@@ -57,8 +57,10 @@ type engine struct {
 	lanes   []chan func()
 	// at is the step being taken, for the coverage it reaches (cover).
 	at int
-	// cutAt is the step of the run's last power cut (-1: none yet).
-	cutAt int
+	// cutAt is the step of the run's last power cut (-1: none yet), and
+	// cutStates the crash state each cut left, in order (crashState).
+	cutAt     int
+	cutStates []string
 	// syncArmed: a power cut at a sync is armed on the disk (the disk is
 	// asked, after each step, whether it struck); syncCut, once it has.
 	syncArmed bool
@@ -523,7 +525,7 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 	}
 	before := e.oracle.first()
 	met := e.oracle.configs // ret replaces the slice, never its states
-	allowed, ok := e.oracle.ret(f.call, f.op, got)
+	allowed, judged, ok := e.oracle.ret(f.call, f.op, got)
 	if !ok && e.oracle.cut {
 		// The oracle cut its configurations past its limit, and the ones
 		// it dropped may be the very ones that allow this answer: no
@@ -542,14 +544,17 @@ func (e *engine) returned(i int, p *proc, f *flight, res any, err error) bool {
 			}
 			return out
 		}
-		blame := model.BlameOf(contract, f.op, got, allowed, e.writers(f.op), again)
+		blame := e.blame(f.op, judged, allowed, again)
 		failure := &Failure{Step: i, What: e.describe(f.step, Step{Client: f.client}, f.op), Op: f.op.Name(), Got: got,
 			Allowed: model.Allowed(allowed), Rules: blame.Rules, Why: blame.Why, AfterCrash: e.crashNote(f.op)}
+		if judged.String() != got.String() {
+			failure.Part = &judged
+		}
 		if err != nil && got.Kind != "" {
 			failure.Message = errorText(err)
 		}
 		if _, ok := contract.Rule(spec.PowerLossRule(contract.Name)); ok && e.cutAt >= 0 {
-			failure.AfterPowerCut, failure.PowerCutStep = spec.PowerLossRule(contract.Name), e.cutAt
+			failure.AfterPowerCut, failure.PowerCutStep, failure.CrashState = spec.PowerLossRule(contract.Name), e.cutAt, strings.Join(e.cutStates, "; then ")
 			failure.Rules = append(failure.Rules, failure.AfterPowerCut)
 		}
 		e.fail(failure)

@@ -157,9 +157,12 @@ func (o *oracle) call(id int, op spec.Op, nowMS int64, alone bool) {
 }
 
 // ret checks operation id's definite answer got: part by part when it
-// splits, else whole. When no configuration allows it, it returns every
-// branch the model allowed, for the report.
-func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, bool) {
+// splits, else whole. When no configuration allows it, it returns the
+// branches the model allowed, for the report, and what they were judged
+// against: got, or, for an answer judged in parts, the part no
+// configuration allows (one identity of a resolve_many: the report
+// compares that part to its allowed answers, not the whole to one part's).
+func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, model.Outcome, bool) {
 	n := len(o.parts(id, op))
 	var outs []model.Outcome
 	if n > 1 {
@@ -168,6 +171,7 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 		}
 	}
 	var allowed []model.Branch
+	judged := got
 	configs := o.configs
 	var found []config
 	if outs == nil {
@@ -204,8 +208,10 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 		for j := range n {
 			var bs []model.Branch
 			configs, bs = o.retUnit(configs, unit{id, j}, outs[j])
-			allowed = append(allowed, bs...)
 			if len(configs) == 0 {
+				// The branches of this part alone: an earlier part's
+				// were allowed somewhere, and its answer was one of them.
+				allowed, judged = bs, outs[j]
 				break
 			}
 		}
@@ -214,10 +220,10 @@ func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, boo
 		delete(o.flying, unit{id, j})
 	}
 	if len(configs) == 0 {
-		return allowed, false
+		return allowed, judged, false
 	}
 	o.configs = o.bounded(configs)
-	return nil, true
+	return nil, got, true
 }
 
 // retUnit checks one step's answer in every configuration.

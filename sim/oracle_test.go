@@ -38,7 +38,7 @@ func TestAnOverlappingReadKeepsWhatEachPlacementTeaches(t *testing.T) {
 	o := newOracle(model.Client{})
 	ret := func(id int, op spec.Op, got model.Outcome) {
 		t.Helper()
-		if allowed, ok := o.ret(id, op, got); !ok {
+		if allowed, _, ok := o.ret(id, op, got); !ok {
 			t.Fatalf("%s answered %v, the model allows %v", op.Name(), got, model.Allowed(allowed))
 		}
 	}
@@ -162,7 +162,7 @@ func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 		o := newOracle(m)
 		run := func(id int, op spec.Op, out model.Outcome) bool {
 			o.call(id, op, now, false)
-			_, ok := o.ret(id, op, out)
+			_, _, ok := o.ret(id, op, out)
 			return ok
 		}
 		claim := r.TryClaimSessionExecutionLease{SessionID: "s", OwnerID: "o", TTLMs: 100_000}
@@ -176,12 +176,12 @@ func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 		o.call(2, c2, now, false)
 		o.call(3, load, now, false)
 		if readFirst {
-			_, ok := o.ret(3, load, got)
-			_, ok2 := o.ret(2, c2, r2)
+			_, _, ok := o.ret(3, load, got)
+			_, _, ok2 := o.ret(2, c2, r2)
 			return ok && ok2
 		}
-		_, ok := o.ret(2, c2, r2)
-		_, ok2 := o.ret(3, load, got)
+		_, _, ok := o.ret(2, c2, r2)
+		_, _, ok2 := o.ret(3, load, got)
 		return ok && ok2
 	}
 	for _, readFirst := range []bool{false, true} {

@@ -193,7 +193,41 @@ func (e *engine) strikePower(i int, st Step, kept lossyfs.Fates, keepEntries int
 		e.traceKept(i, st.Process, c)
 	}
 	e.traceUndone(i, st.Process, c)
+	e.cutStates = append(e.cutStates, fmt.Sprintf("at step %d %s", i, crashState(e.sched.EntryModel, kept, c)))
 	return e.restartAfterCut(i, st)
+}
+
+// crashState names the state a cut left: which of the unsynced writes it
+// kept, whole or torn (the fates it gave them), and which directory entry
+// ops not yet durable it undid, under the run's entry model.
+func crashState(entryModel string, fates lossyfs.Fates, c lossyfs.Cut) string {
+	n := 0
+	for _, k := range c.Unsynced {
+		n += k
+	}
+	var writes string
+	switch {
+	case n == 0:
+		writes = "no write was unsynced"
+	case len(fates) == 0:
+		writes = fmt.Sprintf("every one of the %d unsynced writes lost", n)
+	default:
+		s := make([]string, len(fates))
+		for j, k := range fates {
+			s[j] = k.String()
+		}
+		writes = fmt.Sprintf("of the %d unsynced writes only %s survive (%d whole, %d torn)", n, strings.Join(s, ", "), c.Kept, c.Torn)
+	}
+	var names string
+	switch {
+	case entryModel == lossyfs.EntriesDurable:
+		names = "every directory entry op durable at once (no entry model)"
+	case len(c.Undone) == 0:
+		names = fmt.Sprintf("no directory entry op undone (%s model)", entryModel)
+	default:
+		names = fmt.Sprintf("undone, as not yet durable under the %s model: %s", entryModel, strings.Join(c.Undone, ", "))
+	}
+	return writes + "; " + names
 }
 
 // traceKept says how many unsynced writes a cut kept.
@@ -263,6 +297,7 @@ func (e *engine) strikeAtSync(i int, st Step) bool {
 		e.traceKept(i, st.Process, sc.cut)
 	}
 	e.traceUndone(i, st.Process, sc.cut)
+	e.cutStates = append(e.cutStates, fmt.Sprintf("at step %d (the power went at a sync) %s", i, crashState(e.sched.EntryModel, sc.fates, sc.cut)))
 	return e.restartAfterCut(i, st)
 }
 
@@ -294,7 +329,7 @@ func (e *engine) restartAfterCut(i int, st Step) bool {
 	defer func() { e.cutting = false }()
 	for _, p := range e.procs {
 		if err := e.start(p); err != nil {
-			e.fail(reopenFailure(i, st, p.n, e.sched.Store, err))
+			e.fail(reopenFailure(i, st, p.n, e.sched.Store, strings.Join(e.cutStates, "; then "), err))
 			return false
 		}
 	}
@@ -308,7 +343,7 @@ func (e *engine) restartAfterCut(i int, st Step) bool {
 // write survives the cut: a verdict on the backend, not a failure of it.
 // Any other error (the program died, broke the protocol) is the backend's
 // own failure.
-func reopenFailure(i int, st Step, process int, store string, err error) *Failure {
+func reopenFailure(i int, st Step, process int, store, state string, err error) *Failure {
 	what := fmt.Sprintf("%04d %s", i, st)
 	if spec.KindOf(err) != spec.ErrIO {
 		return &Failure{Step: i, What: what, Backend: fmt.Errorf("restart process %d: %w", process, err)}
@@ -317,5 +352,5 @@ func reopenFailure(i int, st Step, process int, store string, err error) *Failur
 	return &Failure{Step: i, What: what + fmt.Sprintf(", then process %d opened again", process),
 		Op: "open after the power cut", Got: model.Fail(spec.ErrIO), Message: err.Error(),
 		Allowed: []string{"ok (the store opens what it left durable)"}, Rules: []string{rule},
-		Why: "the store cannot open the files the cut left, so nothing it acknowledged before it survives"}
+		Why: "the store cannot open the files the cut left, so nothing it acknowledged before it survives", PowerCutStep: i, CrashState: state}
 }

@@ -179,6 +179,11 @@ type Failure struct {
 	What string
 	Op   string
 	Got  model.Outcome
+	// Part, for an answer the model judges in parts (a read the seed runs
+	// as a statement per key: model.Splitter), is the part of Got no
+	// order allows, which Allowed are answers for; nil when Got was
+	// judged whole.
+	Part *model.Outcome
 	// Message is the backend's own words when it answered an error: the
 	// one line that often says why ("crash point ... not declared").
 	Message string
@@ -203,6 +208,11 @@ type Failure struct {
 	// after one may be a write it lost.
 	AfterPowerCut string
 	PowerCutStep  int
+	// CrashState is the states the run's cuts left the disk in, each at
+	// its step: which unsynced writes it kept (whole or torn) and which
+	// directory entry ops it undid, under which entry model: the states
+	// the backend could not survive, when the failure is its.
+	CrashState string
 }
 
 func (f *Failure) Error() string {
@@ -222,9 +232,15 @@ func (f *Failure) Error() string {
 		if len(broken) > 0 {
 			msg += fmt.Sprintf("; broken: %s (%s)", strings.Join(broken, ", "), f.Why)
 		}
+	} else if f.Why != "" {
+		// No rule of the contract (model.NoRuleOfTheContract): why none.
+		msg += "; broken: " + f.Why
 	}
 	if f.AfterPowerCut != "" {
 		msg += fmt.Sprintf(" (after the power cut at step %d: every write acknowledged before it must survive it, rule %s)", f.PowerCutStep, f.AfterPowerCut)
+	}
+	if f.CrashState != "" {
+		msg += "; the crash states the power cuts left: " + f.CrashState
 	}
 	if f.AfterCrash != "" {
 		msg += "; " + f.AfterCrash

@@ -24,8 +24,15 @@
 //     decision is the one taken: WithRules), a write-behind buffer, a commit
 //     whose failed check still writes, an operation done as another;
 //   - a database setting: the reference opened with SQLite's synchronous
-//     lowered (synchronous.go), a commit acknowledged before it is on
-//     disk, which only a power cut shows (Bug.NeedsPowerCut).
+//     lowered (synchronous.go) or its journal in memory (sidefile.go), a
+//     commit acknowledged before it is on disk, which only a power cut
+//     shows (Bug.NeedsPowerCut);
+//   - files beside the database (sidefile.go): the runtime reference with
+//     its attachments' bytes or its session meta answered from files of
+//     its own, each made durable wrong in one step (no folder sync after
+//     a rename, no sync, two files assumed to persist in order, a failed
+//     sync retried), which only a crash state of the forgetful file
+//     system's model shows.
 //
 // Build-tagged variants were another choice and are not used: selftest
 // runs the correct reference and every bug in one binary, through every

@@ -44,6 +44,11 @@ var breaksRules = map[Bug][]string{
 	ContinuitySynchronousOff:         {"continuity.survives_power_loss"},
 	RuntimeSynchronousOff:            {"runtime.survives_power_loss"},
 	ClientSynchronousOff:             {"client.survives_power_loss"},
+	RuntimeAttachmentRenameNoDirSync: {"runtime.survives_power_loss"},
+	RuntimeAttachmentUnsynced:        {"runtime.survives_power_loss"},
+	RuntimeAttachmentCacheOrdered:    {"runtime.survives_power_loss"},
+	RuntimeAttachmentSyncRetried:     {"runtime.survives_power_loss"},
+	ContinuityJournalMemory:          {"continuity.survives_power_loss"},
 	// Two of the sizes a workload's big draw passes (spec.LookupChunk,
 	// spec.Counter8). The claim behind 100 batches (spec.ScanLimit) is not
 	// listed: its none, where a claim is due, is judged against the

@@ -172,6 +172,10 @@ type Options struct {
 	InMemory bool
 	// Bug opens its store broken (the others stay correct).
 	Bug bugs.Bug
+	// Runtime, when set, opens the runtime store in place of the
+	// reference's (a store done another way, for the kit's own tests:
+	// bugs.SideFilesCorrect).
+	Runtime func(ctx context.Context, o spec.OpenOptions) (adapters.Target, error)
 }
 
 // Reference is the embedded reference as an adapters.Driver: every
@@ -201,6 +205,9 @@ func Backend(o Options) adapters.Driver {
 		open := s.Reference
 		if o.Bug.Store() == s.Name() {
 			open = o.Bug.Open
+		}
+		if o.Runtime != nil && s.Name() == "runtime" {
+			open = o.Runtime
 		}
 		local = append(local, adapters.LocalStore{Contract: s.Contract, Open: open, WriteSchema: s.WriteSchema})
 		points[s.Name()] = s.CrashPoints

@@ -21,9 +21,16 @@ type Blame struct {
 	Why string
 }
 
+// NoRuleOfTheContract is the blame of a bad_request answer: the kit sends
+// only requests the protocol defines, so the backend refused the request
+// itself (a crash point reached but not declared, an operation it lacks),
+// and naming the operation's rules would send its author to the wrong place.
+const NoRuleOfTheContract = "no rule of the contract: bad_request is the backend refusing the request itself, which the kit sent well formed (its message says why: a crash point reached but not declared, an operation it does not implement)"
+
 // BlameOf names the rules that op, answering got where the model allowed
 // only the branches allowed, breaks:
-//   - the rules the allowed answers name (the rule that decides them);
+//   - none for bad_request (NoRuleOfTheContract);
+//   - else the rules the allowed answers name (the rule that decides them);
 //   - else, for a refusal, the rules that make that kind for op (the
 //     contract's Refusals): the backend refused where their condition
 //     does not hold;
@@ -42,6 +49,9 @@ type Blame struct {
 // decided on a read another write overtook), and the refusal's rule is the
 // one broken, not every rule naming the fields.
 func BlameOf(c spec.Contract, op spec.Op, got Outcome, allowed []Branch, writers []spec.Op, again func(spec.Op) []Branch) Blame {
+	if got.Kind == spec.ErrBadRequest {
+		return Blame{Why: NoRuleOfTheContract}
+	}
 	if rules := Rules(allowed); len(rules) > 0 {
 		why := "the rule that decides the answer the model allows here"
 		if len(rules) > 1 {
@@ -339,6 +349,37 @@ func clip(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// HalfApplied is b with the rule w breaks if a crash inside its
+// transaction kept some of its writes and lost the rest: w is the write a
+// crash cut before the failing read, whose answer got differs from the
+// allowed ones. Of w's rules naming a field that differs (all of them, for
+// an answer without fields), the ones that make its writes one
+// transaction, else every one; b unchanged when none.
+func HalfApplied(c spec.Contract, b Blame, w spec.Op, got Outcome, allowed []Branch) Blame {
+	fields := differingFields(got, allowed)
+	var named, atomic []string
+	for _, id := range opRules(c, w.Name()) {
+		r, _ := c.Rule(id)
+		if len(fields) > 0 && !mentionsAny(r, fields) {
+			continue
+		}
+		named = append(named, id)
+		if strings.Contains(strings.ToLower(r.Says), "transaction") {
+			atomic = append(atomic, id)
+		}
+	}
+	if len(atomic) > 0 {
+		named = atomic
+	}
+	named = slices.DeleteFunc(named, func(id string) bool { return slices.Contains(b.Rules, id) })
+	if len(named) == 0 {
+		return b
+	}
+	b.Rules = append(slices.Clone(b.Rules), named...)
+	b.Why += fmt.Sprintf("; or the crash inside %s left it half applied, against %s", w.Name(), strings.Join(named, ", "))
+	return b
 }
 
 // opRules are the IDs of the rules that govern op ("": the store as a

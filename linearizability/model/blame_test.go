@@ -44,6 +44,10 @@ func TestBlameNarrowsToTheRuleBroken(t *testing.T) {
 			[]string{"continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity", "continuity.upsert_continuity_record.checkpoint_version_kept"}, "checkpoint_version"},
 		{"a read with no write to blame", read, OK(gotRead), []Branch{{Outcome: OK(want)}}, nil,
 			[]string{"continuity.resolve_many.ready_or_uninitialized", "continuity.resolve_many.one_read_per_identity"}, "decides together"},
+		{"bad_request: no rule, though the model allows a refusal", upsert, Fail(spec.ErrBadRequest), []Branch{{Outcome: Fail(c.ErrStaleFencingToken), Rule: "continuity.upsert_continuity_record.fence_not_lower"}}, nil,
+			nil, "no rule of the contract"},
+		{"bad_request: no rule where the model allows ok", save, Fail(spec.ErrBadRequest), []Branch{{Outcome: OK(nil)}}, nil,
+			nil, "the backend refusing the request itself"},
 		{"a bool: every rule, saying why", c.SessionSnapshotMatchesCurrent{}, OK(true), []Branch{{Outcome: OK(false)}}, nil,
 			[]string{"continuity.session_snapshot_matches_current.whole_tuple", "continuity.session_snapshot_matches_current.row_fence_is_provenance"}, "cannot tell which"},
 	} {
@@ -115,5 +119,38 @@ func TestBlameOfAReadNarrowsToTheWriteItShows(t *testing.T) {
 	wide := BlameOf(contract, read, got, allowed, writers, nil)
 	if !slices.Contains(wide.Rules, "continuity.save_session_snapshot.saves_and_advances") {
 		t.Errorf("with no model to ask, the save's rules that name checkpoint_version are suspects too: %v", wide.Rules)
+	}
+}
+
+// A read after a crash inside a write that touches it may show the write
+// half applied: the blame adds, of the write's rules naming the field that
+// differs, the one making its writes one transaction (a save's
+// saves_and_advances, not its version or order checks); a write none of
+// whose rules names the field, or an answer the blame already explains
+// by that rule, leaves it as it was.
+func TestAHalfAppliedWriteIsBlamedByItsTransactionRule(t *testing.T) {
+	contract := Continuity{}.Contract()
+	rec := c.Record{Identity: "a", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 3}
+	want := rec
+	want.CheckpointVersion = 4
+	read := c.ResolveMany{Identities: []c.Identity{"a"}}
+	got := OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &rec}})
+	allowed := []Branch{{Outcome: OK(map[c.Identity]c.Resolution{"a": {State: c.Ready, Record: &want}})}}
+	save := c.SaveSessionSnapshot{Write: c.SnapshotWrite{Identity: "a", SessionID: "s", Generation: 1, CheckpointVersion: 4, FencingToken: 1}}
+	b := BlameOf(contract, read, got, allowed, nil, nil)
+	half := HalfApplied(contract, b, save, got, allowed)
+	if added := half.Rules[len(b.Rules):]; !slices.Equal(added, []string{"continuity.save_session_snapshot.saves_and_advances"}) || !strings.Contains(half.Why, "half applied") {
+		t.Errorf("added %v (%s), want the save's saves_and_advances alone", added, half.Why)
+	}
+	if !slices.Equal(half.Rules[:len(b.Rules)], b.Rules) {
+		t.Errorf("the read's own rules changed: %v, was %v", half.Rules, b.Rules)
+	}
+	// A snapshot's bytes are named by no rule of a delete by revision.
+	del := c.DeleteSessionSnapshotIfCurrentRevision{SessionID: "s", ExpectedRevision: "r"}
+	if same := HalfApplied(contract, b, del, got, allowed); !slices.Equal(same.Rules, b.Rules) || same.Why != b.Why {
+		t.Errorf("a write whose rules name no differing field widened the blame: %v (%s)", same.Rules, same.Why)
+	}
+	if again := HalfApplied(contract, half, save, got, allowed); !slices.Equal(again.Rules, half.Rules) {
+		t.Errorf("a rule already blamed was added twice: %v", again.Rules)
 	}
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// Synchronous is SQLite's synchronous setting (sqlitedb.Options); ""
 	// leaves SQLite's default, as the seeds do. Only deliberate bugs set it.
 	Synchronous string
+	// JournalMode is SQLite's journal_mode (sqlitedb.Options); "" is
+	// WAL, the seed's.
+	JournalMode string
 }
 
 // Store is the reference continuity store.
@@ -77,7 +80,7 @@ var _ c.Store = (*Store)(nil)
 
 // Open opens (or creates) a store.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, Schema: schema, IOKind: c.ErrIO})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, JournalMode: o.JournalMode, Schema: schema, IOKind: c.ErrIO})
 	if err != nil {
 		return nil, err
 	}

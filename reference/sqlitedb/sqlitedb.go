@@ -48,6 +48,10 @@ type Options struct {
 	// which a commit is synced before it is acknowledged, as the seeds'
 	// stores leave it. Only the deliberate bugs set it.
 	Synchronous string
+	// JournalMode is SQLite's journal_mode for a file database; "" is
+	// WAL, the seeds' (continuity's conn setup). Only the deliberate bugs
+	// set another.
+	JournalMode string
 }
 
 // DB is an open database.
@@ -107,7 +111,14 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	}
 	db.writer = &conn{c: c, begin: "BEGIN IMMEDIATE", stmts: map[string]*sql.Stmt{}}
 	if !InMemory(o.Path) {
-		if _, err = c.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		mode := o.JournalMode
+		if mode == "" {
+			mode = "WAL"
+		}
+		// Another connection holding the database keeps a deliberate
+		// bug's mode from taking over a WAL file: it then keeps the
+		// file's, as SQLite does when it cannot change it.
+		if _, err = c.ExecContext(ctx, "PRAGMA journal_mode="+mode); err != nil && o.JournalMode == "" {
 			return fail("journal_mode", err)
 		}
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/spec"
 	cli "github.com/storecheck/storecheck/spec/client"
@@ -55,6 +58,28 @@ func proxied[S any](open func(context.Context, spec.OpenOptions) (adapters.Targe
 			var zero S
 			return zero, err
 		}
-		return proxy(t), nil
+		return proxy(refusing{t}), nil
 	}
 }
+
+// refusedEntry names the report entry of a request the backend refused.
+const refusedEntry = "bad_request"
+
+// refusing is a Target that notes in the running spec's report (a call
+// with a spec's context) each request the backend refused itself (bad_request: a crash point reached
+// but not declared, an operation it lacks), with its words: a spec that
+// fails then blames no rule of the contract (convert), since none makes
+// bad_request, and its own rule would send the author to the wrong place.
+type refusing struct{ adapters.Target }
+
+func (t refusing) Apply(ctx context.Context, op spec.Op) (any, error) {
+	res, err := t.Target.Apply(ctx, op)
+	if spec.KindOf(err) == spec.ErrBadRequest && ctx.Value(inSpec{}) != nil {
+		AddReportEntry(refusedEntry, types.ReportEntryVisibilityNever, op.Name()+": "+err.Error())
+	}
+	return res, err
+}
+
+// Crash passes the kit's crash on (spec.CrashTarget): the wrapper must not
+// turn a crash into a Close.
+func (t refusing) Crash() error { return spec.CrashTarget(t.Target) }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,7 +20,8 @@ import (
 // powerCutFile is a database path for a power-loss spec of c's store, on a
 // forgetful file system (fault/lossyfs) mounted for the spec, and cut,
 // which cuts its power (fault.PowerCut, as the simulator's): what the
-// backend never synced is lost, close (the store's) runs while the power is
+// backend never synced is lost, and every file name its folder's sync
+// never made durable (strict POSIX, lossyfs.EntriesPOSIX), close (the store's) runs while the power is
 // off, as a process that died with the machine would leave its handles, its
 // error the power's, and the power comes back. The spec is skipped, with the reason, where no FUSE mount can
 // be made, and for a backend that declares it keeps its writes across
@@ -30,6 +33,57 @@ import (
 // cut's and no other spec loses its backend; *h is the spec's own harness
 // again when the power comes back, and the spec reopens through it.
 func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func() error)) {
+	GinkgoHelper()
+	p := powerCutDisk(h, c)
+	return p.path, func(close func() error) {
+		GinkgoHelper()
+		p.cut(close, nil)
+	}
+}
+
+// powerDisk is a power-loss spec's forgetful file system (powerCutDisk).
+type powerDisk struct {
+	d         *lossyfs.Disk
+	dir, path string
+	doom      func()
+	end       func() error
+}
+
+// cut cuts the power as powerCutFile's does, keeping the unsynced writes
+// kept names (nil: none).
+func (p *powerDisk) cut(close func() error, kept lossyfs.Fates) {
+	GinkgoHelper()
+	p.cutKeeping(close, kept, 0)
+}
+
+// cutKeeping is cut keeping the first keepEntries of the folder's entry
+// ops not yet durable too.
+func (p *powerDisk) cutKeeping(close func() error, kept lossyfs.Fates, keepEntries int) {
+	GinkgoHelper()
+	p.doom()
+	env := &fault.Parts{Disk: p.d, Dir: p.dir, Down: func() error { close(); return p.end() }}
+	Expect(fault.PowerCut{Kept: kept, KeepEntries: keepEntries}.Inject(context.Background(), env)).To(Succeed(), "cut the power and give it back")
+}
+
+// openFiles are the files the store holds open (but SQLite's -shm, which
+// it never syncs), sorted: those a sync fault may name.
+func (p *powerDisk) openFiles() []string {
+	GinkgoHelper()
+	open, err := p.d.Unsynced(p.dir)
+	Expect(err).NotTo(HaveOccurred(), "list the files open")
+	var files []string
+	for f := range open {
+		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// powerCutDisk is powerCutFile's disk, for a spec that also fails syncs
+// or keeps some unsynced writes.
+func powerCutDisk(h *Harness, c spec.Contract) *powerDisk {
 	GinkgoHelper()
 	need(h.Capabilities.Files, spec.CapFiles, "survival of a power cut")
 	if why := c.PowerLossExempt(h.Capabilities); why != "" {
@@ -44,6 +98,11 @@ func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func
 	DeferCleanup(d.Unmount)
 	dir := filepath.Join(d.Dir, "spec")
 	Expect(os.Mkdir(dir, 0o755)).To(Succeed())
+	// Strict POSIX: a name never made durable by a sync of its folder is
+	// lost with the data never synced (spec.PowerLossModel). SQLite syncs
+	// its folder itself; a file a backend keeps beside its database is
+	// the backend's to make durable.
+	Expect(d.SetEntryModel(dir, lossyfs.EntriesPOSIX)).To(Succeed(), "follow strict POSIX's directory entries")
 	doom, end := func() {}, func() error { return nil }
 	if h.OwnProcess != nil {
 		own, dm, en, err := h.OwnProcess(context.Background())
@@ -57,10 +116,5 @@ func powerCutFile(h *Harness, c spec.Contract) (path string, cut func(close func
 		}
 		DeferCleanup(end)
 	}
-	return filepath.Join(dir, c.Name+".db"), func(close func() error) {
-		GinkgoHelper()
-		doom()
-		env := &fault.Parts{Disk: d, Dir: dir, Down: func() error { close(); return end() }}
-		Expect(fault.PowerCut{}.Inject(context.Background(), env)).To(Succeed(), "cut the power and give it back")
-	}
+	return &powerDisk{d: d, dir: dir, path: filepath.Join(dir, c.Name+".db"), doom: doom, end: end}
 }

@@ -256,7 +256,9 @@ func convert(r Report, name string) []Result {
 			if loc := s.Failure.Location; loc.FileName != "" {
 				c.Message += " (" + filepath.Base(loc.FileName) + ":" + strconv.Itoa(loc.LineNumber) + ")"
 			}
-			if ids := rulesOf(s.Labels()); len(ids) > 0 {
+			if why := refusal(s); why != "" {
+				c.Message += "\nrules: none of the contract: the backend refused a request itself (" + why + "), which no rule makes"
+			} else if ids := rulesOf(s.Labels()); len(ids) > 0 {
 				c.Message += "\nrules: " + strings.Join(ids, ", ")
 			}
 		}
@@ -264,6 +266,21 @@ func convert(r Report, name string) []Result {
 	}
 	return out
 }
+
+// refusal is the first request the backend refused itself during the
+// spec of report s (refusing), "" for none.
+func refusal(s types.SpecReport) string {
+	for _, e := range s.ReportEntries {
+		if e.Name == refusedEntry {
+			return e.StringRepresentation()
+		}
+	}
+	return ""
+}
+
+// inSpec marks the context of a running spec (refusing notes its
+// refused requests in the spec's report; elsewhere there is no spec).
+type inSpec struct{}
 
 // fresh holds what one spec works with: a context, a fake clock at Epoch,
 // and where its store lives.
@@ -276,7 +293,7 @@ type fresh struct {
 // newFresh prepares a spec: a file path in a temporary folder when the
 // backend keeps files, else in-memory.
 func newFresh(h Harness, file string) *fresh {
-	f := &fresh{ctx: context.Background(), clock: clockwork.NewFakeClockAt(Epoch)}
+	f := &fresh{ctx: context.WithValue(context.Background(), inSpec{}, true), clock: clockwork.NewFakeClockAt(Epoch)}
 	switch {
 	case h.Capabilities.Files:
 		f.path = filepath.Join(GinkgoT().TempDir(), file)
