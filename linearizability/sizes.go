@@ -61,7 +61,12 @@ func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
 // (not yet available) and claimed under the producer's own lease, or an
 // attachment of several MiB staged and loaded back.
 func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
-	if rnd.IntN(2) == 0 {
+	// A sixth of the draws declined: 104 operations over a queue of 101
+	// batches cost half a run.
+	switch rnd.IntN(6) {
+	case 0:
+		return 0, 0
+	case 1, 2:
 		cl := w.client(1, now)
 		cl.plan = append(cl.plan, r.StageAttachment{SessionID: "session-1", AttachmentID: "att-big", Data: bigValue()},
 			r.LoadAttachment{AttachmentID: "att-big"})
@@ -76,7 +81,7 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
 			SlotPolicy: r.SlotExclusive, AvailableAtMs: later, Payloads: []spec.RawJSON{spec.RawJSON(fmt.Sprintf(`{"later":%d}`, i))}}})
 	}
 	cl.plan = append(cl.plan, readyWork(cl, bigSession), r.TryClaimSessionExecutionLease{SessionID: bigSession, OwnerID: cl.owner, TTLMs: 6_000},
-		claimBig, r.ListQueuedWork{SessionID: bigSession})
+		claimBig)
 	return producer, len(cl.plan)
 }
 

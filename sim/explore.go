@@ -220,7 +220,10 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 	}
 	x.deadliner, _ = x.workload.(Deadliner)
-	x.big = drawBig(seed, x.workload, p.Steps)
+	// A run that cuts the power writes through the forgetful file system,
+	// where a big draw's MiB and hundred transactions cost several runs:
+	// it makes one at half the rate.
+	x.big = drawBig(seed, x.workload, p.Steps, d != nil)
 	// A thread of the scheduler is a process, or where operations overlap
 	// inside one, a client.
 	threads := p.Processes
@@ -305,14 +308,18 @@ type bigDraw struct {
 }
 
 // drawBig is seed's big draw, nil for a run without one (or a workload
-// without big draws).
-func drawBig(seed int64, w linearizability.Workload, steps int) *bigDraw {
+// without big draws); forgetful, of a run on the forgetful file system.
+func drawBig(seed int64, w linearizability.Workload, steps int, forgetful bool) *bigDraw {
 	sz, ok := w.(linearizability.Sizer)
 	if !ok {
 		return nil
 	}
 	r := rand.New(rand.NewPCG(uint64(seed), 0xb16))
-	if r.Float64() >= BigRate {
+	rate := BigRate
+	if forgetful {
+		rate /= 2
+	}
+	if r.Float64() >= rate {
 		return nil
 	}
 	// Late in the run: the tables it grows weigh on few operations after.
