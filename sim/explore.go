@@ -220,10 +220,11 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 	}
 	x.deadliner, _ = x.workload.(Deadliner)
-	// A run that cuts the power writes through the forgetful file system,
+	// A seed that cuts the power writes through the forgetful file system,
 	// where a big draw's MiB and hundred transactions cost several runs:
-	// it makes one at half the rate.
-	x.big = drawBig(seed, x.workload, p.Steps, d != nil)
+	// it makes one at half the rate, with power cuts off too (so that a
+	// seed whose power stream strikes nowhere runs as without it).
+	x.big = drawBig(seed, x.workload, p.Steps, drawPower(seed).rate != 0)
 	// A thread of the scheduler is a process, or where operations overlap
 	// inside one, a client.
 	threads := p.Processes
@@ -308,7 +309,7 @@ type bigDraw struct {
 }
 
 // drawBig is seed's big draw, nil for a run without one (or a workload
-// without big draws); forgetful, of a run on the forgetful file system.
+// without big draws); forgetful, of a seed that may cut the power.
 func drawBig(seed int64, w linearizability.Workload, steps int, forgetful bool) *bigDraw {
 	sz, ok := w.(linearizability.Sizer)
 	if !ok {

@@ -34,7 +34,7 @@ func TestBigDrawsReachEverySizeAndCatchItsBug(t *testing.T) {
 				if len(reached) == len(tc.sizes) {
 					break
 				}
-				if drawBig(seed, tc.subj.NewWorkload(), DefaultParams().Steps, false) == nil {
+				if drawBig(seed, tc.subj.NewWorkload(), DefaultParams().Steps, drawPower(seed).rate != 0) == nil {
 					continue
 				}
 				res, err := Explore(context.Background(), tc.subj, InProcess(stores.Reference(), tc.store), seed, Params{}, t.TempDir())
