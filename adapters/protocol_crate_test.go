@@ -41,8 +41,9 @@ func TestTheRustCrateTypesEveryCapability(t *testing.T) {
 	}
 }
 
-// crateGaps says which capabilities of spec.CapabilityTable the crate's wire.rs
-// does not type, or its README does not list.
+// crateGaps says which capabilities of spec.CapabilityTable the crate's
+// bindings/rust/storecheck-backend/src/wire.rs does not type, or its
+// README does not list.
 func crateGaps(wire, readme string) []string {
 	var gaps []string
 	// StoreDef::crash_points and StoreDef::capabilities build these.

@@ -10,6 +10,7 @@ import (
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
 	"github.com/storecheck/storecheck/linearizability"
+	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/sim"
 	"github.com/storecheck/storecheck/spec"
 )
@@ -103,6 +104,10 @@ type Config struct {
 	// "" or blind, each seed once; guided, the same count of runs, some
 	// spent on children of the runs that reached something new).
 	Explore string
+	// Corpus is the report folder of an earlier guided sweep (or of the
+	// merge of its shards) that a guided sweep starts from: what it
+	// reached counts as reached, and its parents have children first.
+	Corpus string
 	// Shrink is how many runs a failing schedule's shrinking may take (0:
 	// the default, DefaultShrink; negative: do not shrink, which the shrink
 	// knob's 0 stands for: Knobs).
@@ -250,6 +255,14 @@ func (c Config) Validate() error {
 	}
 	if _, err := sim.ParseExplore(c.Explore); err != nil {
 		return configError("Explore", "%v", err)
+	}
+	if c.Corpus != "" {
+		if c.Explore != sim.ExploreGuided {
+			return configError("Corpus", "corpus %s: a guided sweep's corpus, and the sweep is not guided: give explore %s too", c.Corpus, sim.ExploreGuided)
+		}
+		if _, err := reports.ReadCorpus(c.Corpus); err != nil {
+			return configError("Corpus", "corpus: %v", err)
+		}
 	}
 	for _, w := range c.Withdraw {
 		if !slices.Contains(withdrawable, w) {

@@ -101,6 +101,10 @@ func TestGuidedAgainstBlind(t *testing.T) {
 	var rows []string
 	for _, store := range stores.Names() {
 		for _, b := range bugs.Of(store) {
+			if b.NeedsPowerCut() {
+				// The sweeps cut no power: neither could find it.
+				continue
+			}
 			var blind, guided []int
 			for trial := range trials {
 				first := int64(1 + trial*budget)
@@ -108,6 +112,8 @@ func TestGuidedAgainstBlind(t *testing.T) {
 				guided = append(guided, runsToFailure(t, broken(b), store, sim.ExploreGuided, first, budget))
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s |", b.Name(), median(blind, budget), median(guided, budget)))
+			// A row as it is done: the whole table takes many minutes.
+			t.Logf("%s: blind %v, guided %v", b.Name(), blind, guided)
 		}
 	}
 	t.Logf("budget %d runs, %d trials; median runs to the first failure (miss: none in the budget)\n| bug | blind | guided |\n|---|---|---|\n%s",

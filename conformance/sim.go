@@ -28,6 +28,13 @@ func (r *runner) simulate() error {
 	defer progress.Stop()
 	var failed atomic.Bool
 	var backendErr error
+	var corpora map[string]*reports.Corpus
+	if cfg.Corpus != "" {
+		var err error
+		if corpora, err = reports.ReadCorpus(cfg.Corpus); err != nil {
+			return configError("Corpus", "corpus: %v", err)
+		}
+	}
 	for _, name := range cfg.Stores {
 		reg, _ := stores.Lookup(name)
 		if reg.Model == nil {
@@ -101,7 +108,7 @@ func (r *runner) simulate() error {
 		var guided *reports.Guided
 		if cfg.Explore == sim.ExploreGuided {
 			var g reports.Guided
-			g, err = sim.GuidedSweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), each, stop)
+			g, err = sim.GuidedSweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), corpora[name], each, stop)
 			guided = &g
 		} else {
 			err = sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), each, stop)

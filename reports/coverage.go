@@ -350,6 +350,97 @@ type Guided struct {
 	Children int           `json:"children"`
 	Parents  int           `json:"parents"`
 	Growth   []GrowthPoint `json:"growth"`
+	// Corpus is what the sweep reached, for the next sweep to start from
+	// (--corpus); a merge of shards holds the union of theirs.
+	Corpus *Corpus `json:"corpus,omitempty"`
+}
+
+// Corpus is what a guided sweep reached: the milestones (an event's count
+// reaching a power of two, "event x4"), sorted, and the runs that reached
+// one first, in the order they did, each with the step of its first new
+// milestone and of its last. A sweep started from a corpus counts its
+// milestones as reached already and gives its parents children from its
+// first generation on, so a sweep continues where the last one, or every
+// shard of it, stopped (AFL keeps its queue across runs the same way).
+type Corpus struct {
+	Milestones []string       `json:"milestones"`
+	Parents    []CorpusParent `json:"parents"`
+}
+
+// CorpusParent is a run a guided sweep branches from: its seed and
+// branches name it; First and Last are the steps of its first and last new
+// milestone, no later than Issued, the step its clients stopped issuing
+// at; Children is how many children sweeps gave it.
+type CorpusParent struct {
+	Seed     int64    `json:"seed"`
+	Branches []Branch `json:"branches,omitempty"`
+	First    int      `json:"first"`
+	Last     int      `json:"last"`
+	Issued   int      `json:"issued"`
+	Children int      `json:"children"`
+}
+
+// Branch is where a guided sweep's child leaves its parent's run: from
+// step At on, its choices are drawn from Seed, and it issues Tail more
+// operations than its parent did.
+type Branch struct {
+	At   int   `json:"at"`
+	Seed int64 `json:"seed"`
+	Tail int   `json:"tail,omitempty"`
+}
+
+// Name names a parent as its run's check does.
+func (p CorpusParent) Name() string { return RunName(p.Seed, p.Branches) }
+
+// RunName names a simulated run in reports: its seed, and where it
+// branched ("seed 3 > 12345@40", "+50" when the branch lengthened the run).
+func RunName(seed int64, branches []Branch) string {
+	name := fmt.Sprintf("seed %d", seed)
+	for _, b := range branches {
+		name += fmt.Sprintf(" > %d@%d", b.Seed, b.At)
+		if b.Tail > 0 {
+			name += fmt.Sprintf("+%d", b.Tail)
+		}
+	}
+	return name
+}
+
+// union is the corpus of two sweeps: every milestone of either, once, and
+// a's parents then b's not in a.
+func (a *Corpus) union(b *Corpus) *Corpus {
+	if a == nil || b == nil {
+		if a == nil {
+			return b.clone()
+		}
+		return a.clone()
+	}
+	out := a.clone()
+	out.Milestones = append(out.Milestones, b.Milestones...)
+	slices.Sort(out.Milestones)
+	out.Milestones = slices.Compact(out.Milestones)
+	have := map[string]bool{}
+	for _, p := range out.Parents {
+		have[p.Name()] = true
+	}
+	for _, p := range b.Parents {
+		if !have[p.Name()] {
+			have[p.Name()] = true
+			out.Parents = append(out.Parents, p)
+		}
+	}
+	return out
+}
+
+func (a *Corpus) clone() *Corpus {
+	if a == nil {
+		return nil
+	}
+	out := &Corpus{Milestones: slices.Clone(a.Milestones)}
+	for _, p := range a.Parents {
+		p.Branches = slices.Clone(p.Branches)
+		out.Parents = append(out.Parents, p)
+	}
+	return out
 }
 
 // GrowthPoint: after Runs runs, Milestones distinct milestones reached.
@@ -363,8 +454,12 @@ func (g Guided) String() string {
 	for _, p := range g.Growth {
 		pts = append(pts, fmt.Sprintf("%d:%d", p.Runs, p.Milestones))
 	}
-	return fmt.Sprintf("guided: %d runs, %d blind and %d children of %d parents; milestones reached by run: %s",
+	s := fmt.Sprintf("guided: %d runs, %d blind and %d children of %d parents; milestones reached by run: %s",
 		g.Blind+g.Children, g.Blind, g.Children, g.Parents, strings.Join(pts, " "))
+	if g.Corpus != nil {
+		s += fmt.Sprintf("; corpus: %d milestones, %d parents", len(g.Corpus.Milestones), len(g.Corpus.Parents))
+	}
+	return s
 }
 
 // GrowthSVG plots the growth: milestones reached against runs.

@@ -67,6 +67,26 @@ func ReadDir(dir string) (Run, error) {
 	return r, nil
 }
 
+// ReadCorpus is, by store, the corpus of the guided sweep whose report
+// folder dir is (or the merge of its shards'): an error names a folder
+// that holds no report, or a report of no guided sweep.
+func ReadCorpus(dir string) (map[string]*Corpus, error) {
+	r, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Corpus{}
+	for _, reach := range r.Reach {
+		if reach.Guided != nil && reach.Guided.Corpus != nil {
+			out[reach.Store] = reach.Guided.Corpus
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: the report holds no guided sweep's corpus (its sweep was blind, or it has no simulator layer)", dir)
+	}
+	return out, nil
+}
+
 // Shard is one shard's report and the folder it came from.
 type Shard struct {
 	Dir string
@@ -274,6 +294,7 @@ func mergeReach(into, rs []Reach) []Reach {
 			if r.Guided != nil {
 				g := *r.Guided
 				g.Growth = slices.Clone(g.Growth)
+				g.Corpus = g.Corpus.clone()
 				r.Guided = &g
 			}
 			into = append(into, r)
@@ -298,7 +319,9 @@ func mergeReach(into, rs []Reach) []Reach {
 // own (a milestone one shard reached may be another's too, and the reports
 // do not list them), so the merged sweep's growth is the shards' runs and
 // milestones added generation by generation: an upper bound on what the
-// whole sweep reached, as the shards ran side by side.
+// whole sweep reached, as the shards ran side by side. Their corpora are
+// united: the milestones every shard reached, once (the exact count), and
+// every shard's parents, for the next sweep to start from.
 func mergeGuided(a, b *Guided) *Guided {
 	if a == nil || b == nil {
 		if a == nil {
@@ -306,7 +329,8 @@ func mergeGuided(a, b *Guided) *Guided {
 		}
 		return a
 	}
-	out := Guided{Blind: a.Blind + b.Blind, Children: a.Children + b.Children, Parents: a.Parents + b.Parents}
+	out := Guided{Blind: a.Blind + b.Blind, Children: a.Children + b.Children, Parents: a.Parents + b.Parents,
+		Corpus: a.Corpus.union(b.Corpus)}
 	for i := range max(len(a.Growth), len(b.Growth)) {
 		var p GrowthPoint
 		for _, g := range [][]GrowthPoint{a.Growth, b.Growth} {

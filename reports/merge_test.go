@@ -45,3 +45,36 @@ func TestMergeOfRunsOverDisjointSeeds(t *testing.T) {
 		t.Errorf("two backends merged: %v", err)
 	}
 }
+
+// Two shards' guided corpora merge into their union: every milestone
+// once, sorted, every parent once, the first shard's first; a shard with
+// no corpus adds none, and the inputs are not changed.
+func TestMergedCorporaAreTheirUnion(t *testing.T) {
+	reach := func(c *Corpus) []Reach {
+		return []Reach{{Store: "s", Layer: "sim", Guided: &Guided{Blind: 1, Children: 1, Parents: len(c.Parents), Corpus: c}}}
+	}
+	a := &Corpus{Milestones: []string{"a x1", "b x1"}, Parents: []CorpusParent{{Seed: 1, First: 3, Last: 9, Issued: 20, Children: 4}}}
+	b := &Corpus{Milestones: []string{"b x1", "c x2"}, Parents: []CorpusParent{{Seed: 2, Branches: []Branch{{At: 4, Seed: 7, Tail: 5}}, First: 5, Last: 5, Issued: 25}}}
+	got := mergeReach(mergeReach(nil, reach(a)), reach(b))[0].Guided.Corpus
+	if !slices.Equal(got.Milestones, []string{"a x1", "b x1", "c x2"}) {
+		t.Errorf("merged milestones %q", got.Milestones)
+	}
+	var names []string
+	for _, p := range got.Parents {
+		names = append(names, p.Name())
+	}
+	if !slices.Equal(names, []string{"seed 1", "seed 2 > 7@4+5"}) {
+		t.Errorf("merged parents %q", names)
+	}
+	if len(a.Milestones) != 2 || len(a.Parents) != 1 {
+		t.Errorf("the merge changed a shard's corpus: %+v", a)
+	}
+	again := mergeReach(mergeReach(nil, reach(got)), reach(b))[0].Guided.Corpus
+	if len(again.Parents) != 2 || len(again.Milestones) != 3 {
+		t.Errorf("a parent or milestone both hold was kept twice: %+v", again)
+	}
+	blind := []Reach{{Store: "s", Layer: "sim"}}
+	if c := mergeReach(mergeReach(nil, reach(a)), blind)[0].Guided.Corpus; len(c.Milestones) != 2 {
+		t.Errorf("a blind shard changed the corpus: %+v", c)
+	}
+}

@@ -187,8 +187,9 @@ func explore(ctx context.Context, subj Subject, b Launcher, seed int64, p Params
 }
 
 // exploreFrom is explore, its random streams drawn afresh at each of
-// branches (a guided sweep's child, guide.go): up to the first branch the
-// run is seed's, step for step.
+// branches (a guided sweep's child, guide.go), and its clients issuing the
+// branch's Tail more operations: up to the first branch the run is seed's,
+// step for step.
 func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, branches []Branch, p Params, dir string, d *lossyfs.Disk, noPower string) (Result, error) {
 	if p.PowerCuts && drawPower(seed).rate == 0 {
 		d = nil
@@ -234,17 +235,24 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 	x.sched = newScheduler(rand.New(rand.NewPCG(uint64(seed), 0x9c7)), threads, swarm.Depth, p.Steps*3)
 	step := 0
 	next := func() int { step++; return step - 1 }
-	for issued := 0; issued < p.Steps; {
+	for issued, limit := 0, p.Steps; ; {
 		if err := ctx.Err(); err != nil {
 			return *e.res, err
 		}
+		// A branch at the step the clients would stop at still branches
+		// (its tail goes on from there).
 		for len(branches) > 0 && step >= branches[0].At {
 			x.branch(branches[0].Seed, threads)
+			// A longer tail: the child issues more than its parent did.
+			limit += branches[0].Tail
 			branches = branches[1:]
 			// The branch may have drawn the scheduler's depth afresh.
 			if st := x.swarm.Strategy(); !strings.HasSuffix(e.res.Schedule.Strategy, st) {
 				e.res.Schedule.Strategy += ", then " + st
 			}
+		}
+		if issued >= limit {
+			break
 		}
 		if x.big != nil && issued == x.big.at {
 			if !x.issueBig(e, next) {
@@ -261,6 +269,7 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 			}
 		}
 	}
+	e.res.Issued = step
 	if !e.drain(next) {
 		return *e.res, nil
 	}

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/storecheck/storecheck/reports"
@@ -19,7 +21,7 @@ import (
 // their choices afresh from a seed of their own, with one of the swarm's
 // choices (a fault's rate, the clock's jumps, the PCT depth, the rivals)
 // drawn afresh too (Antithesis branches from the states its runs reached;
-// AFL gives more runs to the inputs that found new coverage). A share of
+// AFL gives more runs to the inputs that found new coverage). Half of
 // every generation stays blind: the next seeds of the range.
 //
 // The sweep is the same sweep twice: its runs go in generations of a fixed
@@ -51,12 +53,9 @@ func ParseExplore(s string) (string, error) {
 	return "", fmt.Errorf("explore %q: want one of %s", s, strings.Join(ExploreModes, ", "))
 }
 
-// Branch is where a guided sweep's child leaves its parent's run: from
-// step At on, its choices are drawn from Seed.
-type Branch struct {
-	At   int   `json:"at"`
-	Seed int64 `json:"seed"`
-}
+// Branch is where a guided sweep's child leaves its parent's run
+// (reports.Branch: a corpus in a report names its parents by theirs).
+type Branch = reports.Branch
 
 // FeaturePrefix marks a coverage event that is a state feature the model
 // names (model.Featured), counted at each answer while the state has it.
@@ -76,63 +75,108 @@ const maxMilestone = 128
 func (m Milestone) key() string { return fmt.Sprintf("%s x%d", m.Event, m.Count) }
 
 // Name names a run in reports: its seed, and where it branched.
-func (s Schedule) Name() string {
-	name := fmt.Sprintf("seed %d", s.Seed)
-	for _, b := range s.Branches {
-		name += fmt.Sprintf(" > %d@%d", b.Seed, b.At)
-	}
-	return name
-}
+func (s Schedule) Name() string { return reports.RunName(s.Seed, s.Branches) }
 
 // Slug is Name as a folder's name.
 func (s Schedule) Slug() string {
 	slug := fmt.Sprintf("seed-%d", s.Seed)
 	for _, b := range s.Branches {
 		slug += fmt.Sprintf("-b%d-%d", b.Seed, b.At)
+		if b.Tail > 0 {
+			slug += fmt.Sprintf("-t%d", b.Tail)
+		}
 	}
 	return slug
 }
 
 const (
-	// generation is how many runs a guided sweep plans at once.
+	// generation is how many runs a guided sweep plans at once. The first
+	// is blind (no run has reached anything yet) and finds what a blind
+	// sweep finds in its first 8 runs; first generations of 2 and 4 runs,
+	// tried, found the bugs a blind sweep finds at its 6th or 7th run at
+	// its 9th to 17th instead (docs/guided.md): a fresh seed finds a
+	// shallow bug sooner than a child does.
 	generation = 8
 	// blindEvery: one run of every blindEvery of a generation is blind.
-	blindEvery = 4
+	// Half: with a quarter, the bugs a fresh seed finds came at 1.5 to 2
+	// times the blind sweep's runs (docs/guided.md); with half, at about
+	// 1.2 times, and the deep bugs sooner still.
+	blindEvery = 2
 	// childrenEach is how many children a parent gets.
 	childrenEach = 4
 )
 
-// parent is a run a guided sweep branches from.
+// parent is a run a guided sweep branches from: where it reached its
+// first new milestone and its last (no later than where its clients
+// stopped issuing), and how many children it has had.
 type parent struct {
-	seed     int64
-	branches []Branch
-	at       int
-	children int
+	reports.CorpusParent
+	// children is how many children it has had, in this sweep and in
+	// the sweeps whose corpus this one started from (their seeds differ
+	// by it); room is how many more it may have in this one.
+	children, room int
 }
 
-// child is parent's next child: its branches, the last one at the
-// parent's first new milestone, from a seed derived from the parent's.
-func (pa *parent) child() plan {
-	last := uint64(pa.seed)
-	if n := len(pa.branches); n > 0 {
-		last = uint64(pa.branches[n-1].Seed)
+// newParent is the run of res as a parent: its first and last new
+// milestone at steps first and last.
+func newParent(res Result, first, last int) *parent {
+	issued := res.Issued
+	if issued <= 0 {
+		issued = last
 	}
+	return &parent{CorpusParent: reports.CorpusParent{Seed: res.Schedule.Seed, Branches: res.Schedule.Branches,
+		First: min(first, issued), Last: min(last, issued), Issued: issued}, room: childrenEach}
+}
+
+// child is parent's next child: its branches, the last one from a seed
+// derived from the parent's, at the parent's first new milestone or, every
+// other child, at its last (the deepest state it found); every other pair
+// of children, and any child branching where its parent's clients stopped,
+// issues tail more operations than its parent (a longer run, for the
+// states a count past a bound needs).
+func (pa *parent) child(tail int) plan {
+	last := uint64(pa.Seed)
+	if n := len(pa.Branches); n > 0 {
+		last = uint64(pa.Branches[n-1].Seed)
+	}
+	n := pa.children
 	pa.children++
-	seed := int64(mix64(last^mix64(uint64(pa.at)<<8|uint64(pa.children))) >> 1)
-	b := append(append([]Branch(nil), pa.branches...), Branch{At: pa.at, Seed: seed})
-	return plan{seed: pa.seed, branches: b}
+	pa.room--
+	at := pa.First
+	if n%2 == 1 {
+		at = pa.Last
+	}
+	seed := int64(mix64(last^mix64(uint64(at)<<8|uint64(pa.children))) >> 1)
+	b := Branch{At: at, Seed: seed}
+	if n%4 >= 2 || at >= pa.Issued {
+		b.Tail = tail
+	}
+	return plan{seed: pa.Seed, branches: append(append([]Branch(nil), pa.Branches...), b)}
 }
 
 // GuidedSweep is Sweep spending len(seeds) runs as a guided sweep: blind
 // runs of seeds, in order, and children of the runs that reached something
-// new. done sees every result in plan order.
+// new. from, when not nil, is the corpus of earlier sweeps (or of a sweep's
+// shards, merged): its milestones count as reached and its parents have
+// children from the first generation on. done sees every result in plan
+// order. The account says what the runs were spent on, with the corpus the
+// sweep ends with (from's, and what it added).
 func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p Params, workers int, dir string,
-	done func(Result), stop func() bool) (reports.Guided, error) {
+	from *reports.Corpus, done func(Result), stop func() bool) (reports.Guided, error) {
 	disk := newLazyDisk(p, subj, dir)
 	defer disk.close()
+	tail := max(p.withDefaults().Steps/4, 1)
 	var g reports.Guided
 	seen := map[string]bool{}
 	var parents []*parent
+	if from != nil {
+		for _, m := range from.Milestones {
+			seen[m] = true
+		}
+		for _, cp := range from.Parents {
+			parents = append(parents, &parent{CorpusParent: cp, children: cp.Children, room: childrenEach})
+		}
+	}
 	nextParent := 0
 	blind := 0
 	for runs := 0; runs < len(seeds); {
@@ -154,24 +198,25 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 				g.Blind++
 				continue
 			}
-			plans = append(plans, pa.child())
+			plans = append(plans, pa.child(tail))
 			g.Children++
 		}
 		if len(plans) == 0 {
 			break
 		}
 		ran, err := sweepPlans(ctx, subj, b, plans, p, workers, dir, disk, func(res Result) {
-			first := -1
+			first, last := -1, -1
 			for _, m := range res.Reached {
 				if k := m.key(); !seen[k] {
 					seen[k] = true
 					if first < 0 {
 						first = m.Step
 					}
+					last = m.Step
 				}
 			}
 			if first >= 0 && res.Failure == nil && !res.Inconclusive {
-				parents = append(parents, &parent{seed: res.Schedule.Seed, branches: res.Schedule.Branches, at: first})
+				parents = append(parents, newParent(res, first, last))
 				g.Parents++
 			}
 			done(res)
@@ -179,10 +224,24 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 		runs += ran
 		g.Growth = append(g.Growth, reports.GrowthPoint{Runs: runs, Milestones: len(seen)})
 		if err != nil || ran < len(plans) {
+			g.Corpus = corpusOf(seen, parents)
 			return g, err
 		}
 	}
+	g.Corpus = corpusOf(seen, parents)
 	return g, nil
+}
+
+// corpusOf is what a sweep reached: its milestones, sorted, and its
+// parents in the order they became parents.
+func corpusOf(seen map[string]bool, parents []*parent) *reports.Corpus {
+	c := &reports.Corpus{Milestones: slices.Sorted(maps.Keys(seen)), Parents: []reports.CorpusParent{}}
+	for _, pa := range parents {
+		cp := pa.CorpusParent
+		cp.Children = pa.children
+		c.Parents = append(c.Parents, cp)
+	}
+	return c
 }
 
 // pick is the next parent with children to give, round robin from *next,
@@ -191,7 +250,7 @@ func pick(parents []*parent, next *int) *parent {
 	for range parents {
 		pa := parents[*next%len(parents)]
 		*next++
-		if pa.children < childrenEach {
+		if pa.room > 0 {
 			return pa
 		}
 	}

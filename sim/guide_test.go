@@ -70,7 +70,7 @@ func TestAGuidedSweepIsTheSameSweepTwice(t *testing.T) {
 	p := Params{Steps: 60}
 	sweep := func(workers int) ([]string, reports.Guided) {
 		var runs []string
-		g, err := GuidedSweep(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seeds, p, workers, t.TempDir(), func(r Result) {
+		g, err := GuidedSweep(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seeds, p, workers, t.TempDir(), nil, func(r Result) {
 			if r.Failure != nil {
 				t.Errorf("%s: %s", r.Schedule.Name(), r.Failure)
 			}
@@ -147,5 +147,107 @@ func TestEveryStoreNamesStateFeatures(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no milestone of %q", tc.subj.Model.Contract().Name, tc.want)
 		}
+	}
+}
+
+// A branch's tail lengthens the child: its clients issue Tail more
+// operations than its parent's, and a branch where the parent's clients
+// stopped still branches (the tail goes on from there).
+func TestATailLengthensTheChild(t *testing.T) {
+	ctx := context.Background()
+	const seed = 5
+	p := Params{Steps: 60}
+	parent, err := Explore(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, p, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := func(r Result) int {
+		n := 0
+		for _, st := range r.Schedule.Steps[:r.Issued] {
+			if st.Kind == StepOp {
+				n++
+			}
+		}
+		return n
+	}
+	if got := issued(parent); got != 60 {
+		t.Fatalf("the parent issued %d operations before its step %d, want 60", got, parent.Issued)
+	}
+	for _, at := range []int{parent.Issued / 2, parent.Issued} {
+		child, err := exploreFrom(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seed, []Branch{{At: at, Seed: 99, Tail: 15}}, p, t.TempDir(), nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := issued(child); got != 75 {
+			t.Errorf("a child branched at %d with a tail of 15 issued %d operations, want 75", at, got)
+		}
+		if !slices.EqualFunc(parent.Schedule.Steps[:at], child.Schedule.Steps[:at], sameStep) {
+			t.Errorf("a child branched at %d is not its parent before it", at)
+		}
+		if child.Schedule.Name() != fmt.Sprintf("seed 5 > 99@%d+15", at) {
+			t.Errorf("the child is named %q", child.Schedule.Name())
+		}
+	}
+}
+
+// A guided sweep ends with its corpus (its milestones and parents), and a
+// sweep started from it counts those milestones as reached and gives its
+// parents children from its first generation on, children the first
+// sweep did not run; both are the same sweep twice.
+func TestAGuidedSweepStartsFromACorpus(t *testing.T) {
+	ctx := context.Background()
+	p := Params{Steps: 60}
+	sweep := func(first int64, from *reports.Corpus) ([]string, reports.Guided) {
+		var runs []string
+		seeds := SeedRange{First: first, Last: first + 15}.Seeds(Shard{})
+		g, err := GuidedSweep(ctx, continuitySubject, referenceBackend(bugs.Bug{}), seeds, p, 2, t.TempDir(), from, func(r Result) {
+			if r.Failure != nil {
+				t.Errorf("%s: %s", r.Schedule.Name(), r.Failure)
+			}
+			runs = append(runs, r.Schedule.Name())
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs, g
+	}
+	firstRuns, first := sweep(1, nil)
+	c := first.Corpus
+	if c == nil || len(c.Milestones) != first.Growth[len(first.Growth)-1].Milestones || len(c.Parents) != first.Parents {
+		t.Fatalf("the corpus %+v does not hold the sweep's %s", c, first)
+	}
+	if !slices.IsSorted(c.Milestones) {
+		t.Fatal("the corpus's milestones are not sorted")
+	}
+	nextRuns, next := sweep(17, c)
+	again, _ := sweep(17, c)
+	if !slices.Equal(nextRuns, again) {
+		t.Fatal("the same sweep from the same corpus ran other runs")
+	}
+	// Its first generation: blind seed 17, then children of the corpus's
+	// parents (seeds 1..16), none a run the first sweep made.
+	if nextRuns[0] != "seed 17" || !strings.Contains(nextRuns[1], ">") || strings.HasPrefix(nextRuns[1], "seed 17") {
+		t.Fatalf("the sweep from the corpus began %v", nextRuns[:4])
+	}
+	for _, r := range nextRuns {
+		if slices.Contains(firstRuns, r) {
+			t.Errorf("%s ran in both sweeps", r)
+		}
+	}
+	if next.Growth[0].Milestones < len(c.Milestones) {
+		t.Errorf("the sweep from the corpus counts %d milestones after its first generation, the corpus held %d", next.Growth[0].Milestones, len(c.Milestones))
+	}
+	for _, m := range c.Milestones {
+		if !slices.Contains(next.Corpus.Milestones, m) {
+			t.Fatalf("the next corpus lost %q", m)
+		}
+	}
+	if len(next.Corpus.Parents) < len(c.Parents) || next.Corpus.Parents[0].Children <= c.Parents[0].Children {
+		t.Errorf("the next corpus's parents %+v do not continue the first's %+v", next.Corpus.Parents[:1], c.Parents[:1])
+	}
+	// Without the corpus the same range is a sweep of its own: blind first.
+	plain, _ := sweep(17, nil)
+	if slices.Equal(plain, nextRuns) {
+		t.Error("the corpus changed nothing")
 	}
 }

@@ -86,6 +86,11 @@ type Result struct {
 	// step order: each event's count reaching 1, 2, 4, ... 128.
 	Coverage map[string]int
 	Reached  []Milestone
+	// Issued is the step at which the clients stopped issuing operations
+	// (the operations in flight run to their ends and the state is read
+	// back after it): a guided sweep's child branches no later, where its
+	// choices still make a run.
+	Issued int
 	// NoPowerCuts is why the run could not cut the power ("" when it
 	// could): power cuts off, no FUSE here to mount the forgetful file
 	// system with, or a backend that declares it keeps its writes across

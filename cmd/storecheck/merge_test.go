@@ -231,3 +231,69 @@ func TestTheCIDocsUseFlagsTheCommandsTake(t *testing.T) {
 		t.Errorf("docs/ci merges shards %d times: want the workflow's and the Indexed Job's", merges)
 	}
 }
+
+// The shards of a guided sweep merge into one corpus, their union, and
+// the next sweep given the merged folder (--corpus) starts from what every
+// shard reached: the children of the shards' parents come first. A corpus
+// without --explore guided, or a folder that holds no guided report, is an
+// error naming it.
+func TestAGuidedSweepStartsFromItsShardsCorpus(t *testing.T) {
+	t.Parallel()
+	guided := []string{"--explore", "guided", "--steps", "60", "--shrink", "0"}
+	dirs := simShards(t, conformance.Reference(), "1..16", 2, guided...)
+	merged := filepath.Join(t.TempDir(), "merged")
+	var out, errs bytes.Buffer
+	if code := cli(append([]string{"merge", "--report-dir", merged}, dirs...), &out, &errs, conformance.Reference()); code != exitPassed {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	union := map[string]bool{}
+	parents := 0
+	for _, dir := range dirs {
+		c := readReport(t, dir).Reach[0].Guided.Corpus
+		for _, m := range c.Milestones {
+			union[m] = true
+		}
+		parents += len(c.Parents)
+	}
+	c := readReport(t, merged).Reach[0].Guided.Corpus
+	if len(c.Milestones) != len(union) || len(c.Parents) != parents || parents == 0 {
+		t.Fatalf("the merged corpus holds %d milestones and %d parents, the shards %d and %d", len(c.Milestones), len(c.Parents), len(union), parents)
+	}
+
+	next := filepath.Join(t.TempDir(), "next")
+	args := append([]string{"sim", "--store", "continuity", "--seeds", "17..24", "--report-dir", next, "--quiet", "--power-cuts=false", "--corpus", merged}, guided...)
+	out.Reset()
+	errs.Reset()
+	if code := cli(args, &out, &errs, conformance.Reference()); code != exitPassed {
+		t.Fatalf("the sweep from the corpus: exit %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	r := readReport(t, next)
+	if len(r.Checks) < 2 || !strings.HasPrefix(r.Checks[1].Name, c.Parents[0].Name()+" > ") {
+		t.Fatalf("the sweep from the corpus began %v, want a child of %s second", checkNames(r)[:2], c.Parents[0].Name())
+	}
+	if got := r.Reach[0].Guided.Corpus; len(got.Milestones) < len(c.Milestones) {
+		t.Errorf("the next corpus holds %d milestones, fewer than the one it started from (%d)", len(got.Milestones), len(c.Milestones))
+	}
+
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--corpus", merged}, "a guided sweep's corpus, and the sweep is not guided"},
+		{[]string{"--explore", "guided", "--corpus", t.TempDir()}, "holds no report"},
+		{[]string{"--explore", "guided", "--corpus", readBlind(t)}, "holds no guided sweep's corpus"},
+	} {
+		out.Reset()
+		errs.Reset()
+		args := append([]string{"sim", "--store", "continuity", "--seeds", "1..2", "--quiet", "--power-cuts=false", "--report-dir", t.TempDir()}, bad.args...)
+		if code := cli(args, &out, &errs, conformance.Reference()); code != exitUsage || !strings.Contains(errs.String(), "corpus") || !strings.Contains(errs.String(), bad.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", bad.args, code, errs.String(), bad.want)
+		}
+	}
+}
+
+// readBlind is the report folder of a blind sweep.
+func readBlind(t *testing.T) string {
+	t.Helper()
+	return simShards(t, conformance.Reference(), "1..2", 1)[0]
+}

@@ -30,6 +30,10 @@ var ownKnobs = []conformance.Knob{
 		Help: "each bug through its cheapest catching layer only (tried in cost order: sim, spec, linearizability); the reference and the exec sample go through every layer"},
 	{Name: "quiet", Kind: conformance.KindBool, Commands: []string{"linearize", "sim", "selftest"},
 		Help: "no progress line on stderr"},
+	{Name: "exhaustive", Kind: conformance.KindBool, Commands: []string{"sim"},
+		Help: "instead of the seeds: every crash state of every workload of up to 3 operations of each store, enumerated (at most --exhaustive-bound a cut, fewest writes surviving first); says how many states it checked and how long it took"},
+	{Name: "exhaustive-bound", Kind: conformance.KindInt, Arg: "N", CommandDefault: "64", Commands: []string{"sim"},
+		Help: "with --exhaustive: the most crash states one cut checks"},
 }
 
 // optionsOf are the options of the run's knobs and the command's own, in

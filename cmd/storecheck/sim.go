@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/storecheck/storecheck/conformance"
@@ -16,6 +18,9 @@ import (
 // the contract's model; each failure is shrunk and saved.
 func simulation(inv invocation) int {
 	f := inv.f
+	if f.on("exhaustive") {
+		return exhaustive(inv)
+	}
 	cfg := inv.config()
 	cfg.Layers = []conformance.Layer{conformance.LayerSim}
 	var err error
@@ -36,6 +41,72 @@ func simulation(inv invocation) int {
 		}
 		reports.WriteText(inv.stdout, r)
 	})
+}
+
+// exhaustive is "storecheck sim --exhaustive": each store's crash states
+// of its small workloads, all of them; each failure's trace, and its
+// schedule saved for storecheck replay.
+func exhaustive(inv invocation) int {
+	if inv.f.num("exhaustive-bound") < 1 {
+		fmt.Fprintf(inv.stderr, "storecheck sim: --exhaustive-bound %s: want a count of states from 1\n", inv.f.str("exhaustive-bound"))
+		return exitUsage
+	}
+	reps, err := conformance.Exhaust(context.Background(), inv.target(), inv.config(), sim.ExhaustParams{MaxStates: inv.f.num("exhaustive-bound")})
+	var ce *conformance.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		fmt.Fprintf(inv.stderr, "storecheck sim: %s\n", ce.Problem)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(inv.stderr, "storecheck sim: backend failure (not a conformance verdict): %v\n", err)
+		return exitBackend
+	}
+	code := exitPassed
+	for _, rep := range reps {
+		if rep.Skipped != "" {
+			fmt.Fprintf(inv.stdout, "%s: not explored: %s\n", rep.Store, rep.Skipped)
+			if code == exitPassed {
+				code = exitInconclusive
+			}
+			continue
+		}
+		fmt.Fprintf(inv.stdout, "%s: %s\n", rep.Store, rep.Result.Summary())
+		for i, f := range rep.Result.Failures {
+			code = exitFailed
+			if i > 0 {
+				// The first in full; the others by what failed.
+				fmt.Fprintf(inv.stdout, "FAIL %s\n", f.Failure)
+				continue
+			}
+			fmt.Fprintf(inv.stdout, "%s\nFAIL %s\n", strings.Join(f.Trace, "\n"), f.Failure)
+			if path, err := saveSchedule(inv.f, f.Schedule); err == nil {
+				fmt.Fprintf(inv.stdout, "saved: %s (storecheck replay %s)\n", path, path)
+			} else {
+				fmt.Fprintf(inv.stderr, "storecheck sim: could not save the schedule: %v\n", err)
+			}
+		}
+	}
+	return code
+}
+
+// saveSchedule writes a store's first failing schedule: into the report
+// folder when --report-dir was given, else a file of its own in the
+// scratch folder.
+func saveSchedule(f *flags, s sim.Schedule) (string, error) {
+	if f.given("report-dir") {
+		dir := filepath.Join(f.str("report-dir"), "sim-exhaustive-"+s.Store)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		path := filepath.Join(dir, "schedule.json")
+		return path, s.WriteFile(path)
+	}
+	tmp, err := os.CreateTemp(sim.ScratchDir(), "exhaustive-"+s.Store+"-*.json")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	return tmp.Name(), s.WriteFile(tmp.Name())
 }
 
 // replay is "storecheck replay FILE": a saved schedule run again, once.

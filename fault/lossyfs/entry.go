@@ -31,7 +31,10 @@ import (
 //     needed". SQLite does that: its atomic-commit page
 //     (sqlite.org/atomiccommit.html) and os_unix.c (UNIXFILE_DIRSYNC) sync
 //     the directory after it creates a rollback journal or a WAL, which
-//     makes every entry op of the directory before it durable.
+//     makes every entry op of the directory before it durable. An op made
+//     durable makes durable with it every earlier op on a name it touches
+//     (POSIX is silent; a cut could not undo that earlier op consistently),
+//     so the disk may hold more than POSIX requires, never less.
 //   - EntriesExt4Ordered, ext4 with data=ordered (its default): entry ops
 //     are metadata in one journal, committed in order, and every fsync of
 //     any file or directory of the file system commits the running
@@ -206,10 +209,29 @@ func (l *lossy) entriesSynced(sub, dir string) {
 	if dir == "" {
 		return
 	}
-	kept := fe.ops[:0]
-	for _, op := range fe.ops {
+	// An op made durable makes durable with it every earlier one that
+	// touched a name it touches (newest first, so that this carries back):
+	// else undoing that earlier op would find the name as the durable op
+	// left it, not as it left it (create sub/a; rename sub/a -> c; rename
+	// c -> a; a sync of . alone). The disk then holds more than POSIX
+	// requires, never less.
+	durable := make([]bool, len(fe.ops))
+	touched := map[string]bool{}
+	for i := len(fe.ops) - 1; i >= 0; i-- {
+		op := fe.ops[i]
 		delete(op.need, dir)
-		if len(op.need) > 0 {
+		if len(op.need) > 0 && !touched[op.name] && (op.from == "" || !touched[op.from]) {
+			continue
+		}
+		durable[i] = true
+		touched[op.name] = true
+		if op.from != "" {
+			touched[op.from] = true
+		}
+	}
+	kept := fe.ops[:0]
+	for i, op := range fe.ops {
+		if !durable[i] {
 			kept = append(kept, op)
 		} else if op.stash != "" {
 			os.Remove(op.stash)

@@ -83,6 +83,10 @@ type file struct {
 	fd   int    // the file system's own descriptor on it, to undo and redo
 	open int    // handles open on it
 	log  []change
+	// node is its inode in the tree (from its first open): while a handle
+	// is open the kernel keeps it, and its pages, whether or not a name
+	// still leads to it (filesMu).
+	node *gofs.Inode
 }
 
 // change is one write or truncation since the file's last sync.
@@ -382,8 +386,28 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		n.l.armsMu.Lock()
 		delete(n.l.arms, rel)
 		n.l.armsMu.Unlock()
+		n.l.forgetFiles(rel)
 	}
 	return errno
+}
+
+// forgetFiles forgets the files of folder sub (removed) that nothing has
+// open: each was unlinked with changes unsynced, and kept (for a cut to
+// undo them, or its name a stash's until the folder went), which would
+// hold its descriptor for as long as the server runs.
+func (l *lossy) forgetFiles(sub string) {
+	l.filesMu.Lock()
+	defer l.filesMu.Unlock()
+	for ino, f := range l.files {
+		f.mu.Lock()
+		if f.sub == sub && f.open == 0 {
+			delete(l.files, ino)
+			syscall.Close(f.fd)
+			f.fd = -1
+			f.log = nil
+		}
+		f.mu.Unlock()
+	}
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -443,7 +467,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, gofs.ToErrno(err)
 	}
-	h, errno := n.l.handle(fd, rel, flags)
+	h, errno := n.l.handle(fd, rel, flags, n.EmbeddedInode())
 	return h, keepCache, errno
 }
 
@@ -469,7 +493,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		syscall.Close(fd)
 		return nil, nil, 0, errno
 	}
-	h, errno := n.l.handle(fd, rel, flags)
+	h, errno := n.l.handle(fd, rel, flags, ch)
 	return ch, h, keepCache, errno
 }
 
@@ -478,15 +502,21 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 // backing file does, but after a cut, which a thaw has it drop.
 const keepCache = fuse.FOPEN_KEEP_CACHE
 
-// handle is a handle on fd of file rel (relative to the mount point),
-// opened with flags (a truncation they ask for is logged). l.cut is held.
-func (l *lossy) handle(fd int, rel string, flags uint32) (*handle, syscall.Errno) {
+// handle is a handle on fd of file rel (relative to the mount point; its
+// inode in the tree is ino), opened with flags (a truncation they ask for
+// is logged). l.cut is held.
+func (l *lossy) handle(fd int, rel string, flags uint32, ino *gofs.Inode) (*handle, syscall.Errno) {
 	sub := subOf(rel)
 	f, errno := l.track(fd, sub, true)
 	if errno != 0 {
 		syscall.Close(fd)
 		return nil, errno
 	}
+	l.filesMu.Lock()
+	if f.node == nil {
+		f.node = ino
+	}
+	l.filesMu.Unlock()
 	name, _ := filepath.Rel(sub, rel)
 	h := &handle{l: l, fd: fd, f: f, name: filepath.ToSlash(name), gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
 	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
@@ -654,7 +684,7 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		h.l.cut.RUnlock()
 		return syscall.EIO
 	}
-	switch a := h.l.armedAt(h.f.sub, h.name); a.kind {
+	switch a := h.l.armedAt(h.f.sub, h.name, h.f.ino); a.kind {
 	case armFail:
 		defer h.l.cut.RUnlock()
 		h.f.mu.Lock()

@@ -140,6 +140,9 @@ type Cut struct {
 	// Undone are the directory entry ops the cut undid, oldest first
 	// ("rename a.tmp -> a"; entry.go), under the folder's entry model.
 	Undone []string
+	// Pending, for a cut at a sync (Disk.Struck), is what Disk.Unsynced
+	// said just before it: the sectors of each unsynced write.
+	Pending map[string][]int
 }
 
 // Mount mounts a forgetful file system in a private folder under scratch.

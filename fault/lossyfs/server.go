@@ -337,8 +337,25 @@ func (l *lossy) thaw(sub string) {
 		return
 	}
 	if top := l.root.GetChild(sub); top != nil {
-		l.entriesThawed(sub, top)
+		// Content first: a name the cut undid leaves the tree next, and
+		// its file with it, but the kernel may keep that inode and hand
+		// it back at the next lookup, with the pages of before the cut.
 		invalidate(top)
+		l.entriesThawed(sub, top)
+	}
+	// A file still open that no name leads to (unlinked, or renamed over,
+	// and maybe given its name back by the cut's undo) is out of the tree:
+	// its pages too.
+	var held []*gofs.Inode
+	l.filesMu.Lock()
+	for _, f := range l.files {
+		if f.sub == sub && f.node != nil {
+			held = append(held, f.node)
+		}
+	}
+	l.filesMu.Unlock()
+	for _, n := range held {
+		n.NotifyContent(0, 0)
 	}
 }
 

@@ -51,17 +51,26 @@ type arm struct {
 	left   int
 	fates  uint64
 	noFate []string
+	// explicit: the cut keeps kept and the first keepEntries entry ops,
+	// instead of drawing them from fates.
+	explicit    bool
+	kept        Fates
+	keepEntries int
 }
 
-// armedAt is the fault that strikes this sync of file name of folder sub,
-// if any; it counts the sync against every arm that waits for name.
-// l.cut is held (shared).
-func (l *lossy) armedAt(sub, name string) arm {
+// armedAt is the fault that strikes this sync of file name (backing inode
+// ino) of folder sub, if any; it counts the sync against every arm that
+// waits for the file. An arm names a file, and a sync through any of the
+// file's hard links is a sync of it: the name a handle knows is the one
+// the kernel's inode has, which may be another link's. l.cut is held
+// (shared).
+func (l *lossy) armedAt(sub, name string, ino uint64) arm {
 	l.armsMu.Lock()
 	defer l.armsMu.Unlock()
 	arms := l.arms[sub]
 	for i := range arms {
-		if arms[i].file != name {
+		var st syscall.Stat_t
+		if arms[i].file != name && (syscall.Lstat(filepath.Join(l.backing, sub, arms[i].file), &st) != nil || st.Ino != ino) {
 			continue
 		}
 		if arms[i].left--; arms[i].left == 0 {
@@ -116,6 +125,17 @@ func (f *file) synced() error {
 					from := max(c.off, lo)
 					copy(img[from-lo:], c.data[from-c.off:])
 				}
+			}
+		}
+		// The durable image may have caught up with the current one (a
+		// truncation over what was dropped): then nothing is unsynced. Only
+		// a file of the same size can be, so the read is the tail at most.
+		var st syscall.Stat_t
+		if err := syscall.Fstat(f.fd, &st); err == nil && st.Size == lo+int64(len(img)) {
+			cur := make([]byte, len(img))
+			if n, err := syscall.Pread(f.fd, cur, lo); err == nil && n == len(cur) && bytes.Equal(cur, img) {
+				f.log = nil
+				return nil
 			}
 		}
 		f.log = []change{{dropped: true, durable: true, size: lo + int64(len(img)), oldAt: lo, old: img}}
@@ -179,13 +199,16 @@ func (l *lossy) crashAtSync(sub string, gen uint64, a arm) {
 	}
 	var fates Fates
 	keep := 0
-	if a.fates != 0 {
+	pending := l.unsyncedLocked(sub)
+	if a.explicit {
+		fates, keep = a.kept, a.keepEntries
+	} else if a.fates != 0 {
 		r := rand.New(rand.NewPCG(a.fates, fatesStream))
-		fates = DrawFates(r, l.unsyncedLocked(sub), a.noFate)
+		fates = DrawFates(r, pending, a.noFate)
 		keep = drawKeepEntries(r, len(l.pendingEntries(sub)))
 	}
 	c, err := l.powerCutLocked(sub, fates, keep)
-	r := reply{Struck: true, Unsynced: c.Unsynced, Kept: c.Kept, Torn: c.Torn, Fates: fates, Undone: c.Undone}
+	r := reply{Struck: true, Unsynced: c.Unsynced, Kept: c.Kept, Torn: c.Torn, Fates: fates, Undone: c.Undone, Pending: pending}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -291,16 +314,19 @@ func (d *Disk) Struck(dir string) (Cut, Fates, bool, error) {
 		return Cut{}, nil, false, nil
 	}
 	r, err := d.call(request{Op: "struck", Dir: sub})
-	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn, Undone: r.Undone}, r.Fates, r.Struck, err
+	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn, Undone: r.Undone, Pending: r.Pending}, r.Fates, r.Struck, err
 }
 
 // armRequest is a sync fault to arm, as the program asks the server.
 type armRequest struct {
-	Fail   bool     `json:"fail,omitempty"`
-	File   string   `json:"file"`
-	Nth    int      `json:"nth"`
-	Fates  uint64   `json:"fates,omitempty"`
-	NoFate []string `json:"no_fate,omitempty"`
+	Fail        bool     `json:"fail,omitempty"`
+	File        string   `json:"file"`
+	Nth         int      `json:"nth"`
+	Fates       uint64   `json:"fates,omitempty"`
+	NoFate      []string `json:"no_fate,omitempty"`
+	Explicit    bool     `json:"explicit,omitempty"`
+	Kept        Fates    `json:"kept,omitempty"`
+	KeepEntries int      `json:"keep_entries,omitempty"`
 }
 
 // armed arms a sync fault on folder sub.
@@ -311,7 +337,8 @@ func (l *lossy) armed(sub string, a armRequest) {
 	}
 	l.armsMu.Lock()
 	defer l.armsMu.Unlock()
-	l.arms[sub] = append(l.arms[sub], arm{kind: k, file: a.File, left: a.Nth, fates: a.Fates, noFate: a.NoFate})
+	l.arms[sub] = append(l.arms[sub], arm{kind: k, file: a.File, left: a.Nth, fates: a.Fates, noFate: a.NoFate,
+		explicit: a.Explicit, kept: a.Kept, keepEntries: a.KeepEntries})
 }
 
 // struckReply answers whether a sync crash struck folder sub, and forgets

@@ -41,6 +41,8 @@ var breaksRules = map[Bug][]string{
 	RuntimeAppendOverwritesNode:      {"runtime.commit_runtime_state.graph_repeated_node"},
 	RuntimeRevisionNotBumped:         {"runtime.commit_runtime_state.checkpoint"},
 	RuntimeLoadNodeShowsTombstoned:   {"runtime.load_node.live_only"},
+	// The claim's prefix is of candidates out of enqueue order.
+	RuntimeClaimOrderedByBatchID:     {"runtime.claim_ready_queued_work.candidates"},
 	ContinuitySynchronousOff:         {"continuity.survives_power_loss"},
 	RuntimeSynchronousOff:            {"runtime.survives_power_loss"},
 	ClientSynchronousOff:             {"client.survives_power_loss"},

@@ -100,6 +100,12 @@ var (
 	// a free lease both win it. Only concurrency exposes it.
 	RuntimeLeaseClaimOutsideTx = runtimeBug("runtime_lease_claim_outside_tx", refruntime.Rules{},
 		func(s *refruntime.Store) r.Store { return racyLeaseClaim{s} })
+	// RuntimeClaimOrderedByBatchID takes a claim's prefix in the order of
+	// the batch ids, not of enqueueing: the ids end in the enqueue
+	// sequence as text (":batch:9" after ":batch:10"), so the order is
+	// right until a session holds batches of one digit and of two at once,
+	// ten enqueues deep, and the claim then takes the later batch first.
+	RuntimeClaimOrderedByBatchID = runtimeBug("runtime_claim_ordered_by_batch_id", refruntime.Rules{ClaimOrder: `batch_id`}, nil)
 	// RuntimeClaimExceedsMaxBatches claims one batch more than max_batches
 	// (a cap compared with > where it takes <=).
 	RuntimeClaimExceedsMaxBatches = runtimeBug("runtime_claim_exceeds_max_batches", refruntime.Rules{ClaimCap: func(m int) int {

@@ -53,6 +53,9 @@ type Rules struct {
 	// a claim of maxBatches takes: maxBatches itself, and 0 (none, nothing
 	// checked) for 0.
 	ClaimCap func(maxBatches int) int
+	// ClaimOrder (claim_ready_queued_work.candidates): the SQL ordering of
+	// the candidates a claim takes its prefix of: enqueue order.
+	ClaimOrder string
 	// ClaimFence (claim_ready_queued_work.batch_fence): the SQL expression
 	// of a claimed batch's claim fencing token, over its column
 	// claim_fencing_token: one up.
@@ -135,6 +138,9 @@ func (rs Rules) withPredicates() Rules {
 	}
 	if rs.ClaimCap == nil {
 		rs.ClaimCap = func(maxBatches int) int { return max(maxBatches, 0) }
+	}
+	if rs.ClaimOrder == "" {
+		rs.ClaimOrder = `enqueue_seq`
 	}
 	if rs.ClaimFence == "" {
 		rs.ClaimFence = `claim_fencing_token + 1`

@@ -175,7 +175,7 @@ func (s *Store) ClaimReadyQueuedWork(ctx context.Context, session string, leaseF
 			return err
 		}
 		claimable := s.rules.Claimable(ready(now), s.free(now))
-		candidates, err := queryBatches(ctx, tx, `WHERE session_id = ? AND `+claimable.SQL+` ORDER BY enqueue_seq LIMIT ?`,
+		candidates, err := queryBatches(ctx, tx, `WHERE session_id = ? AND `+claimable.SQL+` ORDER BY `+s.rules.ClaimOrder+` LIMIT ?`,
 			append(append([]any{session}, claimable.Args...), maxBatches)...)
 		if err != nil {
 			return err
