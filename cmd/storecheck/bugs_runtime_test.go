@@ -55,6 +55,10 @@ func init() {
 		bugs.RuntimeAttachmentCommitTimeMoves: {
 			"runtime commit_runtime_state marks this session's staged attachments committed once: a later commit keeps the first commit time",
 		},
+		// Deep for the simulator (ten enqueues), shallow for a spec.
+		bugs.RuntimeClaimOrderedByBatchID: {
+			"runtime claim_ready_queued_work claims in enqueue order however many batches came before: of twelve queued, the first two",
+		},
 		// The bounds' bugs (internal/bugs/bounds.go).
 		bugs.RuntimeClaimExceedsMaxBatches: {
 			"runtime claim_ready_queued_work claims at most max_batches: all of one fewer or of max_batches claimable batches, the first max_batches of one more",

@@ -160,9 +160,8 @@ func sampledBugs(t *testing.T) []bugs.Bug {
 // against it. Each store's file adds its bugs (bugs_<store>_test.go).
 var expectedFailures = map[bugs.Bug][]string{}
 
-// linearizeOnly are the bugs no spec shows: the races (no single-threaded
-// spec can show them) and the deep bugs (a state more operations deep
-// than any spec builds); the linearizability check of storecheck run must
+// linearizeOnly are the bugs no spec shows, the races (no single-threaded
+// spec can show them): the linearizability check of storecheck run must
 // catch them instead.
 var linearizeOnly = map[bugs.Bug]string{
 	bugs.ContinuityProcessLock:          "continuity",
@@ -171,8 +170,6 @@ var linearizeOnly = map[bugs.Bug]string{
 	bugs.ContinuityOneProcessCheckOutsideTx: "continuity",
 	bugs.RuntimeLeaseClaimOutsideTx:         "runtime",
 	bugs.ClientSettleCheckOutsideTx:         "client",
-	// Ten enqueues deep: batch ids of one digit and of two.
-	bugs.RuntimeClaimOrderedByBatchID: "runtime",
 }
 
 // Every deliberate bug names the specs that catch it, or is one only
@@ -206,6 +203,14 @@ func TestBrokenReferenceFailsTheNamedSpecs(t *testing.T) {
 				layers = "spec,linearizability"
 			}
 			out, errs, code := storecheck(t, "bug:"+b.Name(), "run", "--store", only, "--layers", layers, "--seed", "1", "--report-dir", t.TempDir())
+			// A race shows in a history of real concurrency as the
+			// machine schedules it: on a loaded machine one history in
+			// about eight ran the racing calls one after the other. Three
+			// histories catch it, or the check does not.
+			for seed := 2; racy && code == exitPassed && seed <= 3; seed++ {
+				t.Logf("seed %d's history did not catch the race; seed %d", seed-1, seed)
+				out, errs, code = storecheck(t, "bug:"+b.Name(), "run", "--store", only, "--layers", layers, "--seed", fmt.Sprint(seed), "--report-dir", t.TempDir())
+			}
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 			}

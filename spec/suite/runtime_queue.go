@@ -144,6 +144,18 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 				Expect([]uint64{queue[0].ClaimFencingToken, queue[1].ClaimFencingToken, queue[2].ClaimFencingToken}).To(Equal([]uint64{f0 + 1, f0 + 1, f0}))
 				Expect(fx.batchIDs(fx.pending())).To(Equal([]string{b3.BatchID}))
 			})
+		It("claims in enqueue order however many batches came before: of twelve queued, the first two", Rules("runtime.claim_ready_queued_work.candidates"), func() {
+			// Past ten batches, ids that end in a count sort otherwise as
+			// text ("…10" before "…2"): the order is enqueueing's all the
+			// same.
+			l := fx.lease(worker)
+			var b []r.QueuedWorkBatch
+			for range 12 {
+				b = append(b, fx.mergeable())
+			}
+			c := fx.claimWork(l, worker, 2)
+			Expect(fx.claimed(c)).To(Equal(fx.batchIDs(b[:2])), "twelve batches queued, max_batches 2: the first two enqueued")
+		})
 		It("skips delayed work until its available_at: 1ms before it is not claimed, at available_at it is, and after it", Rules("runtime.claim_ready_queued_work.candidates"), Bound("runtime.claim_ready_queued_work.candidates#available_at", spec.Below, spec.At, spec.Above), func() {
 			l := fx.lease(worker)
 			d := fx.draft(r.SlotMergeable, "k")
