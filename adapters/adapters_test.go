@@ -497,3 +497,37 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A request past the protocol's line limit is the kit's input to refuse:
+// it is not sent, its error is bad_request marked not sent and names the
+// limit, and the backend goes on serving (a size the protocol refuses is
+// no failure of the backend's).
+func TestARequestPastTheLineLimitIsNotSent(t *testing.T) {
+	e, err := adapters.StartExec(context.Background(), adapters.ExecOptions{
+		Command: []string{os.Args[0]}, Env: []string{backendEnv + "=serve"}, Timeout: 5 * time.Second, Contracts: stores.Contracts(), MaxLine: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	tgt, err := e.Open(context.Background(), c.StoreName, spec.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Proxy{Target: tgt}
+	big := c.SnapshotWrite{Identity: "a", SessionID: "s", CheckpointVersion: 1, Data: make([]byte, 4096)}
+	err = s.SaveSessionSnapshot(context.Background(), big)
+	if !spec.IsNotSent(err) || spec.KindOf(err) != spec.ErrBadRequest || !strings.Contains(err.Error(), "past the protocol's line limit of 4096") {
+		t.Fatalf("a request past the line limit answered %v", err)
+	}
+	small := big
+	small.Data = []byte("fits")
+	if err := s.SaveSessionSnapshot(context.Background(), small); err != nil {
+		t.Fatalf("the next request, within the limit: %v", err)
+	}
+	if snap, err := s.LoadSessionSnapshot(context.Background(), "s"); err != nil || snap == nil || string(snap.Data) != "fits" {
+		t.Fatalf("the snapshot reads %v, %v: the refused request was sent", snap, err)
+	}
+	if e.Err() != nil {
+		t.Fatalf("the backend was blamed: %v", e.Err())
+	}
+}

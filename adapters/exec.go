@@ -25,7 +25,7 @@ import (
 const (
 	// DefaultTimeout is how long the kit waits for one reply.
 	DefaultTimeout = 5 * time.Second
-	// DefaultMaxLine bounds one line of the backend's stdout.
+	// DefaultMaxLine bounds one line of the protocol, either way.
 	DefaultMaxLine = 16 << 20
 	// stderrTail is how many of the backend's last stderr lines an error
 	// quotes.
@@ -44,7 +44,8 @@ type ExecOptions struct {
 	// Timeout bounds the wait for each reply (DefaultTimeout when 0). A
 	// backend that does not reply in time is killed: a backend failure.
 	Timeout time.Duration
-	// MaxLine bounds one stdout line (DefaultMaxLine when 0).
+	// MaxLine bounds one line of stdout, and one of stdin: a request
+	// longer is not sent (DefaultMaxLine when 0).
 	MaxLine int
 	// Stderr, when set, receives a copy of the backend's stderr.
 	Stderr io.Writer
@@ -720,6 +721,14 @@ func (p *process) call(ctx context.Context, req *Request, what string) (*Reply, 
 	if err != nil {
 		p.forget(req.ID, false)
 		return nil, fmt.Errorf("%s: encode request: %w", what, err)
+	}
+	if len(line) > p.o.MaxLine {
+		// The protocol bounds every line, the kit's too (docs/protocol.md):
+		// a request past it is the kit's input to refuse, never sent, and
+		// no failure of the backend's.
+		p.forget(req.ID, false)
+		return nil, spec.NotSent(spec.Errorf(spec.ErrBadRequest, "%s: the request is %d bytes, past the protocol's line limit of %d: not sent",
+			what, len(line), p.o.MaxLine))
 	}
 	p.wmu.Lock()
 	_, werr := p.stdin.Write(append(line, '\n'))

@@ -32,3 +32,17 @@ func NextOp(w Workload, r *rand.Rand, client, step int, nowMS int64) spec.Op {
 	}
 	return w.Next(r, client, step)
 }
+
+// Sizer is a workload with a big draw: a few operations of one client
+// whose list arguments, values and tables pass the sizes an implementation
+// breaks at though no seed states them (spec.LookupChunk,
+// spec.ScanLimit, spec.MaxBoundParams, spec.BigValue, spec.Counter8;
+// issue 26 item 6). The simulator makes one in a share of its runs, from a
+// stream of its own, so every other draw of a run stays as it was.
+type Sizer interface {
+	// Big plans a big draw r picks as the next operations of a client, at
+	// nowMS: the client and how many operations it then issues, one at a
+	// time, none of them drawing from the client's stream (none: the
+	// draw is declined).
+	Big(r *rand.Rand, nowMS int64) (client, ops int)
+}

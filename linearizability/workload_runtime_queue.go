@@ -124,6 +124,8 @@ func (w *runtimeWorkload) build(rnd *rand.Rand, cl *runtimeClient, p planned) sp
 			fence = cl.ownLease.Fence()
 		}
 		return r.RenewSessionExecutionLease{Fence: fence, TTLMs: w.ttl(rnd)}
+	case claimBig:
+		return w.buildBig(cl)
 	case releaseOtherFence:
 		fence := r.SessionExecutionLeaseFence{SessionID: own, OwnerID: cl.owner}
 		if cl.ownLease != nil {

@@ -33,14 +33,14 @@ func failedSyncRun(t *testing.T, steps []failedSyncStep, deferFailed bool) int {
 		case s.cut:
 			o.recovered(true, true)
 		case s.failed:
-			o.call(i, s.op, 0)
+			o.call(i, s.op, 0, false)
 			if deferFailed {
 				o.deferred(i, s.op)
 			} else {
 				o.indefinite(i, s.op)
 			}
 		default:
-			o.call(i, s.op, 0)
+			o.call(i, s.op, 0, false)
 			if _, _, ok := o.ret(i, s.op, s.got); !ok {
 				return i
 			}

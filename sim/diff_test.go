@@ -64,7 +64,7 @@ func TestAPartOfASplitReadShowsItsOwnDifference(t *testing.T) {
 	o := newOracle(model.Continuity{})
 	rec := c.Record{Identity: "agent-1", AgentRuntimeID: "rt", SessionID: "s", Generation: 1, CheckpointVersion: 6}
 	up := c.UpsertContinuityRecord{Record: rec, Fence: 1}
-	o.call(0, up, 0)
+	o.call(0, up, 0, false)
 	if _, _, ok := o.ret(0, up, model.OK(nil)); !ok {
 		t.Fatal("the upsert was refused")
 	}
@@ -72,7 +72,7 @@ func TestAPartOfASplitReadShowsItsOwnDifference(t *testing.T) {
 	stale.CheckpointVersion = 5
 	read := c.ResolveMany{Identities: []c.Identity{"agent-1", "agent-0"}}
 	got := model.OK(map[c.Identity]c.Resolution{"agent-0": {State: c.Uninitialized}, "agent-1": {State: c.Ready, Record: &stale}})
-	o.call(1, read, 0)
+	o.call(1, read, 0, false)
 	allowed, judged, ok := o.ret(1, read, got)
 	if ok {
 		t.Fatal("a read of checkpoint version 5 after an upsert of 6 was allowed")

@@ -130,6 +130,7 @@ type flight struct {
 	place  string    // the yield point it waits at
 	yields int       // the yield points it reached
 	armed  string
+	alone  bool // Step.Alone
 	events chan event
 	resume chan error
 }
@@ -305,6 +306,12 @@ func (e *engine) ahead(p *proc, client int) *flight {
 // ahead of it (its process's, or where operations overlap its client's
 // own) has run to its end.
 func (e *engine) send(i int, st Step) bool {
+	// An operation issued alone has none other in flight, and none is
+	// issued while it is (Step.Alone): so it is judged whole rightly in
+	// any replay, a shrunk one too.
+	if !e.runOut(i, func(f *flight) bool { return st.Alone || f.alone }) {
+		return false
+	}
 	p := e.procs[e.sched.ProcessOf(st.Client)]
 	for f := e.ahead(p, st.Client); f != nil; f = e.ahead(p, st.Client) {
 		if !e.advance(i, p, f, nil) {
@@ -319,7 +326,7 @@ func (e *engine) send(i int, st Step) bool {
 	op := e.answers.Resolve(st.Op)
 	p.clock.Advance(e.clock.Now().Sub(p.clock.Now()))
 	f := &flight{step: i, call: e.calls, client: st.Client, id: st.ID, op: op, sym: st.Op, now: e.clock.Now().UnixMilli(),
-		at: e.clock.Now(), armed: p.armed, events: make(chan event, 1), resume: make(chan error)}
+		at: e.clock.Now(), armed: p.armed, alone: st.Alone, events: make(chan event, 1), resume: make(chan error)}
 	e.calls++
 	p.armed = ""
 	if f.armed != "" {
@@ -330,7 +337,7 @@ func (e *engine) send(i int, st Step) bool {
 		}
 	}
 	p.flights = append(p.flights, f)
-	e.oracle.call(f.call, op, f.now)
+	e.oracle.call(f.call, op, f.now, st.Alone)
 	e.res.Ops++
 	args := describeOp(op)
 	if f.armed != "" {
@@ -748,6 +755,23 @@ func (e *engine) abandonFlight(p *proc, f *flight) {
 // drain runs every operation still in flight to its end, process by
 // process (and where operations overlap, in the order they were sent), as
 // steps of the schedule.
+// runOut runs the operations in flight that which picks to their ends,
+// at step i.
+func (e *engine) runOut(i int, which func(*flight) bool) bool {
+	for _, p := range e.procs {
+		for {
+			j := slices.IndexFunc(p.flights, which)
+			if j < 0 {
+				break
+			}
+			if !e.advance(i, p, p.flights[j], nil) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (e *engine) drain(steps func() int) bool {
 	for _, p := range e.procs {
 		for p.busy() {
@@ -815,10 +839,17 @@ func (e *engine) describe(i int, st Step, op spec.Op) string {
 	return fmt.Sprintf("%04d client %d: %s", i, st.Client, describeOp(op))
 }
 
+// describeOp is op as a trace shows it: its arguments as JSON, clipped
+// to describeMax bytes (a big draw's arguments run to MiB).
 func describeOp(op spec.Op) string {
 	args, _ := json.Marshal(op)
+	if len(args) > describeMax {
+		return fmt.Sprintf("%s %s… (%d bytes in all)", op.Name(), args[:describeMax], len(args))
+	}
 	return op.Name() + " " + string(args)
 }
+
+const describeMax = 4096
 
 func outcomeName(o model.Outcome) string {
 	if o.Kind != "" {

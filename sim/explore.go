@@ -221,6 +221,11 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 		x.clients[i] = rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 	}
 	x.deadliner, _ = x.workload.(Deadliner)
+	// A seed that cuts the power writes through the forgetful file system,
+	// where a big draw's MiB and hundred transactions cost several runs:
+	// it makes one at half the rate, with power cuts off too (so that a
+	// seed whose power stream strikes nowhere runs as without it).
+	x.big = drawBig(seed, x.workload, p.Steps, drawPower(seed).rate != 0)
 	// A thread of the scheduler is a process, or where operations overlap
 	// inside one, a client.
 	threads := p.Processes
@@ -248,6 +253,11 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 		}
 		if issued >= limit {
 			break
+		}
+		if x.big != nil && issued == x.big.at {
+			if !x.issueBig(e, next) {
+				return *e.res, nil
+			}
 		}
 		steps, isOp := x.next(e)
 		if isOp {
@@ -290,6 +300,68 @@ type explorer struct {
 	deadlines []int64
 	sched     *scheduler
 	draws     []*drawn
+	big       *bigDraw
+}
+
+// BigRate is the share of runs that make their workload's big draw
+// (linearizability.Sizer): list arguments, values and tables past the
+// sizes an implementation breaks at.
+const BigRate = 0.15
+
+// bigDraw is a run's big draw: made when the clients have issued at
+// operations, from a stream of its own, so that the run's other draws are
+// those of a run without it. A workload may decline one (no operations).
+type bigDraw struct {
+	sizer linearizability.Sizer
+	r     *rand.Rand
+	at    int
+}
+
+// drawBig is seed's big draw, nil for a run without one (or a workload
+// without big draws); forgetful, of a seed that may cut the power.
+func drawBig(seed int64, w linearizability.Workload, steps int, forgetful bool) *bigDraw {
+	sz, ok := w.(linearizability.Sizer)
+	if !ok {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 0xb16))
+	rate := BigRate
+	if forgetful {
+		rate /= 2
+	}
+	if r.Float64() >= rate {
+		return nil
+	}
+	// Late in the run: the tables it grows weigh on few operations after.
+	return &bigDraw{sizer: sz, r: r, at: steps*3/4 + r.IntN(max(steps/4, 1))}
+}
+
+// issueBig makes the big draw: the operations in flight are run to their
+// ends, then the draw's client issues its operations one at a time, each
+// run to its end (they are few, but long: no other client comes between).
+func (x *explorer) issueBig(e *engine, next func() int) bool {
+	b := x.big
+	x.big = nil
+	if !e.drain(next) {
+		return false
+	}
+	at := e.clock.Now().UnixMilli()
+	c, n := b.sizer.Big(b.r, at)
+	if c < 0 || c >= len(x.counts) {
+		return true // a client the run does not have
+	}
+	for range n {
+		op := linearizability.NextOp(x.workload, b.r, c, x.counts[c], at)
+		st := Step{Kind: StepOp, ID: spec.OpID(c, x.counts[c]), Client: c, Op: op, Alone: true}
+		x.counts[c]++
+		if x.deadliner != nil {
+			x.deadlines = append(x.deadlines, x.deadliner.Deadlines(op, at)...)
+		}
+		if !e.do(next(), st) || !e.drain(next) {
+			return false
+		}
+	}
+	return true
 }
 
 // branch draws the run's choices from here on from seed: the streams of

@@ -10,7 +10,7 @@ import "github.com/storecheck/storecheck/spec"
 // an effect it never had, and is left out (the one that placed nothing of
 // it is always there).
 func (o *oracle) dropped(id int, op spec.Op) {
-	n := len(o.parts(op))
+	n := len(o.parts(id, op))
 	var next []config
 	for _, c := range o.configs {
 		if !c.placedAny(id, n) {

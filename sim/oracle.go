@@ -29,8 +29,10 @@ import (
 type oracle struct {
 	m        model.Model
 	splitter model.Splitter
-	configs  []config
-	flying   map[unit]flying
+	// whole are the operations judged whole though they split (Step.Alone).
+	whole   map[int]bool
+	configs []config
+	flying  map[unit]flying
 	// later are the steps a configuration may still apply when the store
 	// recovers (config.later), as they were called.
 	later map[unit]flying
@@ -129,9 +131,10 @@ func newOracle(m model.Model) *oracle {
 	return o
 }
 
-// parts are the steps op runs as.
-func (o *oracle) parts(op spec.Op) []spec.Op {
-	if o.splitter != nil {
+// parts are the steps operation id, op, runs as: one, for an operation
+// judged whole.
+func (o *oracle) parts(id int, op spec.Op) []spec.Op {
+	if o.splitter != nil && !o.whole[id] {
 		if p := o.splitter.Parts(op); len(p) > 1 {
 			return p
 		}
@@ -139,9 +142,16 @@ func (o *oracle) parts(op spec.Op) []spec.Op {
 	return []spec.Op{op}
 }
 
-// call records that operation id was sent at nowMS.
-func (o *oracle) call(id int, op spec.Op, nowMS int64) {
-	for j, p := range o.parts(op) {
+// call records that operation id was sent at nowMS; alone, it is judged
+// whole (Step.Alone).
+func (o *oracle) call(id int, op spec.Op, nowMS int64, alone bool) {
+	if alone {
+		if o.whole == nil {
+			o.whole = map[int]bool{}
+		}
+		o.whole[id] = true
+	}
+	for j, p := range o.parts(id, op) {
 		o.flying[unit{id, j}] = flying{op: p, now: nowMS}
 	}
 }
@@ -153,7 +163,7 @@ func (o *oracle) call(id int, op spec.Op, nowMS int64) {
 // configuration allows (one identity of a resolve_many: the report
 // compares that part to its allowed answers, not the whole to one part's).
 func (o *oracle) ret(id int, op spec.Op, got model.Outcome) ([]model.Branch, model.Outcome, bool) {
-	n := len(o.parts(op))
+	n := len(o.parts(id, op))
 	var outs []model.Outcome
 	if n > 1 {
 		if _, o2, ok := o.splitter.Split(op, got); ok && len(o2) == n {
@@ -274,7 +284,7 @@ func (o *oracle) indefinite(id int, op spec.Op) { o.end(id, op, false) }
 func (o *oracle) deferred(id int, op spec.Op) { o.end(id, op, true) }
 
 func (o *oracle) end(id int, op spec.Op, deferred bool) {
-	n := len(o.parts(op))
+	n := len(o.parts(id, op))
 	if deferred {
 		// Only the last commit that failed can come back: a commit writes
 		// its frames from the WAL's last published frame, where the failed

@@ -44,7 +44,7 @@ func TestAnOverlappingReadKeepsWhatEachPlacementTeaches(t *testing.T) {
 	}
 	run := func(id int, op spec.Op, got model.Outcome) {
 		t.Helper()
-		o.call(id, op, 0)
+		o.call(id, op, 0, false)
 		ret(id, op, got)
 	}
 	first, sess0 := clientTuple("", 2, 31), clientTuple("sess-0", 2, 665)
@@ -52,8 +52,8 @@ func TestAnOverlappingReadKeepsWhatEachPlacementTeaches(t *testing.T) {
 	run(1, cli.UpsertSession{TaskID: "task-1", Version: sess0}, model.OK(true))
 
 	bind, read := cli.BindTask{SessionID: "sess-0", TaskID: "task-4"}, cli.GetSession{TaskID: "task-1"}
-	o.call(2, bind, 0)
-	o.call(3, read, 0)
+	o.call(2, bind, 0, false)
+	o.call(3, read, 0, false)
 	ret(2, bind, model.OK(true))
 	ret(3, read, clientRecord("sess-0", "task-1", sess0))
 	// sess-1 opens a later binding of task-1 (3 s on, so that no bound_at
@@ -161,7 +161,7 @@ func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 	judge := func(m model.Model, readFirst bool, got model.Outcome) bool {
 		o := newOracle(m)
 		run := func(id int, op spec.Op, out model.Outcome) bool {
-			o.call(id, op, now)
+			o.call(id, op, now, false)
 			_, _, ok := o.ret(id, op, out)
 			return ok
 		}
@@ -173,8 +173,8 @@ func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 		}
 		c2, r2 := commit(2)
 		load := r.LoadSession{}
-		o.call(2, c2, now)
-		o.call(3, load, now)
+		o.call(2, c2, now, false)
+		o.call(3, load, now, false)
 		if readFirst {
 			_, _, ok := o.ret(3, load, got)
 			_, _, ok2 := o.ret(2, c2, r2)

@@ -51,6 +51,11 @@ type Step struct {
 	Op      spec.Op
 	Process int
 	Fault   fault.Fault
+	// Alone is an operation issued with none other in flight, and none
+	// issued until it has ended (a big draw's): the oracle judges it
+	// whole, as a read of many keys in one moment, which it is when
+	// nothing comes between its parts.
+	Alone bool
 }
 
 // Schedule is a whole simulated run: how many clients over how many
@@ -92,6 +97,7 @@ type stepJSON struct {
 	Args    json.RawMessage `json:"args,omitempty"`
 	Process int             `json:"process,omitempty"`
 	Fault   json.RawMessage `json:"fault,omitempty"`
+	Alone   bool            `json:"alone,omitempty"`
 }
 
 type scheduleJSON struct {
@@ -118,7 +124,7 @@ func (s Schedule) MarshalJSON() ([]byte, error) {
 		out.Capabilities = &caps
 	}
 	for i, st := range s.Steps {
-		j := stepJSON{Kind: st.Kind, ID: st.ID, Client: st.Client, Process: st.Process}
+		j := stepJSON{Kind: st.Kind, ID: st.ID, Client: st.Client, Process: st.Process, Alone: st.Alone}
 		if st.Op != nil {
 			args, err := json.Marshal(st.Op)
 			if err != nil {
@@ -170,7 +176,7 @@ func ReadSchedule(path string, contracts []spec.Contract) (Schedule, error) {
 		s.Capabilities = *raw.Capabilities
 	}
 	for i, j := range raw.Steps {
-		st := Step{Kind: j.Kind, ID: j.ID, Client: j.Client, Process: j.Process}
+		st := Step{Kind: j.Kind, ID: j.ID, Client: j.Client, Process: j.Process, Alone: j.Alone}
 		if j.Process < 0 || j.Process >= raw.Processes {
 			return Schedule{}, fmt.Errorf("%s: step %d: process %d of %d", path, i, j.Process, raw.Processes)
 		}

@@ -120,6 +120,9 @@ func (a Answers) resolve(v reflect.Value) (reflect.Value, bool) {
 			return out, true
 		}
 	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return v, false // bytes hold no reference, and may be MiB
+		}
 		var out reflect.Value
 		for i := 0; i < v.Len(); i++ {
 			e, changed := a.resolve(v.Index(i))

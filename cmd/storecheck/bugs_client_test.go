@@ -73,6 +73,10 @@ func init() {
 			"client append_event returns positive sequence numbers, each greater than every earlier one, whatever the numbering",
 			"client open finds everything it acknowledged after it is closed and opened again",
 		},
+		// The sizes' bugs (spec/sizes.go).
+		bugs.ClientAttemptsEightBits: {
+			"client bump_intent counts refusals past what 8 bits keep: the 256th reads attempt 256",
+		},
 		bugs.ClientFaultIDFromTime: {
 			"client insert_fault returns increasing ids, and list_faults returns the task's faults in insertion order",
 		},

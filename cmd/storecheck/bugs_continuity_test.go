@@ -44,6 +44,10 @@ func init() {
 		bugs.ContinuityMatchRowFenceStrict: {
 			"continuity session_snapshot_matches_current is true for the whole provenance tuple, the bytes and the record's current fence",
 		},
+		// The sizes' bugs (spec/sizes.go).
+		bugs.ContinuityResolveDropsLastChunk: {
+			"continuity resolve_many answers every identity asked, past a lookup chunk of 50 and past SQLite's 32,766 bound parameters",
+		},
 		bugs.ContinuityMaxFenceRecordsOnly: {
 			"continuity max_fencing_token is the maximum over records and snapshots",
 		},

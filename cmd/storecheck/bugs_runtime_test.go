@@ -69,6 +69,10 @@ func init() {
 		bugs.RuntimeRevisionNotBumped: {
 			"runtime commit_runtime_state moves the revision up by one per commit and makes the last checkpoint and config the head's",
 		},
+		// The sizes' bugs (spec/sizes.go).
+		bugs.RuntimeClaimScanBeforeFilter: {
+			"runtime claim_ready_queued_work claims ready work queued behind 100 batches not yet available",
+		},
 		bugs.RuntimeClaimFenceNotBumped: {
 			"runtime claim_ready_queued_work claims ready batches in enqueue order until now + ttl, each claimed batch's claim fencing token up by one",
 			"runtime claim_ready_queued_work does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",

@@ -140,7 +140,46 @@ var (
 	ClientFaultIDFromTime = clientBug("client_fault_id_from_time", refclient.Rules{
 		WriteFault: `INSERT OR REPLACE INTO faults (id, task_id, session_id, generation, seq, desired_json, observed_json,
 			intent, attempt, backend_ref, kind, reason, state, created_at) VALUES (?13, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`}, nil)
+	// ClientAttemptsEightBits keeps an intent's attempt count in 8 bits: the
+	// 256th refusal reads back as attempt 0, and the retry budget starts
+	// over. Only an intent bumped past spec.Counter8 shows it.
+	ClientAttemptsEightBits = clientBug("client_attempts_eight_bits", refclient.Rules{},
+		func(s *refclient.Store) cli.Store { return attempts8{s} })
 )
+
+// attempts8 answers every intent's attempt, and a task's highest, as 8
+// bits keep it.
+type attempts8 struct{ *refclient.Store }
+
+func wrap8(ins []cli.Intent) []cli.Intent {
+	for i := range ins {
+		ins[i].Attempt = int64(uint8(ins[i].Attempt))
+	}
+	return ins
+}
+
+func (a attempts8) Intent(ctx context.Context, opID string) (*cli.Intent, error) {
+	in, err := a.Store.Intent(ctx, opID)
+	if in != nil {
+		in.Attempt = int64(uint8(in.Attempt))
+	}
+	return in, err
+}
+
+func (a attempts8) DueIntents(ctx context.Context, now time.Time, limit uint32) ([]cli.Intent, error) {
+	ins, err := a.Store.DueIntents(ctx, now, limit)
+	return wrap8(ins), err
+}
+
+func (a attempts8) FlushOrder(ctx context.Context) ([]cli.Intent, error) {
+	ins, err := a.Store.FlushOrder(ctx)
+	return wrap8(ins), err
+}
+
+func (a attempts8) TaskAttempt(ctx context.Context, taskID string) (int64, error) {
+	n, err := a.Store.TaskAttempt(ctx, taskID)
+	return int64(uint8(n)), err
+}
 
 // uncapped is a read limit with the default of 0 and no cap.
 func uncapped(asked uint32) int {

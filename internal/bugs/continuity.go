@@ -2,6 +2,7 @@ package bugs
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -106,7 +107,33 @@ var (
 	// saved under the current fence never matches.
 	ContinuityMatchRowFenceStrict = continuityBug("continuity_match_row_fence_strict",
 		refcontinuity.Rules{MatchRowFence: `snap.fencing_token < ?5`}, nil)
+	// ContinuityResolveDropsLastChunk looks identities up spec.LookupChunk
+	// at a time and, past the first chunk, stops at a partial one (a chunk
+	// loop that counts whole chunks): a resolve_many of 51 identities
+	// answers 50. No workload of a handful of identities shows it.
+	ContinuityResolveDropsLastChunk = continuityBug("continuity_resolve_drops_last_chunk", refcontinuity.Rules{},
+		func(s *refcontinuity.Store) c.Store { return chunkedResolve{s} })
 )
+
+// chunkedResolve resolves identities by chunks of spec.LookupChunk, and
+// drops the last partial chunk past the first.
+type chunkedResolve struct{ *refcontinuity.Store }
+
+func (s chunkedResolve) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
+	out := map[c.Identity]c.Resolution{}
+	for start := 0; start < len(ids); start += spec.LookupChunk {
+		end := min(start+spec.LookupChunk, len(ids))
+		if start > 0 && end-start < spec.LookupChunk {
+			break
+		}
+		part, err := s.Store.ResolveMany(ctx, ids[start:end])
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, part)
+	}
+	return out, nil
+}
 
 // oneProcessServingAtOnce is a store declared as the seed's continuity store
 // runs: on one process (no shared_files), its callers served at once

@@ -51,6 +51,12 @@ var breaksRules = map[Bug][]string{
 	RuntimeAttachmentCacheOrdered:    {"runtime.survives_power_loss"},
 	RuntimeAttachmentSyncRetried:     {"runtime.survives_power_loss"},
 	ContinuityJournalMemory:          {"continuity.survives_power_loss"},
+	// Two of the sizes a workload's big draw passes (spec.LookupChunk,
+	// spec.Counter8). The claim behind 100 batches (spec.ScanLimit) is not
+	// listed: its none, where a claim is due, is judged against the
+	// claim's answer (claim_lease, claim_fence), not the candidates rule.
+	ContinuityResolveDropsLastChunk: {"continuity.resolve_many.ready_or_uninitialized"},
+	ClientAttemptsEightBits:         {"client.bump_intent.refusal", "client.intent.read"},
 }
 
 // Breaks are the rules b breaks, where its entry says which (none where

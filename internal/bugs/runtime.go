@@ -3,6 +3,7 @@ package bugs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/storecheck/storecheck/adapters"
@@ -131,6 +132,15 @@ var (
 	// fencing token, so two claims of one batch carry one fence.
 	RuntimeClaimFenceNotBumped = runtimeBug("runtime_claim_fence_not_bumped",
 		refruntime.Rules{ClaimFence: `claim_fencing_token`}, nil)
+	// RuntimeClaimScanBeforeFilter reads a session's first spec.ScanLimit
+	// batches (a LIMIT 100 applied before the filter) and only then keeps
+	// the claimable ones: work queued behind 100 batches not yet available
+	// (or held) is never claimed. No workload of a few batches shows it.
+	RuntimeClaimScanBeforeFilter = runtimeBug("runtime_claim_scan_before_filter", refruntime.Rules{
+		Claimable: func(ready, free refruntime.Cond) refruntime.Cond {
+			return ready.And(free).And(refruntime.Cond{SQL: fmt.Sprintf(`enqueue_seq IN (SELECT scan.enqueue_seq FROM queued_work_batches scan
+				WHERE scan.session_id = queued_work_batches.session_id ORDER BY scan.enqueue_seq LIMIT %d)`, spec.ScanLimit)})
+		}}, nil)
 )
 
 // Runtime lists the runtime store's bugs.

@@ -86,7 +86,7 @@ var All = []Store{
 		Contract:    c.Contract,
 		Model:       model.Continuity{},
 		Workload:    linearizability.DefaultContinuityWorkload.New,
-		Events:      model.ContinuityEvents,
+		Events:      append(slices.Clone(model.ContinuityEvents), model.ContinuitySizes...),
 		Unreachable: linearizability.ContinuityUnreachable,
 		Unexplorable: func(caps spec.Capabilities) map[string]string {
 			if caps.SnapshotRevision != "opaque" {
@@ -104,7 +104,7 @@ var All = []Store{
 		Contract:    r.Contract,
 		Model:       model.Runtime{},
 		Workload:    linearizability.DefaultRuntimeWorkload.New,
-		Events:      model.RuntimeEvents,
+		Events:      append(slices.Clone(model.RuntimeEvents), model.RuntimeSizes...),
 		Unreachable: linearizability.RuntimeUnreachable,
 		CrashPoints: refruntime.CrashPoints,
 		Reference:   refruntime.OpenTarget,
@@ -115,7 +115,7 @@ var All = []Store{
 		Contract:    cli.Contract,
 		Model:       model.Client{},
 		Workload:    linearizability.DefaultClientWorkload.New,
-		Events:      model.ClientEvents,
+		Events:      append(slices.Clone(model.ClientEvents), model.ClientSizes...),
 		Unreachable: linearizability.ClientUnreachable,
 		CrashPoints: refclient.CrashPoints,
 		Reference:   refclient.OpenTarget,

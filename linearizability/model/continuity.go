@@ -334,12 +334,8 @@ func (m Continuity) Parts(op spec.Op) []spec.Op {
 	if !ok || m.AtomicReads {
 		return nil
 	}
-	var ids []c.Identity
-	for _, id := range o.Identities {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
+	// A set, not a scan: a big draw asks for tens of thousands.
+	ids := distinct(o.Identities)
 	if len(ids) < 2 {
 		return nil
 	}
@@ -433,5 +429,5 @@ func (m Continuity) Events(st State, op spec.Op, nowMS int64, out Outcome) []str
 			ev = append(ev, EventSnapshotDeletedAtRevision)
 		}
 	}
-	return ev
+	return append(ev, continuitySizes(op, out)...)
 }

@@ -100,8 +100,11 @@ type rtBatch struct {
 
 type rtAttachment struct {
 	Session, Data string
-	Committed     bool
-	CommittedAt   int64
+	// Text is Data as the state's canonical text has it (valueText),
+	// made once when it is staged.
+	Text        string
+	Committed   bool
+	CommittedAt int64
 }
 
 type turnKey struct{ Session, Turn string }
@@ -244,7 +247,7 @@ func (s RuntimeState) write(b *strings.Builder, p int) {
 	case pAttachments:
 		for _, id := range slices.Sorted(maps.Keys(s.attachments)) {
 			a := s.attachments[id]
-			fmt.Fprintf(b, "attachment %s session %s data %q", id, a.Session, a.Data)
+			fmt.Fprintf(b, "attachment %s session %s data %s", id, a.Session, a.Text)
 			if a.Committed {
 				fmt.Fprintf(b, " committed at %d", a.CommittedAt)
 			}

@@ -35,7 +35,7 @@ func (m Runtime) stepMisc(s RuntimeState, op spec.Op, now int64) ([]Branch, bool
 			if n.attachments == nil {
 				n.attachments = map[string]rtAttachment{}
 			}
-			n.attachments[o.AttachmentID] = rtAttachment{Session: o.SessionID, Data: string(o.Data)}
+			n.attachments[o.AttachmentID] = rtAttachment{Session: o.SessionID, Data: string(o.Data), Text: valueText(o.Data)}
 			return n.sealed(pAttachments)
 		}
 		a, ok := s.attachments[o.AttachmentID]

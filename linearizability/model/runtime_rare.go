@@ -147,5 +147,5 @@ func (m Runtime) Events(st State, op spec.Op, now int64, out Outcome) []string {
 			ev = append(ev, EventCancelRefusedLiveClaim)
 		}
 	}
-	return ev
+	return append(ev, runtimeSizes(s, op, now, out)...)
 }

@@ -8,9 +8,12 @@ package continuity
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/storecheck/storecheck/reference/sqlitedb"
 	"github.com/storecheck/storecheck/spec"
@@ -107,15 +110,65 @@ func loadRecord(ctx context.Context, tx *sqlitedb.Tx, id c.Identity) (*Stored, e
 
 func (s *Store) ResolveMany(ctx context.Context, ids []c.Identity) (map[c.Identity]c.Resolution, error) {
 	out := make(map[c.Identity]c.Resolution, len(ids))
+	for _, id := range ids {
+		out[id] = c.Resolution{State: c.Uninitialized}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	if len(ids) <= spec.LookupChunk || !jsonSafe(ids) {
+		return s.resolveEach(ctx, ids, out)
+	}
+	// Past a chunk, one statement over the identities as one JSON array: as many as
+	// asked (an IN list of one parameter each breaks past SQLite's 32,766,
+	// spec.MaxBoundParams), read at once, in one transaction.
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.Read(ctx, "resolve_many", func(tx *sqlitedb.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT identity, agent_runtime_id, session_id, generation, checkpoint_version
+			FROM continuity_records WHERE identity IN (SELECT value FROM json_each(?))`, string(list))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r c.Record
+			if err := rows.Scan(&r.Identity, &r.AgentRuntimeID, &r.SessionID, &r.Generation, &r.CheckpointVersion); err != nil {
+				return err
+			}
+			out[r.Identity] = c.Resolution{State: c.Ready, Record: &r}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// jsonSafe is whether every identity reads back from JSON as it is: valid
+// UTF-8 and no NUL.
+func jsonSafe(ids []c.Identity) bool {
+	for _, id := range ids {
+		if !utf8.ValidString(string(id)) || strings.ContainsRune(string(id), 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveEach is resolve_many one identity at a time, as the seed reads
+// them: a few, or identities JSON cannot carry; into out.
+func (s *Store) resolveEach(ctx context.Context, ids []c.Identity, out map[c.Identity]c.Resolution) (map[c.Identity]c.Resolution, error) {
 	err := s.db.Read(ctx, "resolve_many", func(tx *sqlitedb.Tx) error {
 		for _, id := range ids {
 			r, err := loadRecord(ctx, tx, id)
 			if err != nil {
 				return err
 			}
-			if r == nil {
-				out[id] = c.Resolution{State: c.Uninitialized}
-			} else {
+			if r != nil {
 				out[id] = c.Resolution{State: c.Ready, Record: &r.Record}
 			}
 		}

@@ -192,6 +192,20 @@ func clientIntentSpecs(fx *clientFixture) {
 		It("answers false for an op_id never enqueued", Rules("client.bump_intent.live_only"), func() {
 			fx.declines(fx.state())(fx.s.BumpIntent(fx.ctx, opC, fx.at(0), "x"))
 		})
+		// No seed bounds the count, but a store may keep it in fewer bits
+		// than the seed's INTEGER (issue 26 item 6): 256 refusals read back
+		// 256, not 0, wherever the attempt is read.
+		It("counts refusals past what 8 bits keep: the 256th reads attempt 256", Rules("client.bump_intent.refusal", "client.intent.read"), func() {
+			fx.enqueue(opA, fx.env(taskA))
+			for range spec.Counter8 + 1 {
+				Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "refused"))).To(BeTrue())
+			}
+			Expect(fx.intent(opA).Attempt).To(Equal(int64(spec.Counter8+1)), "intent")
+			due, err := fx.s.DueIntents(fx.ctx, fx.at(0), 1)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(due).To(HaveLen(1))
+			Expect(due[0].Attempt).To(Equal(int64(spec.Counter8+1)), "due_intents")
+		})
 	})
 
 	Describe("defer_intent", func() {

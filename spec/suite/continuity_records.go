@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -83,6 +85,25 @@ func continuityRecordSpecs(fx *continuityFixture) {
 			m, err := fx.s.ResolveMany(fx.ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(m).To(BeEmpty())
+		})
+		// No seed states a size, but a store breaks at some (issue 26 item
+		// 6): a lookup chunked by 50 that drops a last partial chunk, an IN
+		// list past SQLite's 32,766 bound parameters. The stored identity
+		// is asked last, in the last chunk.
+		It("answers every identity asked, past a lookup chunk of 50 and past SQLite's 32,766 bound parameters", Rules("continuity.resolve_many.ready_or_uninitialized"), func() {
+			fx.upsert(fx.rec(contID, contSession, 0, 1), 1)
+			for _, n := range []int{spec.LookupChunk + 1, spec.MaxBoundParams + 1} {
+				ids := make([]c.Identity, 0, n)
+				for i := range n - 1 {
+					ids = append(ids, c.Identity(fmt.Sprint("size-", i)))
+				}
+				ids = append(ids, contID)
+				m, err := fx.s.ResolveMany(fx.ctx, ids)
+				Expect(err).NotTo(HaveOccurred(), "%d identities", n)
+				Expect(m).To(HaveLen(n), "%d identities", n)
+				Expect(m[contID].State).To(Equal(c.Ready), "the last of %d identities", n)
+				Expect(m[ids[n-2]]).To(Equal(c.Resolution{State: c.Uninitialized}), "the last but one of %d identities", n)
+			}
 		})
 	})
 

@@ -170,6 +170,19 @@ func runtimeQueueSpecs(fx *runtimeFixture) {
 			fx.advance(1)
 			Expect(fx.claimed(fx.claimWork(l, worker, 1))).To(Equal([]string{later.BatchID}), "1ms after available_at")
 		})
+		// No seed states a size, but a store that applies a LIMIT 100
+		// before it filters the candidates (issue 26 item 6) never reaches
+		// work queued behind 100 it cannot claim.
+		It("claims ready work queued behind 100 batches not yet available", Rules("runtime.claim_ready_queued_work.candidates"), func() {
+			l := fx.lease(worker)
+			d := fx.draft(r.SlotExclusive, "")
+			d.AvailableAtMs = fx.now() + 10_000
+			for range spec.ScanLimit {
+				fx.enqueue(d)
+			}
+			ready := fx.mergeable()
+			Expect(fx.claimed(fx.claimWork(l, worker, 1))).To(Equal([]string{ready.BatchID}))
+		})
 		It("does not claim a batch a live claim holds; at that claim's expiry it is claimed again, its fence up by one",
 			Rules("runtime.claim_ready_queued_work.candidates", "runtime.expiry", "runtime.claim_ready_queued_work.batch_fence", "runtime.claim_ready_queued_work.claim_fence",
 				"runtime.claim_ready_queued_work.answered_batches"), Bound("runtime.expiry#expiry", spec.Below, spec.At), Bound("runtime.claim_ready_queued_work.batch_fence#step", spec.Above), func() {

@@ -1,0 +1,115 @@
+package linearizability
+
+// The workloads' big draws (Sizer): one kind of size each, picked by the
+// draw's stream.
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/storecheck/storecheck/spec"
+	cli "github.com/storecheck/storecheck/spec/client"
+	c "github.com/storecheck/storecheck/spec/continuity"
+	r "github.com/storecheck/storecheck/spec/runtime"
+)
+
+// bigValue is a value of spec.BigValue bytes, made once: a run's big
+// snapshot or attachment, never all one byte (so a store that compresses
+// or truncates shows it).
+var bigValue = sync.OnceValue(func() []byte {
+	return bytes.Repeat([]byte("storecheck big value 0123456789\n"), spec.BigValue/32)
+})
+
+// bigIdentities are n identities, the workload's own last: a store that
+// drops the last partial chunk of a lookup drops them.
+func (w ContinuityWorkload) bigIdentities(n int) []c.Identity {
+	ids := make([]c.Identity, 0, n)
+	real := max(w.Identities, 1)
+	for i := range n - real {
+		ids = append(ids, c.Identity(fmt.Sprint("agent-big-", i)))
+	}
+	for i := range real {
+		ids = append(ids, c.Identity(fmt.Sprint("agent-", i)))
+	}
+	return ids
+}
+
+// Big is a resolve_many past a chunk of 50 identities, one past SQLite's
+// bound parameters, or a snapshot of several MiB saved and loaded back.
+func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
+	cl := w.client(0)
+	// The cheap draw most often: the 32,767 identities cost a seed's
+	// worth of CPU.
+	switch p := rnd.IntN(10); {
+	case p < 5:
+		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(spec.LookupChunk + 1 + rnd.IntN(10))})
+	case p < 7:
+		cl.plan = append(cl.plan, c.ResolveMany{Identities: w.bigIdentities(spec.MaxBoundParams + 1)})
+	default:
+		// An identity of no record, whose snapshot no record check refuses.
+		save := c.SnapshotWrite{Identity: "agent-big-snapshot", SessionID: "session-big", Generation: 0, CheckpointVersion: 1, Data: bigValue()}
+		cl.plan = append(cl.plan, c.SaveSessionSnapshot{Write: save}, c.LoadSessionSnapshot{SessionID: save.SessionID},
+			c.SessionSnapshotMatchesCurrent{Candidate: save})
+	}
+	return 0, len(cl.plan)
+}
+
+// Big is work queued behind spec.ScanLimit batches a claim cannot take
+// (not yet available) and claimed under the producer's own lease, or an
+// attachment of several MiB staged and loaded back.
+func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
+	// A sixth of the draws declined: 104 operations over a queue of 101
+	// batches cost half a run.
+	switch rnd.IntN(6) {
+	case 0:
+		return 0, 0
+	case 1, 2:
+		cl := w.client(1, now)
+		cl.plan = append(cl.plan, r.StageAttachment{SessionID: "session-1", AttachmentID: "att-big", Data: bigValue()},
+			r.LoadAttachment{AttachmentID: "att-big"})
+		return 1, len(cl.plan)
+	}
+	// A session of the draw's own, so that no ready batch the run queued
+	// before comes first.
+	cl := w.client(producer, now)
+	later := now + int64(240*time.Hour/time.Millisecond)
+	for i := range spec.ScanLimit {
+		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: bigSession, DeliveryPolicy: r.DeliverNextTurn,
+			SlotPolicy: r.SlotExclusive, AvailableAtMs: later, Payloads: []spec.RawJSON{spec.RawJSON(fmt.Sprintf(`{"later":%d}`, i))}}})
+	}
+	cl.plan = append(cl.plan, readyWork(cl, bigSession), r.TryClaimSessionExecutionLease{SessionID: bigSession, OwnerID: cl.owner, TTLMs: 6_000},
+		claimBig)
+	return producer, len(cl.plan)
+}
+
+// bigSession is the runtime big draw's session: nobody else leases it.
+const bigSession = "session-big"
+
+// claimBig claims the big session's work under the lease the step before
+// took: its first, fence 1, its token the one that step was answered.
+const claimBig planned = "claim the big session's work"
+
+func (w *runtimeWorkload) buildBig(cl *runtimeClient) spec.Op {
+	lease := r.SessionExecutionLeaseFence{SessionID: bigSession, OwnerID: cl.owner,
+		LeaseToken: spec.Ref(spec.OpID(cl.n, cl.step-1), "lease_token"), FencingToken: 1}
+	return r.ClaimReadyQueuedWork{SessionID: bigSession, Lease: lease, OwnerID: cl.owner, Boundary: r.BoundaryTurn, TTLMs: 6_000, MaxBatches: 1}
+}
+
+// Big is an intent bumped past what 8 bits count, then read back: in half
+// the draws, as its 258 operations cost more than a whole run's 200.
+func (w *clientWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
+	if rnd.IntN(2) == 0 {
+		return 0, 0
+	}
+	m := w.memory(0)
+	id := "op-big"
+	m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
+	for range spec.Counter8 + 1 {
+		m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
+	}
+	m.then = append(m.then, cli.GetIntent{OpID: id})
+	return 0, len(m.then)
+}
