@@ -72,11 +72,13 @@ func exhaustSubjects(b bugs.Bug) []struct {
 // 2 keeps go test ./... within its time (the states kept are the fewest
 // surviving writes first, where the reference is likeliest to fail);
 // STORECHECK_FULL_TESTS=1 checks 8.
-var exhaustBound = func() int {
+// exhaustChoices likewise: each operation one of 2 draws (3, the
+// command's default, under STORECHECK_FULL_TESTS).
+var exhaustBound, exhaustChoices = func() (int, int) {
 	if os.Getenv("STORECHECK_FULL_TESTS") != "" {
-		return 8
+		return 8, 3
 	}
-	return 2
+	return 2, 2
 }()
 
 // Every store's reference survives every crash state of every workload of
@@ -87,7 +89,7 @@ func TestExhaustiveModePassesTheReference(t *testing.T) {
 		t.Skipf("power loss not explored: %v", err)
 	}
 	for _, s := range exhaustSubjects(bugs.Bug{}) {
-		res, err := Exhaust(context.Background(), s.subj, s.backend, ExhaustParams{MaxStates: exhaustBound}, t.TempDir())
+		res, err := Exhaust(context.Background(), s.subj, s.backend, ExhaustParams{MaxStates: exhaustBound, Choices: exhaustChoices}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
