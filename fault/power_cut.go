@@ -122,13 +122,7 @@ var _ = Register(Def[PowerCut, powerCutJSON]{
 		if err != nil {
 			return PowerCut{}, 0
 		}
-		var files []string
-		for f := range unsynced {
-			if !slices.ContainsFunc(NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) && f != "(unlinked)" {
-				files = append(files, f)
-			}
-		}
-		slices.Sort(files)
+		files := FatedFiles(unsynced)
 		var f PowerCut
 		if d.R.IntN(2) == 0 {
 			f = tornPrefix(d, files, unsynced)

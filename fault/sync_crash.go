@@ -3,8 +3,8 @@ package fault
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
+
+	"github.com/storecheck/storecheck/fault/lossyfs"
 )
 
 // SyncCrash cuts the power at a sync, as SQLite's crash VFS does (src/
@@ -45,6 +45,10 @@ type syncCrashJSON struct {
 // writes back when it likes, so that what it holds unsynced is not the
 // schedule's to say (SQLite rebuilds it after a crash).
 var NoFate = []string{"-shm"}
+
+// FatedFiles are the files of unsynced a power cut gives fates to, sorted
+// (lossyfs.FatedFiles with NoFate).
+func FatedFiles(unsynced map[string][]int) []string { return lossyfs.FatedFiles(unsynced, NoFate) }
 
 // A power cut at a sync is drawn from a stream of its own, in a quarter of
 // the seeds, about once in the default run's 600 decisions (rare, as a
@@ -90,15 +94,9 @@ func syncedFile(d *Drawing) string {
 	if err != nil {
 		return "(none)"
 	}
-	var files []string
-	for f := range unsynced {
-		if f != "(unlinked)" && !slices.ContainsFunc(NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-			files = append(files, f)
-		}
-	}
+	files := FatedFiles(unsynced)
 	if len(files) == 0 {
 		return "(none)"
 	}
-	slices.Sort(files)
 	return files[d.R.IntN(len(files))]
 }

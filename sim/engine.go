@@ -752,9 +752,6 @@ func (e *engine) abandonFlight(p *proc, f *flight) {
 	e.oracle.indefinite(f.call, f.op)
 }
 
-// drain runs every operation still in flight to its end, process by
-// process (and where operations overlap, in the order they were sent), as
-// steps of the schedule.
 // runOut runs the operations in flight that which picks to their ends,
 // at step i.
 func (e *engine) runOut(i int, which func(*flight) bool) bool {
@@ -772,6 +769,9 @@ func (e *engine) runOut(i int, which func(*flight) bool) bool {
 	return true
 }
 
+// drain runs every operation still in flight to its end, process by
+// process (and where operations overlap, in the order they were sent), as
+// steps of the schedule.
 func (e *engine) drain(steps func() int) bool {
 	for _, p := range e.procs {
 		for p.busy() {

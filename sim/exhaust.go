@@ -373,15 +373,8 @@ type fateWrite struct {
 // order of their files' names: not those of NoFate's files, of files no
 // longer named, or dropped by a failed sync.
 func writesOf(u map[string][]int) []fateWrite {
-	var files []string
-	for f := range u {
-		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-			files = append(files, f)
-		}
-	}
-	slices.Sort(files)
 	var out []fateWrite
-	for _, f := range files {
+	for _, f := range fault.FatedFiles(u) {
 		for i, s := range u[f] {
 			if s >= 0 {
 				out = append(out, fateWrite{file: f, n: i + 1, sectors: s})
@@ -391,7 +384,7 @@ func writesOf(u map[string][]int) []fateWrite {
 	return out
 }
 
-// fatesOf is how many fates write w may have: lost, kept, or torn keeping
+// fates is how many fates write w may have: lost, kept, or torn keeping
 // each proper prefix of its sectors.
 func (w fateWrite) fates() int { return 2 + max(w.sectors-1, 0) }
 
@@ -480,14 +473,7 @@ func (x *exhauster) cut(ctx context.Context, w exWorkload, model string, res *Ex
 		res.Failures = append(res.Failures, *failed)
 		return nil
 	}
-	var files []string
-	for f := range points[len(points)-1].unsynced {
-		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-			files = append(files, f)
-		}
-	}
-	slices.Sort(files)
-	syncs, err := x.syncPoints(ctx, w, model, files)
+	syncs, err := x.syncPoints(ctx, w, model, fault.FatedFiles(points[len(points)-1].unsynced))
 	if err != nil {
 		return err
 	}
@@ -576,7 +562,7 @@ func (x *exhauster) state(ctx context.Context, w exWorkload, model string, pt cr
 		if err != nil {
 			return Result{}, false, err
 		}
-		if !slices.EqualFunc(writesOf(now), writesOf(pt.unsynced), func(a, b fateWrite) bool { return a == b }) {
+		if !slices.Equal(writesOf(now), writesOf(pt.unsynced)) {
 			return *e.res, false, nil
 		}
 		if !e.do(next(), Step{Kind: StepFault, Fault: fault.PowerCut{Kept: fates, KeepEntries: keep}}) || !e.drain(next) {

@@ -252,7 +252,7 @@ func nameOr(names map[uint64]string, ino uint64) string {
 	if n, ok := names[ino]; ok {
 		return n
 	}
-	return "(unlinked)"
+	return Unlinked
 }
 
 // powerCut loses the power of folder sub: it is frozen (until thaw), every
@@ -298,7 +298,7 @@ func (l *lossy) powerCutLocked(sub string, fates Fates, keepEntries int) (Cut, e
 		}
 		// An unlinked file has no name a fate could give.
 		var mine map[int]Kept
-		if name != "(unlinked)" {
+		if name != Unlinked {
 			mine = byFile[name]
 		}
 		k, t, err := f.forget(mine)

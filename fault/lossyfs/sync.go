@@ -227,6 +227,24 @@ func struckFlag(folder, sub string) string {
 // drawn from.
 const fatesStream = 0x6a7e5
 
+// Unlinked is the name Disk.Unsynced gives the files open there but no
+// longer named: no fate can name them, so their writes are lost.
+const Unlinked = "(unlinked)"
+
+// FatedFiles are the files of unsynced (as Disk.Unsynced says them) whose
+// writes a cut gives fates to, sorted: not one whose name ends in one of
+// noFate, nor a file no longer named (Unlinked).
+func FatedFiles(unsynced map[string][]int, noFate []string) []string {
+	var files []string
+	for f := range unsynced {
+		if f != Unlinked && !slices.ContainsFunc(noFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
 // DrawFates gives each unsynced write of the files of unsynced (as
 // Disk.Unsynced says them; in the order of their names, each file's in
 // order) a fate of its own from r: kept 4 times in 8, lost 3 in 8, torn 1
@@ -234,15 +252,8 @@ const fatesStream = 0x6a7e5
 // not, some kept and some not). A file whose name ends in one of noFate,
 // and a file no longer named, gets none: its writes are lost.
 func DrawFates(r *rand.Rand, unsynced map[string][]int, noFate []string) Fates {
-	var files []string
-	for f := range unsynced {
-		if f != "(unlinked)" && !slices.ContainsFunc(noFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-			files = append(files, f)
-		}
-	}
-	slices.Sort(files)
 	var kept Fates
-	for _, f := range files {
+	for _, f := range FatedFiles(unsynced, noFate) {
 		for i, sectors := range unsynced[f] {
 			if sectors < 0 {
 				continue // a failed sync dropped it

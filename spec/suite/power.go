@@ -5,8 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -71,14 +69,7 @@ func (p *powerDisk) openFiles() []string {
 	GinkgoHelper()
 	open, err := p.d.Unsynced(p.dir)
 	Expect(err).NotTo(HaveOccurred(), "list the files open")
-	var files []string
-	for f := range open {
-		if f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-			files = append(files, f)
-		}
-	}
-	slices.Sort(files)
-	return files
+	return fault.FatedFiles(open)
 }
 
 // powerCutDisk is powerCutFile's disk, for a spec that also fails syncs

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"slices"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -108,13 +107,7 @@ func runtimeMiscSpecs(fx *runtimeFixture) {
 				before := fx.attachment("att-1")
 				unsynced, err := p.d.Unsynced(p.dir)
 				Expect(err).NotTo(HaveOccurred())
-				var files []string
-				for f, writes := range unsynced {
-					if len(writes) > 0 && f != "(unlinked)" && !slices.ContainsFunc(fault.NoFate, func(s string) bool { return strings.HasSuffix(f, s) }) {
-						files = append(files, f)
-					}
-				}
-				slices.Sort(files)
+				files := slices.DeleteFunc(fault.FatedFiles(unsynced), func(f string) bool { return len(unsynced[f]) == 0 })
 				if i >= len(files) {
 					return
 				}
