@@ -47,8 +47,9 @@ import (
 // allows; under POSIX, which allows any subset, some of them. Folders
 // (mkdir, rmdir, a folder's rename) stay durable at once, and the rename or
 // removal of a folder makes the entry ops logged before it durable first,
-// so that no logged path goes stale. With no model (EntriesDurable) every
-// entry op is durable at once, as before.
+// so that no logged path goes stale. The removal of SQLite's rollback
+// journal is durable at once (sqliteJournal). With no model
+// (EntriesDurable) every entry op is durable at once, as before.
 
 // The entry models (SetEntryModel).
 const (
@@ -178,8 +179,22 @@ func (n *node) entryOp(kind string, names []string, fn func() syscall.Errno) sys
 		}
 	}
 	fe.ops = append(fe.ops, op)
+	if kind == "unlink" && strings.HasSuffix(op.name, sqliteJournal) {
+		// SQLite's commit in journal_mode=DELETE: durable at once.
+		last := len(fe.ops) - 1
+		l.settle(fe, sub, func(i int, _ entryOp) bool { return i == last })
+	}
 	return 0
 }
+
+// sqliteJournal ends the name of SQLite's rollback journal. Its removal
+// commits a transaction in journal_mode=DELETE (SQLite's default), and
+// SQLite syncs the directory after it only under synchronous=EXTRA (its
+// synchronous pragma), not FULL, its default too: the seeds' Durable is
+// read as FULL (spec.PowerLossModel), so the model does not undo it, in
+// either entry model; a cut that did would roll back a commit FULL
+// acknowledged, which SQLite documents as the durability FULL gives up.
+const sqliteJournal = "-journal"
 
 // commitEntries makes every logged entry op of sub durable. l.entryMu is
 // held.
@@ -209,21 +224,28 @@ func (l *lossy) entriesSynced(sub, dir string) {
 	if dir == "" {
 		return
 	}
-	// An op made durable makes durable with it every earlier one that
-	// touched a name it touches (newest first, so that this carries back):
-	// else undoing that earlier op would find the name as the durable op
-	// left it, not as it left it (create sub/a; rename sub/a -> c; rename
-	// c -> a; a sync of . alone). The disk then holds more than POSIX
-	// requires, never less.
-	durable := make([]bool, len(fe.ops))
+	l.settle(fe, sub, func(_ int, op entryOp) bool {
+		delete(op.need, dir)
+		return len(op.need) == 0
+	})
+}
+
+// settle makes durable the entry ops of folder sub that durable picks (it
+// sees every op, newest first). An op made durable makes durable with it
+// every earlier one that touched a name it touches (newest first, so that
+// this carries back): else undoing that earlier op would find the name as
+// the durable op left it, not as it left it (create sub/a; rename sub/a ->
+// c; rename c -> a; a sync of . alone). The disk then holds more than
+// POSIX requires, never less. l.entryMu is held.
+func (l *lossy) settle(fe *folderEntries, sub string, durable func(i int, op entryOp) bool) {
+	done := make([]bool, len(fe.ops))
 	touched := map[string]bool{}
 	for i := len(fe.ops) - 1; i >= 0; i-- {
 		op := fe.ops[i]
-		delete(op.need, dir)
-		if len(op.need) > 0 && !touched[op.name] && (op.from == "" || !touched[op.from]) {
+		if !durable(i, op) && !touched[op.name] && (op.from == "" || !touched[op.from]) {
 			continue
 		}
-		durable[i] = true
+		done[i] = true
 		touched[op.name] = true
 		if op.from != "" {
 			touched[op.from] = true
@@ -231,7 +253,7 @@ func (l *lossy) entriesSynced(sub, dir string) {
 	}
 	kept := fe.ops[:0]
 	for i, op := range fe.ops {
-		if !durable[i] {
+		if !done[i] {
 			kept = append(kept, op)
 		} else if op.stash != "" {
 			os.Remove(op.stash)

@@ -126,6 +126,18 @@ func SideLogCorrect(ctx context.Context, o spec.OpenOptions) (adapters.Target, e
 	return openSideFiles(ctx, o, sideLogCorrect)
 }
 
+// RuntimeDeleteJournal is the runtime reference in SQLite's default
+// journal mode, DELETE (synchronous FULL, its default too): no bug, as the
+// runtime seed shows no connection setup, for the tests that hold the
+// crash model to what FULL guarantees.
+func RuntimeDeleteJournal(ctx context.Context, o spec.OpenOptions) (adapters.Target, error) {
+	s, err := refruntime.Open(ctx, refruntime.Options{Path: o.Path, Clock: o.Clock, JournalMode: "DELETE"})
+	if err != nil {
+		return nil, err
+	}
+	return sqlitedb.Target[r.Store](s, r.Apply), nil
+}
+
 // sideFiles is the runtime reference with attachment bytes answered from
 // files beside its database (blobs, or a log): each variant is the store
 // done right (sideCorrect, sideLogCorrect) but for its one wrong step.

@@ -143,6 +143,10 @@ type Options struct {
 	// Synchronous is SQLite's synchronous setting (sqlitedb.Options); ""
 	// leaves SQLite's default, as the seeds do. Only deliberate bugs set it.
 	Synchronous string
+	// JournalMode is SQLite's journal_mode (sqlitedb.Options); "" is WAL.
+	// The runtime seed does not show its connection setup, so a backend
+	// may keep SQLite's default, DELETE: the kit's tests open it so.
+	JournalMode string
 }
 
 // Store is the reference runtime store.
@@ -157,7 +161,7 @@ var _ r.Store = (*Store)(nil)
 
 // Open opens (or creates) a store.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, Schema: schema, IOKind: r.ErrIO})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, JournalMode: o.JournalMode, Schema: schema, IOKind: r.ErrIO})
 	if err != nil {
 		return nil, err
 	}

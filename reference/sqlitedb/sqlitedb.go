@@ -49,8 +49,9 @@ type Options struct {
 	// stores leave it. Only the deliberate bugs set it.
 	Synchronous string
 	// JournalMode is SQLite's journal_mode for a file database; "" is
-	// WAL, the seeds' (continuity's conn setup). Only the deliberate bugs
-	// set another.
+	// WAL, the seeds' (continuity's conn setup). The deliberate bugs set
+	// another, and the kit's tests of a runtime store in SQLite's default,
+	// DELETE, which its seed does not rule out.
 	JournalMode string
 }
 
