@@ -38,13 +38,14 @@ import (
 
 // ExhaustParams bounds an exhaustive check.
 type ExhaustParams struct {
-	// Ops: workloads of 1 to Ops operations (default 3).
+	// Ops: workloads of 1 to Ops operations (default DefaultExhaustOps).
 	Ops int
 	// Choices: the draws of the generator an operation is one of (default
 	// 3): there are Choices + Choices^2 + ... + Choices^Ops workloads, less
 	// those that draw the same operations.
 	Choices int
-	// MaxStates is the most crash states one cut checks (default 64).
+	// MaxStates is the most crash states one cut checks (default
+	// DefaultMaxStates).
 	MaxStates int
 	// EntryModels are the directory-entry models each workload is cut
 	// under (default lossyfs.EntryModels).
@@ -53,15 +54,22 @@ type ExhaustParams struct {
 	FailFast bool
 }
 
+// The exhaustive check's defaults: workloads of up to 3 operations, and
+// at most 64 crash states a cut.
+const (
+	DefaultExhaustOps = 3
+	DefaultMaxStates  = 64
+)
+
 func (p ExhaustParams) withDefaults() ExhaustParams {
 	if p.Ops <= 0 {
-		p.Ops = 3
+		p.Ops = DefaultExhaustOps
 	}
 	if p.Choices <= 0 {
 		p.Choices = 3
 	}
 	if p.MaxStates <= 0 {
-		p.MaxStates = 64
+		p.MaxStates = DefaultMaxStates
 	}
 	if len(p.EntryModels) == 0 {
 		p.EntryModels = lossyfs.EntryModels

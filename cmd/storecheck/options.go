@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/storecheck/storecheck/conformance"
+	"github.com/storecheck/storecheck/sim"
 )
 
 // An option is one command-line flag, defined once: a knob of the run
@@ -31,8 +32,8 @@ var ownKnobs = []conformance.Knob{
 	{Name: "quiet", Kind: conformance.KindBool, Commands: []string{"linearize", "sim", "selftest"},
 		Help: "no progress line on stderr"},
 	{Name: "exhaustive", Kind: conformance.KindBool, Commands: []string{"sim"},
-		Help: "instead of the seeds: every crash state of every workload of up to 3 operations of each store, enumerated (at most --exhaustive-bound a cut, fewest writes surviving first); says how many states it checked and how long it took"},
-	{Name: "exhaustive-bound", Kind: conformance.KindInt, Arg: "N", CommandDefault: "64", Commands: []string{"sim"},
+		Help: "instead of the seeds: every crash state of every workload of up to " + strconv.Itoa(sim.DefaultExhaustOps) + " operations of each store, enumerated (at most --exhaustive-bound a cut, fewest writes surviving first); says how many states it checked and how long it took"},
+	{Name: "exhaustive-bound", Kind: conformance.KindInt, Arg: "N", CommandDefault: strconv.Itoa(sim.DefaultMaxStates), Commands: []string{"sim"},
 		Help: "with --exhaustive: the most crash states one cut checks"},
 }
 
