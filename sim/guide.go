@@ -179,6 +179,7 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 	}
 	nextParent := 0
 	blind := 0
+	var err error
 	for runs := 0; runs < len(seeds); {
 		if ctx.Err() != nil || (stop != nil && stop()) {
 			break
@@ -204,7 +205,7 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 		if len(plans) == 0 {
 			break
 		}
-		ran, err := sweepPlans(ctx, subj, b, plans, p, workers, dir, disk, func(res Result) {
+		ran, serr := sweepPlans(ctx, subj, b, plans, p, workers, dir, disk, func(res Result) {
 			first, last := -1, -1
 			for _, m := range res.Reached {
 				if k := m.key(); !seen[k] {
@@ -223,13 +224,12 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 		}, stop)
 		runs += ran
 		g.Growth = append(g.Growth, reports.GrowthPoint{Runs: runs, Milestones: len(seen)})
-		if err != nil || ran < len(plans) {
-			g.Corpus = corpusOf(seen, parents)
-			return g, err
+		if err = serr; err != nil || ran < len(plans) {
+			break
 		}
 	}
 	g.Corpus = corpusOf(seen, parents)
-	return g, nil
+	return g, err
 }
 
 // corpusOf is what a sweep reached: its milestones, sorted, and its
