@@ -22,18 +22,20 @@ import (
 // "storecheck check" again offline.
 func TestLinearizeCatchesARaceAndItsHistoryRechecks(t *testing.T) {
 	dir := t.TempDir()
-	out, errs, code := storecheck(t, "bug:continuity_upsert_check_outside_tx", "linearize", "--store", "continuity", "--seed", "3", "--report-dir", dir)
+	out, errs, code, seed := raced(t, "bug:continuity_upsert_check_outside_tx", 3, raceTries, func(seed int) []string {
+		return []string{"linearize", "--store", "continuity", "--seed", strconv.Itoa(seed), "--report-dir", dir}
+	})
 	if code != exitFailed {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, out, errs)
 	}
-	folder := filepath.Join(dir, "linearizability-continuity-seed-3")
+	folder := filepath.Join(dir, "linearizability-continuity-seed-"+strconv.Itoa(seed))
 	for _, f := range []string{"history.json", "visualization.html", "summary.txt"} {
 		if st, err := os.Stat(filepath.Join(folder, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
 	summary, _ := os.ReadFile(filepath.Join(folder, "summary.txt"))
-	if !strings.Contains(string(summary), "reproduce: storecheck linearize --clients 8 --ops 2000 --handles 2 --store continuity --seed 3") {
+	if !strings.Contains(string(summary), "reproduce: storecheck linearize --clients 8 --ops 2000 --handles 2 --store continuity --seed "+strconv.Itoa(seed)) {
 		t.Errorf("summary lacks the command:\n%s", summary)
 	}
 	// The deterministic re-check of the saved history is offered first,
