@@ -134,7 +134,6 @@ func boundOf(c ExhaustCut, n int) int {
 	return n
 }
 
-
 // The durability bugs each fail some crash state, the cut that fails
 // stopping at it, and the failing run's schedule replays the failure,
 // which the reference passes: SQLite's synchronous=OFF, or NORMAL in WAL,
