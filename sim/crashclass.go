@@ -855,39 +855,11 @@ func fatesOf(ws []classWrite, ms []uint64) lossyfs.Fates {
 // a WAL holds masked. It is what the enumeration's classes are checked
 // against.
 func classKey(logs map[string]lossyfs.FileLog, writes []fateWrite, f lossyfs.Fates, keep int) string {
-	kept := map[string]map[int]lossyfs.Kept{}
 	files := map[string]bool{}
 	for _, w := range writes {
 		files[w.file] = true
 	}
-	for _, k := range f {
-		if kept[k.File] == nil {
-			kept[k.File] = map[int]lossyfs.Kept{}
-		}
-		kept[k.File][k.N] = k
-	}
-	images := map[string][]byte{}
-	for name, lg := range logs {
-		img := slices.Clone(lg.Durable)
-		if files[name] {
-			for i, c := range lg.Changes {
-				k, ok := kept[name][i+1]
-				if !ok || c.Dropped {
-					continue
-				}
-				w := classWrite{c: c}
-				m := uint64(1)<<w.bits() - 1
-				if len(k.Sectors) > 0 {
-					m = 0
-					for _, s := range k.Sectors {
-						m |= 1 << s
-					}
-				}
-				img, _ = applyRegion(img, []classWrite{w}, []uint64{m}, 0, 0, true)
-			}
-		}
-		images[name] = img
-	}
+	images := imagesOf(logs, files, f)
 	var names []string
 	for n := range files {
 		names = append(names, n)
@@ -918,4 +890,40 @@ func classKey(logs map[string]lossyfs.FileLog, writes []fateWrite, f lossyfs.Fat
 		}
 	}
 	return b.String()
+}
+
+// imagesOf is each file's image as a cut with fates f leaves it: its
+// durable image with the changes f keeps applied again in order (those of
+// fated files only; a change a failed sync dropped never).
+func imagesOf(logs map[string]lossyfs.FileLog, fated map[string]bool, f lossyfs.Fates) map[string][]byte {
+	kept := map[string]map[int]lossyfs.Kept{}
+	for _, k := range f {
+		if kept[k.File] == nil {
+			kept[k.File] = map[int]lossyfs.Kept{}
+		}
+		kept[k.File][k.N] = k
+	}
+	images := map[string][]byte{}
+	for name, lg := range logs {
+		img := slices.Clone(lg.Durable)
+		if fated[name] {
+			for i, c := range lg.Changes {
+				k, ok := kept[name][i+1]
+				if !ok || c.Dropped {
+					continue
+				}
+				w := classWrite{c: c}
+				m := uint64(1)<<w.bits() - 1
+				if len(k.Sectors) > 0 {
+					m = 0
+					for _, s := range k.Sectors {
+						m |= 1 << s
+					}
+				}
+				img, _ = applyRegion(img, []classWrite{w}, []uint64{m}, 0, 0, true)
+			}
+		}
+		images[name] = img
+	}
+	return images
 }

@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -231,5 +235,74 @@ func TestAWrongWALReductionIsCaught(t *testing.T) {
 		t.Fatal("the check passes a reduction that puts every WAL state in one class")
 	} else {
 		t.Logf("caught: %v", err)
+	}
+}
+
+// The images the classes are computed from are those a cut leaves: for
+// drawn fates (each write kept, lost or torn in some of its sectors) over
+// overlapping writes, a write past the end and a truncation of one file
+// and the writes of a new one, the files on the mount after the cut are
+// imagesOf's.
+func TestTheImagesInMemoryAreWhatACutLeaves(t *testing.T) {
+	d := mountForTest(t)
+	r := rand.New(rand.NewPCG(27, 1))
+	for trial := range 12 {
+		dir := filepath.Join(d.Dir, fmt.Sprintf("run%d", trial))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, "f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(bytes.Repeat([]byte("s"), 2000)); err != nil || f.Sync() != nil {
+			t.Fatal(err)
+		}
+		g, err := os.Create(filepath.Join(dir, "g"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []struct {
+			h   *os.File
+			off int64
+			n   int
+			b   byte
+		}{{f, 100, 700, 'a'}, {f, 300, 100, 'b'}, {f, 1500, 1200, 'c'}, {g, 0, 600, 'd'}, {g, 1000, 50, 'e'}, {f, 2600, 10, 'f'}} {
+			if _, err := w.h.WriteAt(bytes.Repeat([]byte{w.b}, w.n), w.off); err != nil {
+				t.Fatal(err)
+			}
+			if w.b == 'c' && trial%2 == 1 {
+				if err := f.Truncate(1900); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		u, err := d.Unsynced(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs, err := d.Logs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fates := lossyfs.DrawFates(r, u, nil)
+		want := imagesOf(logs, map[string]bool{"f": true, "g": true}, fates)
+		if _, err := d.Cut(dir, fates); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		g.Close()
+		if err := d.Thaw(dir); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"f", "g"} {
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want[name]) {
+				t.Errorf("trial %d, fates %v: %s is %d bytes after the cut, %d in memory, or other bytes", trial, fates, name, len(got), len(want[name]))
+			}
+		}
 	}
 }
