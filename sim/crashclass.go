@@ -617,8 +617,10 @@ type classGroup struct {
 }
 
 // classesOf computes the classes of the crash states writes (the fated
-// ones, as writesOf lists them) and entries make, from the folder's logs.
-func classesOf(logs map[string]lossyfs.FileLog, writes []fateWrite, entries int) (cutClasses, error) {
+// ones, as writesOf lists them) and the entry ops not yet durable make,
+// from the folder's logs.
+func classesOf(logs map[string]lossyfs.FileLog, writes []fateWrite, entryOps []string) (cutClasses, error) {
+	entries := len(entryOps)
 	byFile := map[string][]classWrite{}
 	var files []string
 	for _, w := range writes {
@@ -709,7 +711,11 @@ func classesOf(logs map[string]lossyfs.FileLog, writes []fateWrite, entries int)
 			if wals[f] != nil {
 				continue
 			}
+			rb, hot := hotJournal(logs, files, entryOps, f)
 			for _, r := range regions[f] {
+				if hot && !r.whole && restoredBy(r, rb) {
+					r = collapse(r)
+				}
 				// A region that grows the file is not collapsed: the
 				// file's size is not the WAL's to say.
 				if rd := covered[f]; rd != nil && rd.OK && !r.whole && r.hi <= int64(len(logs[f].Durable)) && coveredBy(r, rd) {
@@ -723,6 +729,31 @@ func classesOf(logs map[string]lossyfs.FileLog, writes []fateWrite, entries int)
 		cc.groups = append(cc.groups, g)
 	}
 	return cc, nil
+}
+
+// hotJournal is the rollback a hot journal of database f does at the next
+// open, when it is decided: the journal synced (no write of it unsynced)
+// and its name durable (no entry op not yet durable names it).
+func hotJournal(logs map[string]lossyfs.FileLog, fated []string, entryOps []string, f string) (sqlitewal.Rollback, bool) {
+	j := f + "-journal"
+	lg, ok := logs[j]
+	if !ok || slices.Contains(fated, j) || slices.ContainsFunc(entryOps, func(op string) bool { return strings.Contains(op, j) }) {
+		return sqlitewal.Rollback{}, false
+	}
+	return sqlitewal.HotRollback(lg.Durable)
+}
+
+// restoredBy reports whether every database page region r touches is one
+// the rollback writes back, or past the size it truncates to: nothing of
+// r is read after it.
+func restoredBy(r dim, rb sqlitewal.Rollback) bool {
+	ps := int64(rb.PageSize)
+	for p := r.lo/ps + 1; p <= (r.hi-1)/ps+1; p++ {
+		if _, ok := rb.Restored[uint32(p)]; !ok && p <= int64(rb.Pages) {
+			return false
+		}
+	}
+	return true
 }
 
 // coveredBy reports whether every database page region r touches is one
@@ -854,9 +885,13 @@ func fatesOf(ws []classWrite, ms []uint64) lossyfs.Fates {
 // fates f leaves it), a WAL read as recovery reads it, a database's pages
 // a WAL holds masked. It is what the enumeration's classes are checked
 // against.
-func classKey(logs map[string]lossyfs.FileLog, writes []fateWrite, f lossyfs.Fates, keep int) string {
+func classKey(logs map[string]lossyfs.FileLog, writes []fateWrite, entryOps []string, f lossyfs.Fates, keep int) string {
 	files := map[string]bool{}
+	var fated []string
 	for _, w := range writes {
+		if !files[w.file] {
+			fated = append(fated, w.file)
+		}
 		files[w.file] = true
 	}
 	images := imagesOf(logs, files, f)
@@ -869,6 +904,9 @@ func classKey(logs map[string]lossyfs.FileLog, writes []fateWrite, f lossyfs.Fat
 	fmt.Fprintf(&b, "keep %d", keep)
 	for _, n := range names {
 		img := images[n]
+		if rb, hot := hotJournal(logs, fated, entryOps, n); hot {
+			img = rb.Apply(img)
+		}
 		switch wal, hasWAL := images[n+"-wal"]; {
 		case strings.HasSuffix(n, "-wal"):
 			fmt.Fprintf(&b, "|%s %x", n, sqlitewal.Recover(img).Key)

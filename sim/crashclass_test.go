@@ -137,8 +137,9 @@ func allStates(writes []fateWrite, fn func(lossyfs.Fates)) {
 // reduction but the definitions), the classes must be those the
 // enumeration gives, each with as many states, each representative in
 // its own.
-func checkClasses(logs map[string]lossyfs.FileLog, writes []fateWrite, entries int) (cutClasses, error) {
-	cc, err := classesOf(logs, writes, entries)
+func checkClasses(logs map[string]lossyfs.FileLog, writes []fateWrite, entryOps []string) (cutClasses, error) {
+	entries := len(entryOps)
+	cc, err := classesOf(logs, writes, entryOps)
 	if err != nil {
 		return cc, err
 	}
@@ -146,7 +147,7 @@ func checkClasses(logs map[string]lossyfs.FileLog, writes []fateWrite, entries i
 	states := int64(0)
 	allStates(writes, func(f lossyfs.Fates) {
 		for keep := 0; keep <= entries; keep++ {
-			truth[classKey(logs, writes, f, keep)]++
+			truth[classKey(logs, writes, entryOps, f, keep)]++
 			states++
 		}
 	})
@@ -159,7 +160,7 @@ func checkClasses(logs map[string]lossyfs.FileLog, writes []fateWrite, entries i
 	seen := map[string]bool{}
 	var bad error
 	cc.counted(1<<30, func(f lossyfs.Fates, keep int, count *big.Int) bool {
-		k := classKey(logs, writes, f, keep)
+		k := classKey(logs, writes, entryOps, f, keep)
 		switch {
 		case seen[k]:
 			bad = fmt.Errorf("two representatives (the second %v, keep %d) in one class", f, keep)
@@ -180,7 +181,7 @@ func checkClasses(logs map[string]lossyfs.FileLog, writes []fateWrite, entries i
 // a sector.
 func TestCrashClassesAreTheStatesReadTheSame(t *testing.T) {
 	logs, writes := syntheticCut()
-	cc, err := checkClasses(logs, writes, 1)
+	cc, err := checkClasses(logs, writes, []string{"create side"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestAWrongWALReductionIsCaught(t *testing.T) {
 		return d, nil
 	}
 	logs, writes := syntheticCut()
-	if _, err := checkClasses(logs, writes, 0); err == nil {
+	if _, err := checkClasses(logs, writes, nil); err == nil {
 		t.Fatal("the check passes a reduction that puts every WAL state in one class")
 	} else {
 		t.Logf("caught: %v", err)
@@ -304,5 +305,70 @@ func TestTheImagesInMemoryAreWhatACutLeaves(t *testing.T) {
 				t.Errorf("trial %d, fates %v: %s is %d bytes after the cut, %d in memory, or other bytes", trial, fates, name, len(got), len(want[name]))
 			}
 		}
+	}
+}
+
+// journalCut is a cut of a database under a synced hot rollback journal
+// (512-byte pages): the journal holds pages 1 and 2 of 3; the database
+// file has page 1 rewritten, page 3 rewritten and a page 4 appended, none
+// synced.
+func journalCut() (map[string]lossyfs.FileLog, []fateWrite) {
+	ps := 512
+	db := make([]byte, 3*ps)
+	for i := range db {
+		db[i] = byte(i % 11)
+	}
+	be := binary.BigEndian
+	j := make([]byte, ps)
+	copy(j, []byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7})
+	be.PutUint32(j[8:], 2)   // nRec
+	be.PutUint32(j[12:], 77) // nonce
+	be.PutUint32(j[16:], 3)  // pages before
+	be.PutUint32(j[20:], 512)
+	be.PutUint32(j[24:], uint32(ps))
+	for _, pg := range []int{1, 2} {
+		r := make([]byte, 8+ps)
+		be.PutUint32(r, uint32(pg))
+		copy(r[4:], db[(pg-1)*ps:pg*ps])
+		sum := uint32(77)
+		for i := ps - 200; i > 0; i -= 200 {
+			sum += uint32(r[4+i])
+		}
+		be.PutUint32(r[4+ps:], sum)
+		j = append(j, r...)
+	}
+	page := func(n int, fill byte) lossyfs.Change {
+		return lossyfs.Change{Off: int64(n-1) * int64(ps), Data: bytes.Repeat([]byte{fill}, ps)}
+	}
+	logs := map[string]lossyfs.FileLog{
+		"j.db":         {Durable: db, Changes: []lossyfs.Change{page(1, 0xaa), page(3, 0xbb), page(4, 0xcc)}},
+		"j.db-journal": {Durable: j},
+	}
+	var writes []fateWrite
+	for i, c := range logs["j.db"].Changes {
+		writes = append(writes, fateWrite{file: "j.db", n: i + 1, sectors: c.Sectors()})
+	}
+	return logs, writes
+}
+
+// Under a synced hot journal, the database pages its rollback writes back
+// and those past the size it truncates to are one class whatever they
+// hold (pages 1 and 4: one class each; page 3: two); with the journal's
+// name not yet durable, nothing is assumed of it (2 each).
+func TestPagesAHotJournalRestoresAreOneClass(t *testing.T) {
+	logs, writes := journalCut()
+	cc, err := checkClasses(logs, writes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Classes.Int64() != 2 {
+		t.Errorf("%v classes under the hot journal, want 2", cc.Classes)
+	}
+	cc, err = checkClasses(logs, writes, []string{"create j.db-journal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Classes.Int64() != 2*2*2*2 {
+		t.Errorf("%v classes with the journal's name not durable, want 16", cc.Classes)
 	}
 }

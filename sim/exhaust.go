@@ -285,7 +285,7 @@ func (x *exhauster) probeSync(ctx context.Context, model string, before []Step, 
 		if err != nil || !ok {
 			return crashPoint{}, false, err
 		}
-		pt := crashPoint{steps: before, inFlight: true, unsynced: c.Pending, logs: c.Logs, entries: len(c.Undone),
+		pt := crashPoint{steps: before, inFlight: true, unsynced: c.Pending, logs: c.Logs, entries: len(c.Undone), entryOps: c.Undone,
 			sync: &fault.SyncCut{File: file, Nth: n}, op: op}
 		return pt, true, x.d.Thaw(e.work)
 	}
@@ -370,6 +370,9 @@ type crashPoint struct {
 	// classes.
 	logs    map[string]lossyfs.FileLog
 	entries int
+	// entryOps are the entry ops not yet durable ("unlink x"), for its
+	// classes.
+	entryOps []string
 	// failed, for a point after a failing sync: the fault.
 	failed *fault.SyncError
 	// sync, for a point at the nth sync of file inside the last
@@ -409,7 +412,7 @@ func (x *exhauster) probe(ctx context.Context, w exWorkload, model string) (poin
 				return err
 			}
 		}
-		points = append(points, crashPoint{steps: slices.Clone(e.res.Schedule.Steps), inFlight: inFlight, unsynced: u, logs: logs, entries: len(pending)})
+		points = append(points, crashPoint{steps: slices.Clone(e.res.Schedule.Steps), inFlight: inFlight, unsynced: u, logs: logs, entries: len(pending), entryOps: pending})
 		return nil
 	}
 	for i, op := range w.ops {
@@ -618,7 +621,7 @@ func (x *exhauster) probeFailedSync(ctx context.Context, w exWorkload, model str
 	if err != nil {
 		return crashPoint{}, nil, err
 	}
-	return crashPoint{steps: slices.Clone(e.res.Schedule.Steps), unsynced: u, logs: logs, entries: len(pending), failed: &f}, nil, nil
+	return crashPoint{steps: slices.Clone(e.res.Schedule.Steps), unsynced: u, logs: logs, entries: len(pending), entryOps: pending, failed: &f}, nil, nil
 }
 
 // states runs a representative of every class of crash states of the cut
@@ -649,7 +652,7 @@ func (x *exhauster) states(ctx context.Context, w exWorkload, model string, pt c
 		}
 		return true
 	}
-	cc, err := classesOf(pt.logs, writes, c.Entries)
+	cc, err := classesOf(pt.logs, writes, pt.entryOps)
 	if err == nil {
 		c.Reduced, c.Prefix = true, cc.Prefix
 		c.States, c.Classes = cc.States, cc.Classes
