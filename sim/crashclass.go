@@ -44,12 +44,18 @@ import (
 //     read from the database file (a reader takes them from the WAL, and
 //     a checkpoint writes them whole over it: sqlite.org/wal.html, "How
 //     WAL Works"): a region inside them is one class, whatever it holds.
-//   - any other file (a backend's side files, a rollback journal) gets no
-//     SQLite-based reduction: byte equality only.
+//   - the main database's pages that a synced hot rollback journal writes
+//     back, and those past the size it truncates the database to, are not
+//     read either (the rollback at the next open restores them:
+//     sqlite.org/atomiccommit.html, section 4 "Rollback"; package
+//     sqlitewal reads the journal as pager_playback does): one class. Only
+//     a journal with nothing unsynced and whose name no entry op not yet
+//     durable names.
+//   - any other file (a backend's side files, a journal with writes
+//     unsynced) gets no SQLite-based reduction: byte equality only.
 //
-// Not reduced: a hot rollback journal's pages (each state of a database
-// under a DELETE journal is its own class); the entry ops not yet durable
-// (each prefix kept is a class of its own).
+// Not reduced: the entry ops not yet durable (each prefix kept is a class
+// of its own).
 
 // regionCap is the most crash states one region's enumeration runs
 // through at sector granularity (every subset of every write's sectors).
