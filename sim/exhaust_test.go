@@ -230,3 +230,34 @@ func TestACutAtASyncWithItsOutcomeGivenReplays(t *testing.T) {
 		}
 	}
 }
+
+// The runtime reference in SQLite's DELETE journal mode passes too, every
+// class checked: the commit's page writes, cut at the database's sync with
+// the journal synced and hot, are one class (the rollback writes every one
+// of them back), where byte equality alone makes thousands.
+func TestExhaustiveModeReducesUnderAHotJournal(t *testing.T) {
+	if err := lossyfs.Available(); err != nil {
+		t.Skipf("power loss not explored: %v", err)
+	}
+	b := InProcess(stores.Backend(stores.Options{Runtime: bugs.RuntimeDeleteJournal}), "runtime")
+	res, err := Exhaust(context.Background(), runtimeSubject, b, ExhaustParams{Choices: exhaustChoices}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Failures {
+		t.Errorf("the reference fails:\n%s\n%v", strings.Join(f.Trace, "\n"), f.Failure)
+	}
+	dbWrites := 0
+	for _, c := range res.Cuts {
+		if c.AtSync == "sync 1 of runtime.db" && len(c.Writes) > 0 {
+			dbWrites++
+			if c.Classes.Cmp(big.NewInt(int64(c.Entries+1))) != 0 {
+				t.Errorf("a cut at the database's sync with %d writes unsynced has %v classes, want %d", len(c.Writes), c.Classes, c.Entries+1)
+			}
+		}
+	}
+	if dbWrites == 0 || res.Unchecked.Sign() != 0 {
+		t.Errorf("%d cuts at the database's sync with writes; %s", dbWrites, res.Summary())
+	}
+	t.Log(res.Summary())
+}
