@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/big"
@@ -11,7 +12,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
+	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/internal/sqlitewal"
 )
 
@@ -237,6 +240,14 @@ func TestAWrongWALReductionIsCaught(t *testing.T) {
 	} else {
 		t.Logf("caught: %v", err)
 	}
+	if lossyfs.Available() != nil {
+		return
+	}
+	if err := realCutCheck(t); err == nil {
+		t.Fatal("the check of a real cut passes a reduction that puts every WAL state in one class")
+	} else {
+		t.Logf("caught on a real cut: %v", err)
+	}
 }
 
 // The images the classes are computed from are those a cut leaves: for
@@ -371,4 +382,65 @@ func TestPagesAHotJournalRestoresAreOneClass(t *testing.T) {
 	if cc.Classes.Int64() != 2*2*2*2 {
 		t.Errorf("%v classes with the journal's name not durable, want 16", cc.Classes)
 	}
+}
+
+// On a real cut (the continuity reference's commit, cut at its WAL's
+// sync: 2^20 states or more), every sampled crash state's class, computed
+// directly, is one of the enumeration's, whose representatives are each in
+// a class of their own.
+func TestARealCutsStatesFallInItsClasses(t *testing.T) {
+	if err := realCutCheck(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realCutCheck is that check: an error names a state in no class.
+func realCutCheck(t *testing.T) error {
+	t.Helper()
+	d := mountForTest(t)
+	ctx := context.Background()
+	x := &exhauster{subj: continuitySubject, b: referenceBackend(bugs.Bug{}), d: d, p: ExhaustParams{Ops: 2, Choices: 1}.withDefaults()}
+	w := x.workloadOf([]int{0, 0})
+	points, failed, err := x.probe(ctx, w, lossyfs.EntriesPOSIX)
+	if err != nil || failed != nil {
+		t.Fatal(err, failed)
+	}
+	syncs, err := x.syncPoints(ctx, w, lossyfs.EntriesPOSIX, fault.FatedFiles(points[len(points)-1].unsynced))
+	if err != nil || len(syncs) == 0 {
+		t.Fatalf("no sync point: %v", err)
+	}
+	pt := syncs[0]
+	writes := writesOf(pt.unsynced)
+	cc, err := classesOf(pt.logs, writes, pt.entryOps)
+	if err != nil || len(writes) < 3 || cc.States.Cmp(big.NewInt(1<<20)) < 0 {
+		t.Fatalf("%d writes, %v states: %v", len(writes), cc.States, err)
+	}
+	reps := map[string]bool{}
+	cc.each(1<<20, func(f lossyfs.Fates, keep int) bool {
+		k := classKey(pt.logs, writes, pt.entryOps, f, keep)
+		if reps[k] {
+			t.Errorf("two representatives in one class: %v", f)
+		}
+		reps[k] = true
+		return true
+	})
+	r := rand.New(rand.NewPCG(27, 5))
+	var all lossyfs.Fates
+	for _, w := range writes {
+		all = append(all, lossyfs.Kept{File: w.file, N: w.n})
+	}
+	for i := range 300 {
+		f := lossyfs.DrawFates(r, pt.unsynced, fault.NoFate)
+		switch {
+		case i == 0:
+			f = all // the commit whole
+		case r.IntN(4) == 0:
+			f = nil
+		}
+		if k := classKey(pt.logs, writes, pt.entryOps, f, r.IntN(len(pt.entryOps)+1)); !reps[k] {
+			return fmt.Errorf("the state %v falls in no class of the enumeration's %v", f, cc.Classes)
+		}
+	}
+	t.Logf("%d writes, %v states in %v classes", len(writes), cc.States, cc.Classes)
+	return nil
 }
