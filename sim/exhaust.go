@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -29,12 +30,25 @@ import (
 // is the cut after the workload of those k alone, so each workload is cut
 // at its end only.
 //
-// Bounded: a torn write keeps a prefix of its sectors (a disk that writes a
-// write's sectors in order and lost power partway), not every subset of
-// them, which would be 2^n-2 per write; a cut with more states than
-// MaxStates checks the MaxStates nearest to "all lost" (fewest writes
-// surviving first) and says how many it left; and a cut stops at its first
-// failing state.
+// A failing sync is a dimension of the enumeration too (issue 27 item 1c):
+// each sync of the last operation may fail once (fault.SyncError: EIO, the
+// dirty data dropped as Linux drops it, a later sync succeeding without
+// it); the operation then runs to its end, and the power is cut there in
+// every crash state, as above.
+//
+// Complete, not sampled: a torn write keeps any subset of its sectors
+// (SectorSize), so a write of n sectors has 2^n fates, and a cut's states
+// are billions; they are checked by class (crashclass.go: crash states
+// that leave files no reader can tell apart, computed from the files'
+// bytes with SQLite's WAL read as its recovery reads it, are one class,
+// and one adversarial representative of each is run). The summary counts
+// both: every state, in how many classes, how many classes were run.
+// MaxStates is a safety bound on the classes of one cut (a backend whose
+// side files make too many); a region with more than regionCap states
+// falls back to prefixes of its torn writes' sectors (the cut says so),
+// and one with more than that even so is not reduced (its cut checks the
+// old bounded enumeration, fewest writes surviving first). A cut stops at
+// its first failing class.
 
 // ExhaustParams bounds an exhaustive check.
 type ExhaustParams struct {
@@ -44,8 +58,8 @@ type ExhaustParams struct {
 	// 3): there are Choices + Choices^2 + ... + Choices^Ops workloads, less
 	// those that draw the same operations.
 	Choices int
-	// MaxStates is the most crash states one cut checks (default
-	// DefaultMaxStates).
+	// MaxStates is the most classes of crash states one cut checks
+	// (default DefaultMaxStates).
 	MaxStates int
 	// EntryModels are the directory-entry models each workload is cut
 	// under (default lossyfs.EntryModels).
@@ -55,10 +69,11 @@ type ExhaustParams struct {
 }
 
 // The exhaustive check's defaults: workloads of up to 3 operations, and
-// at most 64 crash states a cut.
+// at most 4096 classes of crash states a cut (the reference's cuts have 6
+// at most: none is left).
 const (
 	DefaultExhaustOps = 3
-	DefaultMaxStates  = 64
+	DefaultMaxStates  = 4096
 )
 
 func (p ExhaustParams) withDefaults() ExhaustParams {
@@ -88,24 +103,32 @@ type ExhaustCut struct {
 	At       int
 	InFlight bool
 	AtSync   string
+	// FailedSync, for a cut after a failing sync: "sync 1 of x.db-wal".
+	FailedSync string
 	// Writes are the unsynced writes the cut gives fates to (file#n and
 	// the sectors each covers), Entries the entry ops not yet durable.
 	Writes  []string
 	Sectors []int
 	Entries int
-	// States is how many crash states the enumeration has, Checked how
-	// many were run.
-	States, Checked int
+	// States is how many crash states the cut has, Classes in how many
+	// classes (crashclass.go), Checked how many classes were run.
+	// Reduced is false where the states could not be put in classes
+	// (each state its own class, fewest writes surviving first); Prefix,
+	// that some torn writes kept prefixes of their sectors only.
+	States, Classes *big.Int
+	Checked         int
+	Reduced, Prefix bool
 }
 
 // ExhaustResult is what an exhaustive check did.
 type ExhaustResult struct {
 	Workloads int // distinct workloads
 	Cuts      []ExhaustCut
-	// States is the crash states checked; Unchecked those over the bound
-	// (UncheckedAtLeast: a cut had more than stateCountCap).
-	States, Unchecked int
-	UncheckedAtLeast  bool
+	// States is every cut's crash states, Classes their classes, Checked
+	// the classes run, Unchecked those not (over the bound, or after a
+	// cut's first failing class).
+	States, Classes, Unchecked *big.Int
+	Checked                    int
 	// Nondeterministic: states whose run reached the cut with other
 	// unsynced writes than its workload's first run had (not checked).
 	Nondeterministic int
@@ -118,22 +141,34 @@ type ExhaustResult struct {
 	Failures []Result
 }
 
-// Summary is one line: how many states, how long.
+// Summary is one line: how many states, in how many classes, how long.
 func (r ExhaustResult) Summary() string {
-	torn := 0
+	torn, failed, prefix := 0, 0, 0
 	for _, c := range r.Cuts {
 		if len(c.Writes) > 0 || c.Entries > 0 {
 			torn++
 		}
-	}
-	s := fmt.Sprintf("%d workloads, %d cuts (%d with writes or entry ops not yet durable), %d crash states checked in %v",
-		r.Workloads, len(r.Cuts), torn, r.States, r.Elapsed.Round(time.Millisecond))
-	if r.Unchecked > 0 {
-		more := fmt.Sprint(r.Unchecked)
-		if r.UncheckedAtLeast {
-			more = "over " + more
+		if c.FailedSync != "" {
+			failed++
 		}
-		s += fmt.Sprintf(" (%s more not checked: over the bound of %d a cut, or after a cut's first failing state)", more, r.MaxStates)
+		if c.Prefix {
+			prefix++
+		}
+	}
+	states, classes, unchecked := orZero(r.States), orZero(r.Classes), orZero(r.Unchecked)
+	every := "every one of"
+	if unchecked.Sign() > 0 {
+		every = "of"
+	}
+	s := fmt.Sprintf("%d workloads, %d cuts (%d with writes or entry ops not yet durable, %d after a failing sync): %s %s crash states, in %v classes, %d classes checked in %v",
+		r.Workloads, len(r.Cuts), torn, failed, every, countOf(states), classes, r.Checked, r.Elapsed.Round(time.Millisecond))
+	if unchecked.Sign() > 0 {
+		s += fmt.Sprintf(" (%v classes not checked: over the bound of %d a cut, or after a cut's first failing class)", unchecked, r.MaxStates)
+	} else {
+		s += " (0 unchecked)"
+	}
+	if prefix > 0 {
+		s += fmt.Sprintf(" (%d cuts with torn writes as prefixes of their sectors only)", prefix)
 	}
 	if r.Nondeterministic > 0 {
 		s += fmt.Sprintf(" (%d not reached the same way twice, not checked)", r.Nondeterministic)
@@ -155,7 +190,7 @@ func Exhaust(ctx context.Context, subj Subject, b Launcher, p ExhaustParams, dir
 	defer d.Unmount()
 	x := &exhauster{subj: subj, b: b, d: d, p: p}
 	ws := x.workloads()
-	res := ExhaustResult{Workloads: len(ws), MaxStates: p.MaxStates}
+	res := ExhaustResult{Workloads: len(ws), MaxStates: p.MaxStates, States: new(big.Int), Classes: new(big.Int), Unchecked: new(big.Int)}
 	for _, model := range p.EntryModels {
 		for _, w := range ws {
 			if err := ctx.Err(); err != nil {
@@ -172,6 +207,23 @@ func Exhaust(ctx context.Context, subj Subject, b Launcher, p ExhaustParams, dir
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+func orZero(b *big.Int) *big.Int {
+	if b == nil {
+		return new(big.Int)
+	}
+	return b
+}
+
+// countOf writes a count of states: in full, and as a power of ten past
+// a dozen digits.
+func countOf(b *big.Int) string {
+	t := b.String()
+	if len(t) <= 12 {
+		return t
+	}
+	return fmt.Sprintf("%s (%s.%se%d)", t, t[:1], t[1:3], len(t)-1)
 }
 
 type exhauster struct {
@@ -225,7 +277,7 @@ func (x *exhauster) probeSync(ctx context.Context, model string, before []Step, 
 			return crashPoint{}, false, nil
 		}
 	}
-	if err := x.d.CrashAtSyncKeeping(e.work, file, n, nil, 0); err != nil {
+	if err := x.d.ProbeAtSync(e.work, file, n); err != nil {
 		return crashPoint{}, false, err
 	}
 	struck := func() (crashPoint, bool, error) {
@@ -233,7 +285,7 @@ func (x *exhauster) probeSync(ctx context.Context, model string, before []Step, 
 		if err != nil || !ok {
 			return crashPoint{}, false, err
 		}
-		pt := crashPoint{steps: before, inFlight: true, unsynced: c.Pending, entries: len(c.Undone),
+		pt := crashPoint{steps: before, inFlight: true, unsynced: c.Pending, logs: c.Logs, entries: len(c.Undone), entryOps: c.Undone,
 			sync: &fault.SyncCut{File: file, Nth: n}, op: op}
 		return pt, true, x.d.Thaw(e.work)
 	}
@@ -314,7 +366,15 @@ type crashPoint struct {
 	steps    []Step
 	inFlight bool // its last operation has not ended
 	unsynced map[string][]int
-	entries  int
+	// logs are the folder's files' logs there (lossyfs.FileLog), for its
+	// classes.
+	logs    map[string]lossyfs.FileLog
+	entries int
+	// entryOps are the entry ops not yet durable ("unlink x"), for its
+	// classes.
+	entryOps []string
+	// failed, for a point after a failing sync: the fault.
+	failed *fault.SyncError
 	// sync, for a point at the nth sync of file inside the last
 	// operation (steps then end before that operation): the fault that
 	// cuts there, its outcome filled in per state.
@@ -343,8 +403,17 @@ func (x *exhauster) probe(ctx context.Context, w exWorkload, model string) (poin
 			return err
 		}
 		pending, err := x.d.Entries(e.work)
-		points = append(points, crashPoint{steps: slices.Clone(e.res.Schedule.Steps), inFlight: inFlight, unsynced: u, entries: len(pending)})
-		return err
+		if err != nil {
+			return err
+		}
+		var logs map[string]lossyfs.FileLog
+		if len(writesOf(u)) > 0 {
+			if logs, err = x.d.Logs(e.work); err != nil {
+				return err
+			}
+		}
+		points = append(points, crashPoint{steps: slices.Clone(e.res.Schedule.Steps), inFlight: inFlight, unsynced: u, logs: logs, entries: len(pending), entryOps: pending})
+		return nil
 	}
 	for i, op := range w.ops {
 		if i == len(w.ops)-1 {
@@ -470,7 +539,8 @@ func assign(writes []fateWrite, chosen []int, j int, f lossyfs.Fates, emit func(
 }
 
 // cut enumerates the crash states of each of w's crash points under
-// model.
+// model: its yield points, its syncs, its end, and its end after each of
+// its last operation's syncs failed.
 func (x *exhauster) cut(ctx context.Context, w exWorkload, model string, res *ExhaustResult) error {
 	points, failed, err := x.probe(ctx, w, model)
 	if err != nil {
@@ -485,10 +555,28 @@ func (x *exhauster) cut(ctx context.Context, w exWorkload, model string, res *Ex
 	if err != nil {
 		return err
 	}
-	for _, pt := range append(points, syncs...) {
+	all := append(points, syncs...)
+	for _, sp := range syncs {
+		pt, failed, err := x.probeFailedSync(ctx, w, model, *sp.sync)
+		if err != nil {
+			return err
+		}
+		if failed != nil {
+			res.Failures = append(res.Failures, *failed)
+			if x.p.FailFast {
+				return nil
+			}
+			continue
+		}
+		all = append(all, pt)
+	}
+	for _, pt := range all {
 		c := ExhaustCut{Workload: w.name, EntryModel: model, At: len(pt.steps), InFlight: pt.inFlight, Entries: pt.entries}
 		if pt.sync != nil {
 			c.AtSync = fmt.Sprintf("sync %d of %s", pt.sync.Nth, pt.sync.File)
+		}
+		if pt.failed != nil {
+			c.FailedSync = fmt.Sprintf("sync %d of %s", pt.failed.Nth, pt.failed.File)
 		}
 		if err := x.states(ctx, w, model, pt, c, res); err != nil {
 			return err
@@ -500,16 +588,53 @@ func (x *exhauster) cut(ctx context.Context, w exWorkload, model string, res *Ex
 	return nil
 }
 
-// states runs every crash state of the cut c at pt.
+// probeFailedSync runs w with the sync at sp failing (armed before its
+// last operation, as sp's cut was): the operation runs to its end, and
+// the point is there. failed is the run, when it failed with no cut.
+func (x *exhauster) probeFailedSync(ctx context.Context, w exWorkload, model string, sp fault.SyncCut) (crashPoint, *Result, error) {
+	e, cleanup, err := newEngine(ctx, x.subj, x.b, x.schedule(model), "", x.d)
+	if err != nil {
+		return crashPoint{}, nil, err
+	}
+	defer cleanup()
+	step := 0
+	next := func() int { step++; return step - 1 }
+	for _, st := range x.last {
+		if !e.do(next(), st) {
+			return crashPoint{}, e.res, nil
+		}
+	}
+	f := fault.SyncError{File: sp.File, Nth: sp.Nth}
+	op := Step{Kind: StepOp, ID: spec.OpID(0, len(w.ops)-1), Client: 0, Op: w.ops[len(w.ops)-1]}
+	if !e.do(next(), Step{Kind: StepFault, Fault: f}) || !e.do(next(), op) || !e.drain(next) || e.res.Failure != nil {
+		return crashPoint{}, e.res, nil
+	}
+	u, err := x.d.Unsynced(e.work)
+	if err != nil {
+		return crashPoint{}, nil, err
+	}
+	pending, err := x.d.Entries(e.work)
+	if err != nil {
+		return crashPoint{}, nil, err
+	}
+	logs, err := x.d.Logs(e.work)
+	if err != nil {
+		return crashPoint{}, nil, err
+	}
+	return crashPoint{steps: slices.Clone(e.res.Schedule.Steps), unsynced: u, logs: logs, entries: len(pending), entryOps: pending, failed: &f}, nil, nil
+}
+
+// states runs a representative of every class of crash states of the cut
+// c at pt (crashclass.go), at most MaxStates; where the states cannot be
+// put in classes, every state its own, fewest writes surviving first.
 func (x *exhauster) states(ctx context.Context, w exWorkload, model string, pt crashPoint, c ExhaustCut, res *ExhaustResult) error {
 	writes := writesOf(pt.unsynced)
 	for _, wr := range writes {
 		c.Writes = append(c.Writes, fmt.Sprintf("%s#%d", wr.file, wr.n))
 		c.Sectors = append(c.Sectors, wr.sectors)
 	}
-	c.States = crashStateCount(writes, c.Entries)
 	var runErr error
-	c.Checked = crashStates(writes, c.Entries, x.p.MaxStates, func(f lossyfs.Fates, keep int) bool {
+	run := func(f lossyfs.Fates, keep int) bool {
 		r, same, err := x.state(ctx, w, model, pt, f, keep)
 		if err != nil {
 			runErr = err
@@ -519,18 +644,29 @@ func (x *exhauster) states(ctx context.Context, w exWorkload, model string, pt c
 			res.Nondeterministic++
 			return true
 		}
-		res.States++
+		res.Checked++
 		if r.Failure != nil {
-			// The cut fails: its other states are not needed to say so.
+			// The cut fails: its other classes are not needed to say so.
 			res.Failures = append(res.Failures, r)
 			return false
 		}
 		return true
-	})
-	if c.States >= stateCountCap {
-		res.UncheckedAtLeast = true
 	}
-	res.Unchecked += c.States - c.Checked
+	cc, err := classesOf(pt.logs, writes, pt.entryOps)
+	if err == nil {
+		c.Reduced, c.Prefix = true, cc.Prefix
+		c.States, c.Classes = cc.States, cc.Classes
+		c.Checked = cc.each(x.p.MaxStates, run)
+	} else {
+		// Not reduced: each state its own class.
+		n := crashStateCount(writes, c.Entries)
+		c.States, c.Classes = big.NewInt(int64(n)), big.NewInt(int64(n))
+		c.Prefix = true
+		c.Checked = crashStates(writes, c.Entries, x.p.MaxStates, run)
+	}
+	res.States.Add(res.States, c.States)
+	res.Classes.Add(res.Classes, c.Classes)
+	res.Unchecked.Add(res.Unchecked, new(big.Int).Sub(c.Classes, big.NewInt(int64(c.Checked))))
 	res.Cuts = append(res.Cuts, c)
 	return runErr
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"os"
 	"strings"
 	"testing"
@@ -68,28 +69,27 @@ func exhaustSubjects(b bugs.Bug) []struct {
 	}
 }
 
-// exhaustBound is the crash states a cut of the exhaustive tests checks:
-// 2 keeps go test ./... within its time (the states kept are the fewest
-// surviving writes first, where the reference is likeliest to fail);
-// STORECHECK_FULL_TESTS=1 checks 8.
-// exhaustChoices likewise: each operation one of 2 draws (3, the
-// command's default, under STORECHECK_FULL_TESTS).
-var exhaustBound, exhaustChoices = func() (int, int) {
+// exhaustChoices: each operation of the exhaustive tests one of 2 draws
+// (3, the command's default, under STORECHECK_FULL_TESTS), which keeps go
+// test ./... within its time.
+var exhaustChoices = func() int {
 	if os.Getenv("STORECHECK_FULL_TESTS") != "" {
-		return 8, 3
+		return 3
 	}
-	return 2, 2
+	return 2
 }()
 
 // Every store's reference survives every crash state of every workload of
-// up to 3 operations (exhaustBound a cut), at its yield points and at its
-// syncs, and each cut checks the states its enumeration has.
+// up to 3 operations, at its yield points, at its syncs, at its end and
+// after each of its last operation's syncs failed: every class of them
+// checked (none left over the default bound), each cut's states put in
+// classes.
 func TestExhaustiveModePassesTheReference(t *testing.T) {
 	if err := lossyfs.Available(); err != nil {
 		t.Skipf("power loss not explored: %v", err)
 	}
 	for _, s := range exhaustSubjects(bugs.Bug{}) {
-		res, err := Exhaust(context.Background(), s.subj, s.backend, ExhaustParams{MaxStates: exhaustBound, Choices: exhaustChoices}, t.TempDir())
+		res, err := Exhaust(context.Background(), s.subj, s.backend, ExhaustParams{Choices: exhaustChoices}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,45 +100,57 @@ func TestExhaustiveModePassesTheReference(t *testing.T) {
 		if res.Nondeterministic > 0 {
 			t.Errorf("%s: %d states not reached twice the same way", store, res.Nondeterministic)
 		}
-		sum, atSync := 0, 0
+		sum, atSync, failedSync := 0, 0, 0
 		for _, c := range res.Cuts {
 			if c.AtSync != "" && len(c.Writes) > 0 {
 				atSync++
 			}
-			if c.Checked != min(c.States, exhaustBound) || c.States != crashStateCount(writesOfCut(c), c.Entries) {
-				t.Errorf("%s: cut of %s: %d of %d states checked", store, c.Workload, c.Checked, c.States)
+			if !c.Reduced || c.Prefix || c.Checked != boundOf(c, DefaultMaxStates) {
+				t.Errorf("%s: cut of %s: %d of %v classes checked (reduced %v, prefixes %v)", store, c.Workload, c.Checked, c.Classes, c.Reduced, c.Prefix)
+			}
+			if c.FailedSync != "" {
+				failedSync++
 			}
 			sum += c.Checked
 		}
-		if atSync == 0 {
-			t.Errorf("%s: no cut at a sync with writes unsynced", store)
+		if atSync == 0 || failedSync == 0 {
+			t.Errorf("%s: %d cuts at a sync with writes unsynced, %d after a failing sync", store, atSync, failedSync)
 		}
-		if sum != res.States || res.Workloads < 3 {
+		if res.Unchecked.Sign() != 0 || res.Classes.Cmp(big.NewInt(int64(res.Checked))) != 0 || !strings.Contains(res.Summary(), "every one of") {
+			t.Errorf("%s: %v classes, %d checked, %v not: %s", store, res.Classes, res.Checked, res.Unchecked, res.Summary())
+		}
+		if sum != res.Checked || res.Workloads < 3 {
 			t.Errorf("%s: %d states in the cuts, %d counted, %d workloads", store, sum, res.States, res.Workloads)
 		}
 		t.Logf("%s: %s", store, res.Summary())
 	}
 }
 
-func writesOfCut(c ExhaustCut) []fateWrite {
-	var out []fateWrite
-	for i := range c.Writes {
-		out = append(out, fateWrite{sectors: c.Sectors[i]})
+// boundOf is how many classes cut c checks under bound n.
+func boundOf(c ExhaustCut, n int) int {
+	if c.Classes.Cmp(big.NewInt(int64(n))) < 0 {
+		return int(c.Classes.Int64())
 	}
-	return out
+	return n
 }
 
-// The durability bugs (SQLite's synchronous=OFF, or NORMAL in WAL, of
-// every store) each fail some crash state, the cut that fails stopping at
-// it, and the failing run's schedule replays the failure, which the
-// reference passes.
+// The durability bugs each fail some crash state, the cut that fails
+// stopping at it, and the failing run's schedule replays the failure,
+// which the reference passes: SQLite's synchronous=OFF, or NORMAL in WAL,
+// of every store; journal_mode=MEMORY (a commit's page writes each with
+// its own fate); the side-file bugs (a blob never synced, renamed into
+// place with no folder sync, a cache trusted as if its two writes
+// persisted in order); and a failed fsync retried and trusted, which only
+// a failing sync shows.
 func TestExhaustiveModeCatchesTheDurabilityBugs(t *testing.T) {
 	if err := lossyfs.Available(); err != nil {
 		t.Skipf("power loss not explored: %v", err)
 	}
 	ctx := context.Background()
 	for _, b := range []bugs.Bug{bugs.ContinuitySynchronousOff, bugs.RuntimeSynchronousOff, bugs.ClientSynchronousOff,
-		bugs.ContinuityWALSynchronousNormal, bugs.RuntimeWALSynchronousNormal, bugs.ClientWALSynchronousNormal} {
+		bugs.ContinuityWALSynchronousNormal, bugs.RuntimeWALSynchronousNormal, bugs.ClientWALSynchronousNormal,
+		bugs.ContinuityJournalMemory, bugs.RuntimeAttachmentUnsynced, bugs.RuntimeAttachmentRenameNoDirSync,
+		bugs.RuntimeAttachmentCacheOrdered, bugs.RuntimeAttachmentSyncRetried} {
 		var s struct {
 			subj    Subject
 			backend Launcher
@@ -158,12 +170,15 @@ func TestExhaustiveModeCatchesTheDurabilityBugs(t *testing.T) {
 		}
 		last := res.Cuts[len(res.Cuts)-1]
 		for _, c := range res.Cuts[:len(res.Cuts)-1] {
-			if c.Checked != min(c.States, 8) {
-				t.Errorf("%s: a cut that passed checked %d of %d states, bound 8", b.Name(), c.Checked, c.States)
+			if c.Checked != boundOf(c, 8) {
+				t.Errorf("%s: a cut that passed checked %d of %d classes, bound 8", b.Name(), c.Checked, c.Classes)
 			}
 		}
-		if last.Checked < 1 || last.Checked > min(last.States, 8) {
-			t.Errorf("%s: the failing cut checked %d of %d states", b.Name(), last.Checked, last.States)
+		if last.Checked < 1 || last.Checked > boundOf(last, 8) {
+			t.Errorf("%s: the failing cut checked %d of %d classes", b.Name(), last.Checked, last.Classes)
+		}
+		if b == bugs.RuntimeAttachmentSyncRetried && last.FailedSync == "" {
+			t.Errorf("%s: caught at a cut with no failing sync: %+v", b.Name(), last)
 		}
 		f := res.Failures[0]
 		d := mountForTest(t)
@@ -214,4 +229,35 @@ func TestACutAtASyncWithItsOutcomeGivenReplays(t *testing.T) {
 			t.Fatalf("kept %v: the saved schedule replays as another run (%v):\n%s\n---\n%s", kept, err, strings.Join(first.Trace, "\n"), strings.Join(again.Trace, "\n"))
 		}
 	}
+}
+
+// The runtime reference in SQLite's DELETE journal mode passes too, every
+// class checked: the commit's page writes, cut at the database's sync with
+// the journal synced and hot, are one class (the rollback writes every one
+// of them back), where byte equality alone makes thousands.
+func TestExhaustiveModeReducesUnderAHotJournal(t *testing.T) {
+	if err := lossyfs.Available(); err != nil {
+		t.Skipf("power loss not explored: %v", err)
+	}
+	b := InProcess(stores.Backend(stores.Options{Runtime: bugs.RuntimeDeleteJournal}), "runtime")
+	res, err := Exhaust(context.Background(), runtimeSubject, b, ExhaustParams{Choices: exhaustChoices}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Failures {
+		t.Errorf("the reference fails:\n%s\n%v", strings.Join(f.Trace, "\n"), f.Failure)
+	}
+	dbWrites := 0
+	for _, c := range res.Cuts {
+		if c.AtSync == "sync 1 of runtime.db" && len(c.Writes) > 0 {
+			dbWrites++
+			if c.Classes.Cmp(big.NewInt(int64(c.Entries+1))) != 0 {
+				t.Errorf("a cut at the database's sync with %d writes unsynced has %v classes, want %d", len(c.Writes), c.Classes, c.Entries+1)
+			}
+		}
+	}
+	if dbWrites == 0 || res.Unchecked.Sign() != 0 {
+		t.Errorf("%d cuts at the database's sync with writes; %s", dbWrites, res.Summary())
+	}
+	t.Log(res.Summary())
 }

@@ -32,9 +32,9 @@ var ownKnobs = []conformance.Knob{
 	{Name: "quiet", Kind: conformance.KindBool, Commands: []string{"linearize", "sim", "selftest"},
 		Help: "no progress line on stderr"},
 	{Name: "exhaustive", Kind: conformance.KindBool, Commands: []string{"sim"},
-		Help: "instead of the seeds: every crash state of every workload of up to " + strconv.Itoa(sim.DefaultExhaustOps) + " operations of each store, enumerated (at most --exhaustive-bound a cut, fewest writes surviving first); says how many states it checked and how long it took"},
+		Help: "instead of the seeds: every crash state of every workload of up to " + strconv.Itoa(sim.DefaultExhaustOps) + " operations of each store (each unsynced write's sectors kept in any subset, each sync of the last operation failing once), enumerated in classes of states no reader can tell apart (SQLite's WAL read as its recovery reads it), one run a class; says how many states, in how many classes, how many checked and how long it took"},
 	{Name: "exhaustive-bound", Kind: conformance.KindInt, Arg: "N", CommandDefault: strconv.Itoa(sim.DefaultMaxStates), Commands: []string{"sim"},
-		Help: "with --exhaustive: the most crash states one cut checks"},
+		Help: "with --exhaustive: the most classes of crash states one cut checks (a safety bound; the summary says how many it left)"},
 }
 
 // optionsOf are the options of the run's knobs and the command's own, in

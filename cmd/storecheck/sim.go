@@ -48,7 +48,7 @@ func simulation(inv invocation) int {
 // schedule saved for storecheck replay.
 func exhaustive(inv invocation) int {
 	if inv.f.num("exhaustive-bound") < 1 {
-		fmt.Fprintf(inv.stderr, "storecheck sim: --exhaustive-bound %s: want a count of states from 1\n", inv.f.str("exhaustive-bound"))
+		fmt.Fprintf(inv.stderr, "storecheck sim: --exhaustive-bound %s: want a count of classes from 1\n", inv.f.str("exhaustive-bound"))
 		return exitUsage
 	}
 	reps, err := conformance.Exhaust(context.Background(), inv.target(), inv.config(), sim.ExhaustParams{MaxStates: inv.f.num("exhaustive-bound")})

@@ -143,6 +143,9 @@ type Cut struct {
 	// Pending, for a cut at a sync (Disk.Struck), is what Disk.Unsynced
 	// said just before it: the sectors of each unsynced write.
 	Pending map[string][]int
+	// Logs, for a cut at a sync armed by ProbeAtSync, is what Disk.Logs
+	// said just before it.
+	Logs map[string]FileLog
 }
 
 // Mount mounts a forgetful file system in a private folder under scratch.

@@ -41,7 +41,7 @@ type serveConfig struct {
 
 // request is what the program asks the server, one JSON line each.
 type request struct {
-	Op    string      `json:"op"` // "cut", "thaw", "unsynced", "arm", "struck", "entry_model" or "entries"
+	Op    string      `json:"op"` // "cut", "thaw", "unsynced", "logs", "arm", "struck", "entry_model" or "entries"
 	Dir   string      `json:"dir"`
 	Fates Fates       `json:"fates,omitempty"`
 	Arm   *armRequest `json:"arm,omitempty"`
@@ -53,17 +53,18 @@ type request struct {
 // reply is the server's answer to a request (the first line it writes is
 // its answer to mounting: ready or an error).
 type reply struct {
-	Ready    bool             `json:"ready,omitempty"`
-	Error    string           `json:"error,omitempty"`
-	Errno    int              `json:"errno,omitempty"`
-	Unsynced map[string]int   `json:"unsynced,omitempty"`
-	Pending  map[string][]int `json:"pending,omitempty"`
-	Kept     int              `json:"kept,omitempty"`
-	Torn     int              `json:"torn,omitempty"`
-	Struck   bool             `json:"struck,omitempty"`
-	Fates    Fates            `json:"fates,omitempty"`
-	Entries  []string         `json:"entries,omitempty"`
-	Undone   []string         `json:"undone,omitempty"`
+	Ready    bool               `json:"ready,omitempty"`
+	Error    string             `json:"error,omitempty"`
+	Errno    int                `json:"errno,omitempty"`
+	Unsynced map[string]int     `json:"unsynced,omitempty"`
+	Pending  map[string][]int   `json:"pending,omitempty"`
+	Kept     int                `json:"kept,omitempty"`
+	Torn     int                `json:"torn,omitempty"`
+	Struck   bool               `json:"struck,omitempty"`
+	Fates    Fates              `json:"fates,omitempty"`
+	Entries  []string           `json:"entries,omitempty"`
+	Undone   []string           `json:"undone,omitempty"`
+	Logs     map[string]FileLog `json:"logs,omitempty"`
 }
 
 func init() {
@@ -192,6 +193,10 @@ func (l *lossy) answer(req request) reply {
 		return reply{}
 	case "entries":
 		return reply{Entries: l.pendingEntries(req.Dir)}
+	case "logs":
+		l.cut.Lock()
+		defer l.cut.Unlock()
+		return reply{Logs: l.logsLocked(req.Dir)}
 	}
 	return reply{Error: fmt.Sprintf("lossyfs server: unknown request %q", req.Op)}
 }

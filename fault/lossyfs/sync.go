@@ -56,6 +56,9 @@ type arm struct {
 	explicit    bool
 	kept        Fates
 	keepEntries int
+	// logs: the strike keeps the folder's logs (Disk.Logs) as they were
+	// just before it, for Disk.Struck to tell.
+	logs bool
 }
 
 // armedAt is the fault that strikes this sync of file name (backing inode
@@ -200,6 +203,10 @@ func (l *lossy) crashAtSync(sub string, gen uint64, a arm) {
 	var fates Fates
 	keep := 0
 	pending := l.unsyncedLocked(sub)
+	var logs map[string]FileLog
+	if a.logs {
+		logs = l.logsLocked(sub)
+	}
 	if a.explicit {
 		fates, keep = a.kept, a.keepEntries
 	} else if a.fates != 0 {
@@ -208,7 +215,7 @@ func (l *lossy) crashAtSync(sub string, gen uint64, a arm) {
 		keep = drawKeepEntries(r, len(l.pendingEntries(sub)))
 	}
 	c, err := l.powerCutLocked(sub, fates, keep)
-	r := reply{Struck: true, Unsynced: c.Unsynced, Kept: c.Kept, Torn: c.Torn, Fates: fates, Undone: c.Undone, Pending: pending}
+	r := reply{Struck: true, Unsynced: c.Unsynced, Kept: c.Kept, Torn: c.Torn, Fates: fates, Undone: c.Undone, Pending: pending, Logs: logs}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -325,7 +332,7 @@ func (d *Disk) Struck(dir string) (Cut, Fates, bool, error) {
 		return Cut{}, nil, false, nil
 	}
 	r, err := d.call(request{Op: "struck", Dir: sub})
-	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn, Undone: r.Undone, Pending: r.Pending}, r.Fates, r.Struck, err
+	return Cut{Unsynced: r.Unsynced, Kept: r.Kept, Torn: r.Torn, Undone: r.Undone, Pending: r.Pending, Logs: r.Logs}, r.Fates, r.Struck, err
 }
 
 // armRequest is a sync fault to arm, as the program asks the server.
@@ -338,6 +345,7 @@ type armRequest struct {
 	Explicit    bool     `json:"explicit,omitempty"`
 	Kept        Fates    `json:"kept,omitempty"`
 	KeepEntries int      `json:"keep_entries,omitempty"`
+	Logs        bool     `json:"logs,omitempty"`
 }
 
 // armed arms a sync fault on folder sub.
@@ -349,7 +357,7 @@ func (l *lossy) armed(sub string, a armRequest) {
 	l.armsMu.Lock()
 	defer l.armsMu.Unlock()
 	l.arms[sub] = append(l.arms[sub], arm{kind: k, file: a.File, left: a.Nth, fates: a.Fates, noFate: a.NoFate,
-		explicit: a.Explicit, kept: a.Kept, keepEntries: a.KeepEntries})
+		explicit: a.Explicit, kept: a.Kept, keepEntries: a.KeepEntries, logs: a.Logs})
 }
 
 // struckReply answers whether a sync crash struck folder sub, and forgets
