@@ -79,9 +79,14 @@ type pages struct {
 
 func (p *pages) isWarm(pg int64) bool { return pg*pageSize < p.base || p.warm[pg] }
 
-// read notes a READ of [off, off+n): the kernel has those pages now.
+// read notes a READ of [off, off+n): the kernel has those pages now (the
+// ones below base it may have had already: not kept, so that reading a
+// large file does not grow warm).
 func (p *pages) read(off int64, n int) {
-	for pg := off / pageSize; pg*pageSize < off+int64(n); pg++ {
+	for pg := max(off, p.base) / pageSize; pg*pageSize < off+int64(n); pg++ {
+		if p.isWarm(pg) {
+			continue
+		}
 		if p.warm == nil {
 			p.warm = map[int64]bool{}
 		}
