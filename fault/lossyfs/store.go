@@ -22,7 +22,8 @@ import (
 // kernel's pages, so every WAL page was read back from the server.
 //
 // FUSE requests over BenchmarkPowerLossDisk's 12 seeds (disk=lossyfs),
-// before -> after (counted with go-fuse's debug log):
+// before -> after (counted with go-fuse's debug log; perf record -e
+// fuse:fuse_request_send -a counts them without touching the server):
 //
 //	           continuity     runtime        client
 //	WRITE      6708 -> 6513   5861 -> 5287   8575 -> 7761
