@@ -73,6 +73,10 @@ type lossy struct {
 	// it has not made durable (entry.go).
 	entryMu sync.Mutex
 	entries map[string]*folderEntries
+
+	// stores are the pages being handed to the kernel (store.go): a
+	// thaw waits for them before it drops the folder's pages.
+	stores sync.RWMutex
 }
 
 // file is a backing file that is open or has unsynced changes.
@@ -87,6 +91,8 @@ type file struct {
 	// is open the kernel keeps it, and its pages, whether or not a name
 	// still leads to it (filesMu).
 	node *gofs.Inode
+	// pages is what the kernel may hold of it (store.go).
+	pages pages
 }
 
 // change is one write or truncation since the file's last sync.
@@ -135,7 +141,7 @@ func (l *lossy) track(fd int, sub string, handle bool) (*file, syscall.Errno) {
 		if err != nil {
 			return nil, gofs.ToErrno(err)
 		}
-		f = &file{ino: st.Ino, sub: sub, fd: own}
+		f = &file{ino: st.Ino, sub: sub, fd: own, pages: pages{base: st.Size}}
 		l.files[st.Ino] = f
 	}
 	if handle {
@@ -518,7 +524,7 @@ func (l *lossy) handle(fd int, rel string, flags uint32, ino *gofs.Inode) (*hand
 	}
 	l.filesMu.Unlock()
 	name, _ := filepath.Rel(sub, rel)
-	h := &handle{l: l, fd: fd, f: f, name: filepath.ToSlash(name), gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
+	h := &handle{l: l, fd: fd, f: f, node: ino, name: filepath.ToSlash(name), gen: l.gens[sub], sync: flags&(syscall.O_SYNC|syscall.O_DSYNC) != 0}
 	if flags&syscall.O_TRUNC != 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		f.mu.Lock()
 		errno = f.truncate(0)
@@ -631,9 +637,10 @@ type handle struct {
 	l    *lossy
 	fd   int
 	f    *file
-	name string // the file's path in its folder when it was opened
-	gen  uint64 // its folder's generation when it was opened
-	sync bool   // opened O_SYNC or O_DSYNC: every write is synced
+	node *gofs.Inode // the inode it was opened on
+	name string      // the file's path in its folder when it was opened
+	gen  uint64      // its folder's generation when it was opened
+	sync bool        // opened O_SYNC or O_DSYNC: every write is synced
 }
 
 var (
@@ -654,6 +661,9 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if err != nil {
 		return nil, gofs.ToErrno(err)
 	}
+	h.f.mu.Lock()
+	h.f.pages.read(off, len(dest))
+	h.f.mu.Unlock()
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
@@ -666,6 +676,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	n, errno := h.f.write(h.fd, data, off)
+	h.f.pages.wrote(ctx, off, n)
 	if h.sync {
 		if err := h.f.synced(); err != nil && errno == 0 {
 			errno = gofs.ToErrno(err)
@@ -697,13 +708,21 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		h.l.crashAtSync(h.f.sub, gen, a)
 		return syscall.EIO
 	}
-	defer h.l.cut.RUnlock()
 	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
-	if err := h.f.synced(); err != nil {
+	err := h.f.synced()
+	if err == nil {
+		h.l.entriesSynced(h.f.sub, "")
+	}
+	var pgs []int64
+	if err == nil {
+		pgs = h.f.pages.toStore()
+	}
+	h.f.mu.Unlock()
+	h.l.cut.RUnlock()
+	if err != nil {
 		return gofs.ToErrno(err)
 	}
-	h.l.entriesSynced(h.f.sub, "")
+	h.l.store(h.node, h.f, pgs)
 	return 0
 }
 

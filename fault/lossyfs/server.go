@@ -341,6 +341,10 @@ func (l *lossy) thaw(sub string) {
 	if l.root == nil {
 		return
 	}
+	// A store under way (store.go) may hold a page of before the cut: it
+	// lands first, and one that starts now reads what the cut left.
+	l.stores.Lock()
+	l.stores.Unlock()
 	if top := l.root.GetChild(sub); top != nil {
 		// Content first: a name the cut undid leaves the tree next, and
 		// its file with it, but the kernel may keep that inode and hand
