@@ -39,7 +39,7 @@ func (w ContinuityWorkload) bigIdentities(n int) []c.Identity {
 
 // Big is a resolve_many past a chunk of 50 identities, one past SQLite's
 // bound parameters, or a snapshot of several MiB saved and loaded back.
-func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
+func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64, _ bool) (int, int) {
 	cl := w.client(0)
 	// The cheap draw most often: the 32,767 identities cost a seed's
 	// worth of CPU.
@@ -60,7 +60,7 @@ func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
 // Big is work queued behind spec.ScanLimit batches a claim cannot take
 // (not yet available) and claimed under the producer's own lease, or an
 // attachment of several MiB staged and loaded back.
-func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
+func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64, _ bool) (int, int) {
 	// A sixth of the draws declined: 104 operations over a queue of 101
 	// batches cost half a run.
 	switch rnd.IntN(6) {
@@ -98,18 +98,39 @@ func (w *runtimeWorkload) buildBig(cl *runtimeClient) spec.Op {
 	return r.ClaimReadyQueuedWork{SessionID: bigSession, Lease: lease, OwnerID: cl.owner, Boundary: r.BoundaryTurn, TTLMs: 6_000, MaxBatches: 1}
 }
 
-// Big is an intent bumped past what 8 bits count, then read back: in half
-// the draws, as its 258 operations cost more than a whole run's 200.
-func (w *clientWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
-	if rnd.IntN(2) == 0 {
-		return 0, 0
-	}
+// Big is an intent bumped past what 8 bits count, then read back; or more
+// due intents and open tasks than a read's limit of 0 (cli.DefaultLimit),
+// its cap (cli.MaxLimit) or a flush pass (cli.FlushBatchSize) takes, then
+// read with those limits. The seed has no operation that writes many rows,
+// so the rows are one operation each, in a burst: a thousand, where a run
+// issues 200, and in a forgetful run many times that, so there the draw
+// is the intent's, or none.
+func (w *clientWorkload) Big(rnd *rand.Rand, nowMS int64, forgetful bool) (int, int) {
 	m := w.memory(0)
-	id := "op-big"
-	m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
-	for range spec.Counter8 + 1 {
-		m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
+	switch p := rnd.IntN(4); {
+	case forgetful && p >= 2:
+		return 0, 0
+	case forgetful || p == 0:
+		id := "op-big"
+		m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
+		for range spec.Counter8 + 1 {
+			m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
+		}
+		m.then = append(m.then, cli.GetIntent{OpID: id})
+	default:
+		// Due as they are enqueued (at the store's now); the scans look
+		// an hour on, past every one of them.
+		for i := range cli.MaxLimit + 1 {
+			m.then = append(m.then, cli.EnqueueIntent{OpID: fmt.Sprint(bulk, "op-", i), Envelope: spec.RawJSON(fmt.Sprintf(`{"bulk":%d}`, i))},
+				cli.OpenTask{Causality: cli.Causality{Task: fmt.Sprint(bulk, "task-", i)}, Kind: cli.KindRoot})
+		}
+		scan := time.UnixMilli(nowMS).Add(time.Hour).UTC()
+		m.then = append(m.then, cli.FlushOrder{}, cli.DueIntents{Now: scan, Limit: 0}, cli.DueIntents{Now: scan, Limit: cli.MaxLimit + 1},
+			cli.OpenTasks{Limit: 0}, cli.OpenTasks{Limit: cli.MaxLimit + 1})
 	}
-	m.then = append(m.then, cli.GetIntent{OpID: id})
 	return 0, len(m.then)
 }
+
+// bulk begins the ids of a big draw's many rows: Observe reads none of
+// them back (they would cost a run's worth of reads).
+const bulk = "bulk-"

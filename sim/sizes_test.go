@@ -25,7 +25,10 @@ func TestBigDrawsReachEverySizeAndCatchItsBug(t *testing.T) {
 		{continuitySubject, "continuity", model.ContinuitySizes, map[string]bugs.Bug{
 			model.EventSizeResolveChunk: bugs.ContinuityResolveDropsLastChunk, model.EventSizeResolveParams: bugs.ContinuityResolveDropsLastChunk}},
 		{runtimeSubject, "runtime", model.RuntimeSizes, map[string]bugs.Bug{model.EventSizeClaimPastScan: bugs.RuntimeClaimScanBeforeFilter}},
-		{clientSubject, "client", model.ClientSizes, map[string]bugs.Bug{model.EventSizeAttempts8: bugs.ClientAttemptsEightBits}},
+		{clientSubject, "client", model.ClientSizes, map[string]bugs.Bug{model.EventSizeAttempts8: bugs.ClientAttemptsEightBits,
+			model.EventSizeDueDefault: bugs.ClientDueZeroTakesAll, model.EventSizeDueCap: bugs.ClientDueLimitUncapped,
+			model.EventSizeFlushBatch: bugs.ClientFlushReadsWholeQueue, model.EventSizeOpenDefault: bugs.ClientOpenTasksZeroTakesAll,
+			model.EventSizeOpenCap: bugs.ClientOpenTasksUncapped}},
 	} {
 		t.Run(tc.store, func(t *testing.T) {
 			t.Parallel()
