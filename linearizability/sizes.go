@@ -98,7 +98,8 @@ func (w *runtimeWorkload) buildBig(cl *runtimeClient) spec.Op {
 	return r.ClaimReadyQueuedWork{SessionID: bigSession, Lease: lease, OwnerID: cl.owner, Boundary: r.BoundaryTurn, TTLMs: 6_000, MaxBatches: 1}
 }
 
-// Big is an intent bumped past what 8 bits count, then read back; or more
+// Big is an intent bumped past what 8 bits count and a task opened past
+// what 16 bits count, then read back; or more
 // due intents and open tasks than a read's limit of 0 (cli.DefaultLimit),
 // its cap (cli.MaxLimit) or a flush pass (cli.FlushBatchSize) takes, then
 // read with those limits. The seed has no operation that writes many rows,
@@ -116,7 +117,9 @@ func (w *clientWorkload) Big(rnd *rand.Rand, nowMS int64, forgetful bool) (int, 
 		for range spec.Counter8 + 1 {
 			m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
 		}
-		m.then = append(m.then, cli.GetIntent{OpID: id})
+		// A task's attempt is the caller's: one call passes 16 bits.
+		task := cli.Causality{Task: "task-big", Attempt: uint32(spec.Counter16 + 1 + rnd.IntN(1000))}
+		m.then = append(m.then, cli.GetIntent{OpID: id}, cli.OpenTask{Causality: task, Kind: cli.KindRoot}, cli.GetTask{TaskID: task.Task})
 	default:
 		// Due as they are enqueued (at the store's now); the scans look
 		// an hour on, past every one of them.

@@ -25,6 +25,7 @@ const (
 	EventSizeClaimPastScan = "size: claim behind 100 unclaimable batches"
 	EventSizeAttachment    = "size: attachment of 4 MiB"
 	EventSizeAttempts8     = "size: intent attempts > 255"
+	EventSizeAttempts16    = "size: task attempt > 65,535"
 	EventSizeDueDefault    = "size: due_intents of limit 0 over 100 due intents"
 	EventSizeDueCap        = "size: due_intents of limit > 500 over 500 due intents"
 	EventSizeFlushBatch    = "size: flush_order over 100 due intents"
@@ -36,7 +37,7 @@ const (
 var (
 	ContinuitySizes = []string{EventSizeResolveChunk, EventSizeResolveParams, EventSizeSnapshot}
 	RuntimeSizes    = []string{EventSizeClaimPastScan, EventSizeAttachment}
-	ClientSizes     = []string{EventSizeAttempts8, EventSizeDueDefault, EventSizeDueCap, EventSizeFlushBatch,
+	ClientSizes     = []string{EventSizeAttempts8, EventSizeAttempts16, EventSizeDueDefault, EventSizeDueCap, EventSizeFlushBatch,
 		EventSizeOpenDefault, EventSizeOpenCap}
 )
 
@@ -100,7 +101,7 @@ func runtimeSizes(s RuntimeState, op any, now int64, out Outcome) []string {
 }
 
 // clientSizes are the sizes op passed from s at nowMS, answered out: an
-// intent bumped past 8 bits, and a read of more rows than its limit's
+// intent bumped past 8 bits, a task opened past 16, and a read of more rows than its limit's
 // default or cap (cli.EffectiveLimit) or a flush pass takes.
 func clientSizes(s ClientState, op any, nowMS int64, out Outcome) []string {
 	if out.Kind != "" {
@@ -116,6 +117,10 @@ func clientSizes(s ClientState, op any, nowMS int64, out Outcome) []string {
 	case cli.BumpIntent:
 		if in, ok := s.intents[o.OpID]; ok && out.Result == true && in.Attempt >= spec.Counter8 {
 			return []string{EventSizeAttempts8}
+		}
+	case cli.OpenTask:
+		if o.Causality.Attempt > spec.Counter16 && out.Result == true {
+			return []string{EventSizeAttempts16}
 		}
 	case cli.DueIntents:
 		switch {
