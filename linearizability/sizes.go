@@ -68,6 +68,7 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64, _ bool) (int, int) {
 		return 0, 0
 	case 1, 2:
 		cl := w.client(1, now)
+		w.observe(cl, now)
 		cl.plan = append(cl.plan, r.StageAttachment{SessionID: "session-1", AttachmentID: "att-big", Data: bigValue()},
 			r.LoadAttachment{AttachmentID: "att-big"})
 		return 1, len(cl.plan)
@@ -75,6 +76,10 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64, _ bool) (int, int) {
 	// A session of the draw's own, so that no ready batch the run queued
 	// before comes first.
 	cl := w.client(producer, now)
+	// A client's first operation at a new now plans the epoch's claims
+	// first: planned here, they are counted in the draw, not left out of
+	// its end.
+	w.observe(cl, now)
 	later := now + int64(240*time.Hour/time.Millisecond)
 	for i := range spec.ScanLimit {
 		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: bigSession, DeliveryPolicy: r.DeliverNextTurn,
