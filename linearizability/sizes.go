@@ -104,19 +104,23 @@ func (w *runtimeWorkload) buildBig(cl *runtimeClient) spec.Op {
 }
 
 // Big is an intent bumped past what 8 bits count and a task opened past
-// what 16 bits count, then read back; or more
-// due intents and open tasks than a read's limit of 0 (cli.DefaultLimit),
-// its cap (cli.MaxLimit) or a flush pass (cli.FlushBatchSize) takes, then
-// read with those limits. The seed has no operation that writes many rows,
-// so the rows are one operation each, in a burst: a thousand, where a run
-// issues 200, and in a forgetful run many times that, so there the draw
-// is the intent's, or none.
+// what 16 bits count, then read back; or more due intents and open tasks
+// than a read's limit of 0 (cli.DefaultLimit) or a flush pass
+// (cli.FlushBatchSize) takes, or than its cap (cli.MaxLimit), then read
+// with those limits. The seed has no operation that writes many rows, so
+// the rows are one operation each, in a burst; the checker copies a table
+// at each, so n rows cost about n squared: the 501 rows (a thousand
+// operations, where a run issues 200) in half the draws, the 101 in a
+// quarter; a forgetful run, where the checker also keeps every state since
+// a failed sync (101 rows cost a second there), makes the intent's draw in
+// half and none in the other half.
 func (w *clientWorkload) Big(rnd *rand.Rand, nowMS int64, forgetful bool) (int, int) {
 	m := w.memory(0)
-	switch p := rnd.IntN(4); {
-	case forgetful && p >= 2:
+	p := rnd.IntN(8)
+	switch {
+	case forgetful && p >= 4:
 		return 0, 0
-	case forgetful || p == 0:
+	case p < 2 || forgetful:
 		id := "op-big"
 		m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
 		for range spec.Counter8 + 1 {
@@ -125,18 +129,26 @@ func (w *clientWorkload) Big(rnd *rand.Rand, nowMS int64, forgetful bool) (int, 
 		// A task's attempt is the caller's: one call passes 16 bits.
 		task := cli.Causality{Task: "task-big", Attempt: uint32(spec.Counter16 + 1 + rnd.IntN(1000))}
 		m.then = append(m.then, cli.GetIntent{OpID: id}, cli.OpenTask{Causality: task, Kind: cli.KindRoot}, cli.GetTask{TaskID: task.Task})
+	case p < 6:
+		w.rows(m, cli.MaxLimit+1, nowMS)
 	default:
-		// Due as they are enqueued (at the store's now); the scans look
-		// an hour on, past every one of them.
-		for i := range cli.MaxLimit + 1 {
-			m.then = append(m.then, cli.EnqueueIntent{OpID: fmt.Sprint(bulk, "op-", i), Envelope: spec.RawJSON(fmt.Sprintf(`{"bulk":%d}`, i))},
-				cli.OpenTask{Causality: cli.Causality{Task: fmt.Sprint(bulk, "task-", i)}, Kind: cli.KindRoot})
-		}
-		scan := time.UnixMilli(nowMS).Add(time.Hour).UTC()
-		m.then = append(m.then, cli.FlushOrder{}, cli.DueIntents{Now: scan, Limit: 0}, cli.DueIntents{Now: scan, Limit: cli.MaxLimit + 1},
-			cli.OpenTasks{Limit: 0}, cli.OpenTasks{Limit: cli.MaxLimit + 1})
+		w.rows(m, cli.DefaultLimit+1, nowMS)
 	}
 	return 0, len(m.then)
+}
+
+// rows plans n due intents and n open tasks, then the reads with a limit
+// of 0 and one past the cap, and a flush pass.
+func (w *clientWorkload) rows(m *clientMemory, n int, nowMS int64) {
+	for i := range n {
+		m.then = append(m.then, cli.EnqueueIntent{OpID: fmt.Sprint(bulk, "op-", i), Envelope: spec.RawJSON(fmt.Sprintf(`{"bulk":%d}`, i))},
+			cli.OpenTask{Causality: cli.Causality{Task: fmt.Sprint(bulk, "task-", i)}, Kind: cli.KindRoot})
+	}
+	// Due as they are enqueued (at the store's now); the scans look an
+	// hour on, past every one of them.
+	scan := time.UnixMilli(nowMS).Add(time.Hour).UTC()
+	m.then = append(m.then, cli.FlushOrder{}, cli.DueIntents{Now: scan, Limit: 0}, cli.DueIntents{Now: scan, Limit: cli.MaxLimit + 1},
+		cli.OpenTasks{Limit: 0}, cli.OpenTasks{Limit: cli.MaxLimit + 1})
 }
 
 // bulk begins the ids of a big draw's many rows: Observe reads none of
