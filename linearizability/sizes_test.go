@@ -18,7 +18,8 @@ import (
 // check catches, at the draw's operation, a size bug the same history
 // without the draw passes: a resolve_many dropping its last partial chunk
 // past 50 identities, a claim's LIMIT 100 before its filter, open_tasks
-// past its cap of 500. The reference passes the same history.
+// taking every open task for a limit of 0 (100). The reference passes the
+// same history.
 func TestBigDrawsInHistoriesCatchTheSizeBugs(t *testing.T) {
 	for _, tc := range []struct {
 		store    string
@@ -38,9 +39,9 @@ func TestBigDrawsInHistoriesCatchTheSizeBugs(t *testing.T) {
 		{"runtime", model.Runtime{}, DefaultRuntimeWorkload.New, bugs.RuntimeClaimScanBeforeFilter,
 			func(op spec.Op) bool { o, ok := op.(r.EnqueueQueuedWork); return ok && o.Draft.SessionID == bigSession },
 			func(op spec.Op) bool { o, ok := op.(r.ClaimReadyQueuedWork); return ok && o.SessionID == bigSession }},
-		{"client", model.Client{}, DefaultClientWorkload.New, bugs.ClientOpenTasksUncapped,
+		{"client", model.Client{}, DefaultClientWorkload.New, bugs.ClientOpenTasksZeroTakesAll,
 			func(op spec.Op) bool { o, ok := op.(cli.EnqueueIntent); return ok && strings.HasPrefix(o.OpID, bulk) },
-			func(op spec.Op) bool { o, ok := op.(cli.OpenTasks); return ok && o.Limit > cli.MaxLimit }},
+			func(op spec.Op) bool { o, ok := op.(cli.OpenTasks); return ok && o.Limit == 0 }},
 	} {
 		t.Run(tc.store, func(t *testing.T) {
 			t.Parallel()
