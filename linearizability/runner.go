@@ -85,6 +85,11 @@ type Prologue interface {
 // indefinite operation come after it).
 func Reader(cfg Config) int { return cfg.WithDefaults().Clients }
 
+// BigRate is the share of runs that end with their workload's big draw
+// (Sizer): list arguments, values and tables past the sizes an
+// implementation breaks at.
+const BigRate = 0.25
+
 // Epoch is where a run's fake clock starts.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -150,6 +155,39 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 	perClient := (cfg.Ops + cfg.Clients - 1) / cfg.Clients
 	perEpoch := max(1, cfg.EpochOps/cfg.Clients)
 
+	// A share of the runs end with the workload's big draw, one operation
+	// at a time (no other client comes between: the sizes, not a race,
+	// are what it is for), from a stream of its own.
+	bigDraw := func(issued int, now int64) {
+		sz, ok := w.(Sizer)
+		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 0xb16))
+		if !ok || r.Float64() >= BigRate {
+			return
+		}
+		cl, n := sz.Big(r, now, false)
+		if cl < 0 || cl >= cfg.Clients {
+			return
+		}
+		target := targets[cl%len(targets)]
+		for step := issued; step < issued+n && ctx.Err() == nil; step++ {
+			id := spec.OpID(cl, step)
+			op := answers.Resolve(NextOp(w, r, cl, step, now))
+			opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+			call := tick.Add(1)
+			res, err := target.Apply(opCtx, op)
+			ret := tick.Add(1)
+			cancel()
+			out, definite := Outcome(contract, res, err)
+			if err == nil {
+				answers[id] = res
+			}
+			entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
+			if !definite {
+				ids[cl] = nextID
+				nextID++
+			}
+		}
+	}
 	for done := 0; done < perClient; done += perEpoch {
 		if cfg.Duration > 0 && time.Since(start) > cfg.Duration {
 			break
@@ -191,6 +229,10 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 			}()
 		}
 		wg.Wait()
+		if done+n == perClient {
+			// At the last epoch's now, which every client has seen.
+			bigDraw(done+n, now)
+		}
 		clock.Advance(time.Duration(jumps.Int64N(int64(cfg.MaxJump))))
 	}
 	sortByCall(entries)

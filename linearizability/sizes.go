@@ -39,7 +39,7 @@ func (w ContinuityWorkload) bigIdentities(n int) []c.Identity {
 
 // Big is a resolve_many past a chunk of 50 identities, one past SQLite's
 // bound parameters, or a snapshot of several MiB saved and loaded back.
-func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
+func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64, _ bool) (int, int) {
 	cl := w.client(0)
 	// The cheap draw most often: the 32,767 identities cost a seed's
 	// worth of CPU.
@@ -60,7 +60,7 @@ func (w *continuityWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
 // Big is work queued behind spec.ScanLimit batches a claim cannot take
 // (not yet available) and claimed under the producer's own lease, or an
 // attachment of several MiB staged and loaded back.
-func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
+func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64, _ bool) (int, int) {
 	// A sixth of the draws declined: 104 operations over a queue of 101
 	// batches cost half a run.
 	switch rnd.IntN(6) {
@@ -68,6 +68,7 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
 		return 0, 0
 	case 1, 2:
 		cl := w.client(1, now)
+		w.observe(cl, now)
 		cl.plan = append(cl.plan, r.StageAttachment{SessionID: "session-1", AttachmentID: "att-big", Data: bigValue()},
 			r.LoadAttachment{AttachmentID: "att-big"})
 		return 1, len(cl.plan)
@@ -75,6 +76,10 @@ func (w *runtimeWorkload) Big(rnd *rand.Rand, now int64) (int, int) {
 	// A session of the draw's own, so that no ready batch the run queued
 	// before comes first.
 	cl := w.client(producer, now)
+	// A client's first operation at a new now plans the epoch's claims
+	// first: planned here, they are counted in the draw, not left out of
+	// its end.
+	w.observe(cl, now)
 	later := now + int64(240*time.Hour/time.Millisecond)
 	for i := range spec.ScanLimit {
 		cl.plan = append(cl.plan, r.EnqueueQueuedWork{Draft: r.QueuedWorkBatchDraft{SessionID: bigSession, DeliveryPolicy: r.DeliverNextTurn,
@@ -98,18 +103,54 @@ func (w *runtimeWorkload) buildBig(cl *runtimeClient) spec.Op {
 	return r.ClaimReadyQueuedWork{SessionID: bigSession, Lease: lease, OwnerID: cl.owner, Boundary: r.BoundaryTurn, TTLMs: 6_000, MaxBatches: 1}
 }
 
-// Big is an intent bumped past what 8 bits count, then read back: in half
-// the draws, as its 258 operations cost more than a whole run's 200.
-func (w *clientWorkload) Big(rnd *rand.Rand, _ int64) (int, int) {
-	if rnd.IntN(2) == 0 {
-		return 0, 0
-	}
+// Big is an intent bumped past what 8 bits count and a task opened past
+// what 16 bits count, then read back; or more due intents and open tasks
+// than a read's limit of 0 (cli.DefaultLimit) or a flush pass
+// (cli.FlushBatchSize) takes, or than its cap (cli.MaxLimit), then read
+// with those limits. The seed has no operation that writes many rows, so
+// the rows are one operation each, in a burst; the checker copies a table
+// at each, so n rows cost about n squared: the 501 rows (a thousand
+// operations, where a run issues 200) in half the draws, the 101 in a
+// quarter; a forgetful run, where the checker also keeps every state since
+// a failed sync (101 rows cost a second there), makes the intent's draw in
+// half and none in the other half.
+func (w *clientWorkload) Big(rnd *rand.Rand, nowMS int64, forgetful bool) (int, int) {
 	m := w.memory(0)
-	id := "op-big"
-	m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
-	for range spec.Counter8 + 1 {
-		m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
+	p := rnd.IntN(8)
+	switch {
+	case forgetful && p >= 4:
+		return 0, 0
+	case p < 2 || forgetful:
+		id := "op-big"
+		m.then = append(m.then, cli.EnqueueIntent{OpID: id, Envelope: []byte(`{"causality":{"task":"task-big","attempt":0},"body":0}`)})
+		for range spec.Counter8 + 1 {
+			m.then = append(m.then, cli.BumpIntent{OpID: id, NextAttemptAt: Epoch, LastError: "refused"})
+		}
+		// A task's attempt is the caller's: one call passes 16 bits.
+		task := cli.Causality{Task: "task-big", Attempt: uint32(spec.Counter16 + 1 + rnd.IntN(1000))}
+		m.then = append(m.then, cli.GetIntent{OpID: id}, cli.OpenTask{Causality: task, Kind: cli.KindRoot}, cli.GetTask{TaskID: task.Task})
+	case p < 6:
+		w.rows(m, cli.MaxLimit+1, nowMS)
+	default:
+		w.rows(m, cli.DefaultLimit+1, nowMS)
 	}
-	m.then = append(m.then, cli.GetIntent{OpID: id})
 	return 0, len(m.then)
 }
+
+// rows plans n due intents and n open tasks, then the reads with a limit
+// of 0 and one past the cap, and a flush pass.
+func (w *clientWorkload) rows(m *clientMemory, n int, nowMS int64) {
+	for i := range n {
+		m.then = append(m.then, cli.EnqueueIntent{OpID: fmt.Sprint(bulk, "op-", i), Envelope: spec.RawJSON(fmt.Sprintf(`{"bulk":%d}`, i))},
+			cli.OpenTask{Causality: cli.Causality{Task: fmt.Sprint(bulk, "task-", i)}, Kind: cli.KindRoot})
+	}
+	// Due as they are enqueued (at the store's now); the scans look an
+	// hour on, past every one of them.
+	scan := time.UnixMilli(nowMS).Add(time.Hour).UTC()
+	m.then = append(m.then, cli.FlushOrder{}, cli.DueIntents{Now: scan, Limit: 0}, cli.DueIntents{Now: scan, Limit: cli.MaxLimit + 1},
+		cli.OpenTasks{Limit: 0}, cli.OpenTasks{Limit: cli.MaxLimit + 1})
+}
+
+// bulk begins the ids of a big draw's many rows: Observe reads none of
+// them back (they would cost a run's worth of reads).
+const bulk = "bulk-"

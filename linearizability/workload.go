@@ -43,6 +43,8 @@ type Sizer interface {
 	// Big plans a big draw r picks as the next operations of a client, at
 	// nowMS: the client and how many operations it then issues, one at a
 	// time, none of them drawing from the client's stream (none: the
-	// draw is declined).
-	Big(r *rand.Rand, nowMS int64) (client, ops int)
+	// draw is declined). Forgetful, the run writes where a power cut
+	// forgets what was not synced: there the checker keeps every state
+	// since a failed sync, so a draw of n rows costs about n squared.
+	Big(r *rand.Rand, nowMS int64, forgetful bool) (client, ops int)
 }

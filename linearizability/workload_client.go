@@ -183,12 +183,18 @@ func (w *clientWorkload) Next(r *rand.Rand, client, step int) spec.Op {
 	}
 	switch o := op.(type) {
 	case cli.EnqueueIntent:
+		if strings.HasPrefix(o.OpID, bulk) {
+			break
+		}
 		w.seen["op:"+o.OpID] = true
 	case cli.UpsertSession:
 		w.seen["task:"+o.TaskID] = true
 	case cli.BindTask:
 		w.seen["task:"+o.TaskID] = true
 	case cli.OpenTask:
+		if strings.HasPrefix(o.Causality.Task, bulk) {
+			break
+		}
 		w.seen["task:"+o.Causality.Task] = true
 	case cli.SettleTask:
 		w.seen["task:"+o.TaskID] = true

@@ -312,9 +312,10 @@ const BigRate = 0.15
 // operations, from a stream of its own, so that the run's other draws are
 // those of a run without it. A workload may decline one (no operations).
 type bigDraw struct {
-	sizer linearizability.Sizer
-	r     *rand.Rand
-	at    int
+	sizer     linearizability.Sizer
+	r         *rand.Rand
+	at        int
+	forgetful bool
 }
 
 // drawBig is seed's big draw, nil for a run without one (or a workload
@@ -333,7 +334,7 @@ func drawBig(seed int64, w linearizability.Workload, steps int, forgetful bool) 
 		return nil
 	}
 	// Late in the run: the tables it grows weigh on few operations after.
-	return &bigDraw{sizer: sz, r: r, at: steps*3/4 + r.IntN(max(steps/4, 1))}
+	return &bigDraw{sizer: sz, r: r, at: steps*3/4 + r.IntN(max(steps/4, 1)), forgetful: forgetful}
 }
 
 // issueBig makes the big draw: the operations in flight are run to their
@@ -346,7 +347,7 @@ func (x *explorer) issueBig(e *engine, next func() int) bool {
 		return false
 	}
 	at := e.clock.Now().UnixMilli()
-	c, n := b.sizer.Big(b.r, at)
+	c, n := b.sizer.Big(b.r, at, b.forgetful)
 	if c < 0 || c >= len(x.counts) {
 		return true // a client the run does not have
 	}

@@ -13,7 +13,7 @@ import (
 // (model.*Sizes), and the run that reaches each size catches the
 // deliberate bug that breaks there (internal/bugs): a chunked lookup that
 // drops its last partial chunk, a claim's LIMIT 100 before its filter,
-// attempts kept in 8 bits. A run without a big draw is the run it was: the
+// attempts kept in 8 or 16 bits, reads past their limits. A run without a big draw is the run it was: the
 // draw has a stream of its own.
 func TestBigDrawsReachEverySizeAndCatchItsBug(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,7 +25,10 @@ func TestBigDrawsReachEverySizeAndCatchItsBug(t *testing.T) {
 		{continuitySubject, "continuity", model.ContinuitySizes, map[string]bugs.Bug{
 			model.EventSizeResolveChunk: bugs.ContinuityResolveDropsLastChunk, model.EventSizeResolveParams: bugs.ContinuityResolveDropsLastChunk}},
 		{runtimeSubject, "runtime", model.RuntimeSizes, map[string]bugs.Bug{model.EventSizeClaimPastScan: bugs.RuntimeClaimScanBeforeFilter}},
-		{clientSubject, "client", model.ClientSizes, map[string]bugs.Bug{model.EventSizeAttempts8: bugs.ClientAttemptsEightBits}},
+		{clientSubject, "client", model.ClientSizes, map[string]bugs.Bug{model.EventSizeAttempts8: bugs.ClientAttemptsEightBits, model.EventSizeAttempts16: bugs.ClientAttemptsSixteenBits,
+			model.EventSizeDueDefault: bugs.ClientDueZeroTakesAll, model.EventSizeDueCap: bugs.ClientDueLimitUncapped,
+			model.EventSizeFlushBatch: bugs.ClientFlushReadsWholeQueue, model.EventSizeOpenDefault: bugs.ClientOpenTasksZeroTakesAll,
+			model.EventSizeOpenCap: bugs.ClientOpenTasksUncapped}},
 	} {
 		t.Run(tc.store, func(t *testing.T) {
 			t.Parallel()

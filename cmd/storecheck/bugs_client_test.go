@@ -77,6 +77,9 @@ func init() {
 		bugs.ClientAttemptsEightBits: {
 			"client bump_intent counts refusals past what 8 bits keep: the 256th reads attempt 256",
 		},
+		bugs.ClientAttemptsSixteenBits: {
+			"client open_task keeps an attempt past what 16 bits keep: 65,537 reads 65,537",
+		},
 		bugs.ClientFaultIDFromTime: {
 			"client insert_fault returns increasing ids, and list_faults returns the task's faults in insertion order",
 		},

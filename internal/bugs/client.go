@@ -144,41 +144,66 @@ var (
 	// 256th refusal reads back as attempt 0, and the retry budget starts
 	// over. Only an intent bumped past spec.Counter8 shows it.
 	ClientAttemptsEightBits = clientBug("client_attempts_eight_bits", refclient.Rules{},
-		func(s *refclient.Store) cli.Store { return attempts8{s} })
+		func(s *refclient.Store) cli.Store { return attempts[uint8]{s} })
+	// ClientAttemptsSixteenBits keeps the attempt counts, an intent's and a
+	// task's, in 16 bits: a task opened at attempt 65,536 reads back 0 (and
+	// the 65,536th refusal of an intent as attempt 0). A task's attempt is
+	// the caller's (open_task's causality, a u32), so one call shows it.
+	ClientAttemptsSixteenBits = clientBug("client_attempts_sixteen_bits", refclient.Rules{},
+		func(s *refclient.Store) cli.Store { return attempts16{attempts[uint16]{s}} })
 )
 
-// attempts8 answers every intent's attempt, and a task's highest, as 8
-// bits keep it.
-type attempts8 struct{ *refclient.Store }
+// attempts answers every attempt count as a store keeping it in T would.
+type attempts[T uint8 | uint16] struct{ *refclient.Store }
 
-func wrap8(ins []cli.Intent) []cli.Intent {
+func (a attempts[T]) keep(ins []cli.Intent) []cli.Intent {
 	for i := range ins {
-		ins[i].Attempt = int64(uint8(ins[i].Attempt))
+		ins[i].Attempt = int64(T(ins[i].Attempt))
 	}
 	return ins
 }
 
-func (a attempts8) Intent(ctx context.Context, opID string) (*cli.Intent, error) {
+func (a attempts[T]) Intent(ctx context.Context, opID string) (*cli.Intent, error) {
 	in, err := a.Store.Intent(ctx, opID)
 	if in != nil {
-		in.Attempt = int64(uint8(in.Attempt))
+		in.Attempt = int64(T(in.Attempt))
 	}
 	return in, err
 }
 
-func (a attempts8) DueIntents(ctx context.Context, now time.Time, limit uint32) ([]cli.Intent, error) {
+func (a attempts[T]) DueIntents(ctx context.Context, now time.Time, limit uint32) ([]cli.Intent, error) {
 	ins, err := a.Store.DueIntents(ctx, now, limit)
-	return wrap8(ins), err
+	return a.keep(ins), err
 }
 
-func (a attempts8) FlushOrder(ctx context.Context) ([]cli.Intent, error) {
+func (a attempts[T]) FlushOrder(ctx context.Context) ([]cli.Intent, error) {
 	ins, err := a.Store.FlushOrder(ctx)
-	return wrap8(ins), err
+	return a.keep(ins), err
 }
 
-func (a attempts8) TaskAttempt(ctx context.Context, taskID string) (int64, error) {
+func (a attempts[T]) TaskAttempt(ctx context.Context, taskID string) (int64, error) {
 	n, err := a.Store.TaskAttempt(ctx, taskID)
-	return int64(uint8(n)), err
+	return int64(T(n)), err
+}
+
+// attempts16 keeps a task's attempt in 16 bits too, as a store whose
+// attempt columns are all 16 bits would.
+type attempts16 struct{ attempts[uint16] }
+
+func (a attempts16) Task(ctx context.Context, taskID string) (*cli.Task, error) {
+	t, err := a.Store.Task(ctx, taskID)
+	if t != nil {
+		t.Attempt = int64(uint16(t.Attempt))
+	}
+	return t, err
+}
+
+func (a attempts16) OpenTasks(ctx context.Context, limit uint32) ([]cli.Task, error) {
+	ts, err := a.Store.OpenTasks(ctx, limit)
+	for i := range ts {
+		ts[i].Attempt = int64(uint16(ts[i].Attempt))
+	}
+	return ts, err
 }
 
 // uncapped is a read limit with the default of 0 and no cap.

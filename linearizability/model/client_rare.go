@@ -112,5 +112,5 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 			}
 		}
 	}
-	return append(ev, clientSizes(s, op, out)...)
+	return append(ev, clientSizes(s, op, nowMS, out)...)
 }

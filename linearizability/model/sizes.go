@@ -25,13 +25,20 @@ const (
 	EventSizeClaimPastScan = "size: claim behind 100 unclaimable batches"
 	EventSizeAttachment    = "size: attachment of 4 MiB"
 	EventSizeAttempts8     = "size: intent attempts > 255"
+	EventSizeAttempts16    = "size: task attempt > 65,535"
+	EventSizeDueDefault    = "size: due_intents of limit 0 over 100 due intents"
+	EventSizeDueCap        = "size: due_intents of limit > 500 over 500 due intents"
+	EventSizeFlushBatch    = "size: flush_order over 100 due intents"
+	EventSizeOpenDefault   = "size: open_tasks of limit 0 over 100 open tasks"
+	EventSizeOpenCap       = "size: open_tasks of limit > 500 over 500 open tasks"
 )
 
 // The size events of each store, in a fixed order.
 var (
 	ContinuitySizes = []string{EventSizeResolveChunk, EventSizeResolveParams, EventSizeSnapshot}
 	RuntimeSizes    = []string{EventSizeClaimPastScan, EventSizeAttachment}
-	ClientSizes     = []string{EventSizeAttempts8}
+	ClientSizes     = []string{EventSizeAttempts8, EventSizeAttempts16, EventSizeDueDefault, EventSizeDueCap, EventSizeFlushBatch,
+		EventSizeOpenDefault, EventSizeOpenCap}
 )
 
 // continuitySizes are the sizes op passed, answered out.
@@ -93,14 +100,70 @@ func runtimeSizes(s RuntimeState, op any, now int64, out Outcome) []string {
 	return nil
 }
 
-// clientSizes are the sizes op passed from s, answered out.
-func clientSizes(s ClientState, op any, out Outcome) []string {
-	if o, ok := op.(cli.BumpIntent); ok && out.Kind == "" && out.Result == true {
-		if in, ok := s.intents[o.OpID]; ok && in.Attempt >= spec.Counter8 {
+// clientSizes are the sizes op passed from s at nowMS, answered out: an
+// intent bumped past 8 bits, a task opened past 16, and a read of more rows than its limit's
+// default or cap (cli.EffectiveLimit) or a flush pass takes.
+func clientSizes(s ClientState, op any, nowMS int64, out Outcome) []string {
+	if out.Kind != "" {
+		return nil
+	}
+	past := func(n int, e string) []string {
+		if n > 0 {
+			return []string{e}
+		}
+		return nil
+	}
+	switch o := op.(type) {
+	case cli.BumpIntent:
+		if in, ok := s.intents[o.OpID]; ok && out.Result == true && in.Attempt >= spec.Counter8 {
 			return []string{EventSizeAttempts8}
+		}
+	case cli.OpenTask:
+		if o.Causality.Attempt > spec.Counter16 && out.Result == true {
+			return []string{EventSizeAttempts16}
+		}
+	case cli.DueIntents:
+		switch {
+		case o.Limit == 0:
+			return past(s.dueCount(nsOf(o.Now))-cli.DefaultLimit, EventSizeDueDefault)
+		case o.Limit > cli.MaxLimit:
+			return past(s.dueCount(nsOf(o.Now))-cli.MaxLimit, EventSizeDueCap)
+		}
+	case cli.FlushOrder:
+		return past(s.dueCount(msNS(nowMS))-cli.FlushBatchSize, EventSizeFlushBatch)
+	case cli.OpenTasks:
+		switch {
+		case o.Limit == 0:
+			return past(s.openCount()-cli.DefaultLimit, EventSizeOpenDefault)
+		case o.Limit > cli.MaxLimit:
+			return past(s.openCount()-cli.MaxLimit, EventSizeOpenCap)
 		}
 	}
 	return nil
+}
+
+// dueCount is how many live intents are due at nowNS (s.due's count,
+// without building them).
+func (s ClientState) dueCount(nowNS int64) int {
+	d := firstPrec(s.prec)
+	n := 0
+	for _, in := range s.intents {
+		if in.live() && cut(in.Next, d) <= cut(nowNS, d) {
+			n++
+		}
+	}
+	return n
+}
+
+// openCount is how many tasks are open (unsettled).
+func (s ClientState) openCount() int {
+	n := 0
+	for _, t := range s.tasks {
+		if !t.IsSettled {
+			n++
+		}
+	}
+	return n
 }
 
 // distinct are ids without repeats, in their first order.

@@ -45,6 +45,16 @@ func clientTaskSpecs(fx *clientFixture) {
 			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: 4}, cli.KindRoot))).To(BeTrue())
 			Expect(fx.task(taskA).Attempt).To(Equal(int64(4)), because(cli.RuleOpenTaskRefresh, "an attempt one above is taken"))
 		})
+		// No seed bounds the attempt, but a store may keep it in fewer bits
+		// than the seed's u32 and INTEGER (issue 26 item 6): an attempt past
+		// what 16 bits keep reads back as given, and a lower one presented
+		// after it does not take its place.
+		It("keeps an attempt past what 16 bits keep: 65,537 reads 65,537", Rules("client.open_task.new", cli.RuleOpenTaskRefresh), func() {
+			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: spec.Counter16 + 2}, cli.KindRoot))).To(BeTrue())
+			Expect(fx.task(taskA).Attempt).To(Equal(int64(spec.Counter16+2)), "task")
+			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA, Attempt: 3}, cli.KindRoot))).To(BeTrue())
+			Expect(fx.task(taskA).Attempt).To(Equal(int64(spec.Counter16+2)), because(cli.RuleOpenTaskRefresh, "the larger attempt stays"))
+		})
 		It("re-opening a settled task keeps its verdict and settle time, and answers true", Rules(cli.RuleOpenTaskRefresh), func() {
 			Expect(fx.acted(fx.s.OpenTask(fx.ctx, cli.Causality{Task: taskA}, cli.KindRoot))).To(BeTrue())
 			fx.clock.Advance(time.Second)
