@@ -45,8 +45,8 @@ func (h *holds) add(held bool, expires, now int64) {
 	h.exact = h.exact || expires == now
 }
 
-// Features of a runtime store: the queue's batches (queued, claimed, a claim
-// expired), the leases (held, expired, taken over: a fence above 1), a lease
+// Features of a runtime store: the queue's batches (queued, claimable in one
+// session, claimed, a claim expired), the leases (held, expired, taken over: a fence above 1), a lease
 // or a claim at its exact expiry, and the graph, turns and attachments.
 func (Runtime) Features(st State, now int64) []string {
 	s := st.(RuntimeState)
@@ -56,6 +56,18 @@ func (Runtime) Features(st State, now int64) []string {
 		claims.add(b.Claimed, b.ClaimExpires, now)
 	}
 	out = sized(out, "queued batches", len(s.batches))
+	// A claim takes at most max_batches of its session's claimable batches
+	// in enqueue order: its bounds and its order show only when a session
+	// has more of them than a claim takes.
+	ready := map[string]int{}
+	most := 0
+	for _, b := range s.batches {
+		if b.B.AvailableAtMs <= now && b.free(now) {
+			ready[b.B.SessionID]++
+			most = max(most, ready[b.B.SessionID])
+		}
+	}
+	out = sized(out, "claimable batches of one session", most)
 	out = sized(out, "claimed batches", claims.held)
 	out = sized(out, "batches whose claim expired", claims.past)
 	if claims.exact {
