@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // Featured is a model whose states name a few facts of themselves that a
@@ -59,15 +60,7 @@ func (Runtime) Features(st State, now int64) []string {
 	// A claim takes at most max_batches of its session's claimable batches
 	// in enqueue order: its bounds and its order show only when a session
 	// has more of them than a claim takes.
-	ready := map[string]int{}
-	most := 0
-	for _, b := range s.batches {
-		if b.B.AvailableAtMs <= now && b.free(now) {
-			ready[b.B.SessionID]++
-			most = max(most, ready[b.B.SessionID])
-		}
-	}
-	out = sized(out, "claimable batches of one session", most)
+	out = sized(out, "claimable batches of one session", s.mostClaimable(now))
 	out = sized(out, "claimed batches", claims.held)
 	out = sized(out, "batches whose claim expired", claims.past)
 	if claims.exact {
@@ -130,4 +123,28 @@ func (Client) Features(st State, _ int64) []string {
 	out = sized(out, "sessions", len(s.sessions))
 	out = sized(out, "tasks", len(s.tasks))
 	return sized(out, "faults", len(s.faults))
+}
+
+// mostClaimable is how many claimable batches the session with the most
+// has (counted in a slice of the few sessions: no map at every answer).
+func (s RuntimeState) mostClaimable(now int64) int {
+	type count struct {
+		session string
+		n       int
+	}
+	var counts []count
+	most := 0
+	for _, b := range s.batches {
+		if b.B.AvailableAtMs > now || !b.free(now) {
+			continue
+		}
+		i := slices.IndexFunc(counts, func(c count) bool { return c.session == b.B.SessionID })
+		if i < 0 {
+			counts = append(counts, count{session: b.B.SessionID})
+			i = len(counts) - 1
+		}
+		counts[i].n++
+		most = max(most, counts[i].n)
+	}
+	return most
 }
