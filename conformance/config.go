@@ -106,6 +106,8 @@ type Config struct {
 	// Corpus is the report folder of an earlier guided sweep (or of the
 	// merge of its shards) that a guided sweep starts from: what it
 	// reached counts as reached, and its parents have children first.
+	// Empty, a guided sweep starts from the kit's corpus (sim.BuiltinCorpus)
+	// where it has one for the sweep's shape; NoCorpus, from nothing.
 	Corpus string
 	// Shrink is how many runs a failing schedule's shrinking may take (0:
 	// the default, DefaultShrink; negative: do not shrink, which the shrink
@@ -151,6 +153,9 @@ const (
 	DefaultCheckTimeout = 60 * time.Second
 	// DefaultReportDir is where failing checks keep their files.
 	DefaultReportDir = "storecheck-report"
+	// NoCorpus, as the corpus, starts a guided sweep from nothing, not
+	// from the kit's corpus.
+	NoCorpus = "none"
 )
 
 // Defaults is every field's default, in one place: WithDefaults fills a
@@ -256,7 +261,7 @@ func (c Config) Validate() error {
 		return configError("Explore", "%v", err)
 	}
 	// The corpus itself is read where the sweep starts (simulate).
-	if c.Corpus != "" && c.Explore != sim.ExploreGuided {
+	if c.Corpus != "" && c.Corpus != NoCorpus && c.Explore != sim.ExploreGuided {
 		return configError("Corpus", "corpus %s: a guided sweep's corpus, and the sweep is not guided: give explore %s too", c.Corpus, sim.ExploreGuided)
 	}
 	for _, w := range c.Withdraw {

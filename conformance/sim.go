@@ -29,7 +29,7 @@ func (r *runner) simulate() error {
 	var failed atomic.Bool
 	var backendErr error
 	var corpora map[string]*reports.Corpus
-	if cfg.Corpus != "" {
+	if cfg.Corpus != "" && cfg.Corpus != NoCorpus {
 		var err error
 		if corpora, err = reports.ReadCorpus(cfg.Corpus); err != nil {
 			return configError("Corpus", "corpus: %v", err)
@@ -107,8 +107,15 @@ func (r *runner) simulate() error {
 		var err error
 		var guided *reports.Guided
 		if cfg.Explore == sim.ExploreGuided {
+			from, fromName := corpora[name], cfg.Corpus
+			if cfg.Corpus == "" {
+				from, fromName = sim.BuiltinCorpus(name, storeParams), "the kit's corpus"
+			}
 			var g reports.Guided
-			g, err = sim.GuidedSweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), corpora[name], each, stop)
+			g, err = sim.GuidedSweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), from, each, stop)
+			if from != nil {
+				g.From = fromName
+			}
 			guided = &g
 		} else {
 			err = sim.Sweep(r.ctx, subj, backend, seeds, storeParams, cfg.Workers, sim.ScratchDir(), each, stop)

@@ -353,6 +353,9 @@ type Guided struct {
 	// Corpus is what the sweep reached, for the next sweep to start from
 	// (--corpus); a merge of shards holds the union of theirs.
 	Corpus *Corpus `json:"corpus,omitempty"`
+	// From names the corpus the sweep started from ("the kit's corpus",
+	// a report folder), empty when it started from nothing.
+	From string `json:"from,omitempty"`
 }
 
 // Corpus is what a guided sweep reached: the milestones (an event's count
@@ -365,6 +368,15 @@ type Guided struct {
 type Corpus struct {
 	Milestones []string       `json:"milestones"`
 	Parents    []CorpusParent `json:"parents"`
+	// Hits is how many runs reached each milestone: the fewer, the rarer
+	// the state, and a parent that was first to reach a rare one has
+	// children before the others (FairFuzz, ASE 2018, steers to rare
+	// branches the same way).
+	Hits map[string]int `json:"hits,omitempty"`
+	// Made says the shape of the runs it was made with ("200 steps, 8
+	// clients, 2 processes"): a parent's seed names another run in
+	// another shape.
+	Made string `json:"made,omitempty"`
 }
 
 // CorpusParent is a run a guided sweep branches from: its seed and
@@ -378,6 +390,8 @@ type CorpusParent struct {
 	Last     int      `json:"last"`
 	Issued   int      `json:"issued"`
 	Children int      `json:"children"`
+	// New are the milestones it was the first run to reach.
+	New []string `json:"new,omitempty"`
 }
 
 // Branch is where a guided sweep's child leaves its parent's run: from
@@ -415,6 +429,15 @@ func (a *Corpus) union(b *Corpus) *Corpus {
 		return a.clone()
 	}
 	out := a.clone()
+	for k, n := range b.Hits {
+		if out.Hits == nil {
+			out.Hits = map[string]int{}
+		}
+		out.Hits[k] += n
+	}
+	if out.Made != b.Made {
+		out.Made = ""
+	}
 	out.Milestones = append(out.Milestones, b.Milestones...)
 	slices.Sort(out.Milestones)
 	out.Milestones = slices.Compact(out.Milestones)
@@ -435,9 +458,10 @@ func (a *Corpus) clone() *Corpus {
 	if a == nil {
 		return nil
 	}
-	out := &Corpus{Milestones: slices.Clone(a.Milestones)}
+	out := &Corpus{Milestones: slices.Clone(a.Milestones), Hits: maps.Clone(a.Hits), Made: a.Made}
 	for _, p := range a.Parents {
 		p.Branches = slices.Clone(p.Branches)
+		p.New = slices.Clone(p.New)
 		out.Parents = append(out.Parents, p)
 	}
 	return out
@@ -456,6 +480,9 @@ func (g Guided) String() string {
 	}
 	s := fmt.Sprintf("guided: %d runs, %d blind and %d children of %d parents; milestones reached by run: %s",
 		g.Blind+g.Children, g.Blind, g.Children, g.Parents, strings.Join(pts, " "))
+	if g.From != "" {
+		s += "; started from " + g.From
+	}
 	if g.Corpus != nil {
 		s += fmt.Sprintf("; corpus: %d milestones, %d parents", len(g.Corpus.Milestones), len(g.Corpus.Parents))
 	}

@@ -96,6 +96,21 @@ func (p Params) withDefaults() Params {
 	return p
 }
 
+// Shape names what a run's seed means in p: its steps, clients and
+// processes, and whether operations overlap in a process. A corpus made in
+// one shape names other runs in another.
+func (p Params) Shape() string {
+	p = p.withDefaults()
+	s := fmt.Sprintf("%d steps, %d clients, %d processes", p.Steps, p.Clients, p.Processes)
+	if p.Whole {
+		s += ", whole operations"
+	}
+	if p.Overlap {
+		s += fmt.Sprintf(", %d callers a process", p.Callers)
+	}
+	return s
+}
+
 // Swarm is a run's mix of faults and its scheduling strategy, drawn from its
 // seed, so that a sweep of seeds covers very different runs: some calm, some
 // crashing constantly, some spending their time on clock boundaries, some

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
+	"github.com/storecheck/storecheck/linearizability/model"
 	"github.com/storecheck/storecheck/reports"
 )
 
@@ -21,8 +23,11 @@ import (
 // their choices afresh from a seed of their own, with one of the swarm's
 // choices (a fault's rate, the clock's jumps, the PCT depth, the rivals)
 // drawn afresh too (Antithesis branches from the states its runs reached;
-// AFL gives more runs to the inputs that found new coverage). Half of
-// every generation stays blind: the next seeds of the range.
+// AFL gives more runs to the inputs that found new coverage). The parents
+// that were first to reach the states the fewest runs reached have their
+// children first, one of each kind of state before a second (pickParent):
+// a rare state is the one a blind sweep would not revisit. Half of every
+// generation stays blind: the next seeds of the range.
 //
 // The sweep is the same sweep twice: its runs go in generations of a fixed
 // size, whatever the workers, and what a generation decides reads its
@@ -119,22 +124,58 @@ type parent struct {
 
 // newParent is the run of res as a parent: its first and last new
 // milestone at steps first and last.
-func newParent(res Result, first, last int) *parent {
+func newParent(res Result, first, last int, news []string) *parent {
 	issued := res.Issued
 	if issued <= 0 {
 		issued = last
 	}
 	return &parent{CorpusParent: reports.CorpusParent{Seed: res.Schedule.Seed, Branches: res.Schedule.Branches,
-		First: min(first, issued), Last: min(last, issued), Issued: issued}, room: childrenEach}
+		First: min(first, issued), Last: min(last, issued), Issued: issued, New: news}, room: childrenEach}
+}
+
+// focus is what pa is a parent for: the family of the rarest of its new
+// milestones of the store's state (a state feature or a size, its name
+// without its bucket and count: "state: queued batches"), how many runs
+// reached that one, and how many reached the rarest of any of its new
+// milestones (a parent that names none: more than any run). A state rarely
+// reached is the depth a blind sweep seldom gets to; a fault at a yield
+// point rarely reached is mostly one of the many pairs there are.
+func (pa *parent) focus(hits map[string]int) (family string, state, any int) {
+	state, any = math.MaxInt, math.MaxInt
+	for _, m := range pa.New {
+		n := hits[m]
+		any = min(any, n)
+		if n < state && (strings.HasPrefix(m, FeaturePrefix) || strings.HasPrefix(m, model.SizePrefix)) {
+			state, family = n, familyOf(m)
+		}
+	}
+	return family, state, any
+}
+
+// familyOf is a state milestone's event without its count and, for a
+// feature, its bucket ("state: queued batches: 64-127 x128" is "state:
+// queued batches").
+func familyOf(m string) string {
+	if i := strings.LastIndex(m, " x"); i >= 0 {
+		m = m[:i]
+	}
+	if strings.HasPrefix(m, FeaturePrefix) {
+		if i := strings.LastIndex(m, ": "); i > len(FeaturePrefix) {
+			m = m[:i]
+		}
+	}
+	return m
 }
 
 // child is parent's next child: its branches, the last one from a seed
-// derived from the parent's, at the parent's first new milestone or, every
+// derived from the parent's and from salt (the sweep's first seed, so
+// that sweeps of other ranges from one corpus differ), at the parent's
+// first new milestone or, every
 // other child, at its last (the deepest state it found); every other pair
 // of children, and any child branching where its parent's clients stopped,
 // issues tail more operations than its parent (a longer run, for the
 // states a count past a bound needs).
-func (pa *parent) child(tail int) plan {
+func (pa *parent) child(tail int, salt int64) plan {
 	last := uint64(pa.Seed)
 	if n := len(pa.Branches); n > 0 {
 		last = uint64(pa.Branches[n-1].Seed)
@@ -146,7 +187,7 @@ func (pa *parent) child(tail int) plan {
 	if n%2 == 1 {
 		at = pa.Last
 	}
-	seed := int64(mix64(last^mix64(uint64(at)<<8|uint64(pa.children))) >> 1)
+	seed := int64(mix64(last^mix64(uint64(at)<<8|uint64(pa.children))^mix64(uint64(salt))) >> 1)
 	b := Branch{At: at, Seed: seed}
 	if n%4 >= 2 || at >= pa.Issued {
 		b.Tail = tail
@@ -168,16 +209,21 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 	tail := max(p.withDefaults().Steps/4, 1)
 	var g reports.Guided
 	seen := map[string]bool{}
+	hits, given := map[string]int{}, map[string]int{}
 	var parents []*parent
 	if from != nil {
 		for _, m := range from.Milestones {
 			seen[m] = true
 		}
+		maps.Copy(hits, from.Hits)
 		for _, cp := range from.Parents {
 			parents = append(parents, &parent{CorpusParent: cp, children: cp.Children, room: childrenEach})
 		}
 	}
-	nextParent := 0
+	var salt int64
+	if len(seeds) > 0 {
+		salt = seeds[0]
+	}
 	blind := 0
 	var err error
 	for runs := 0; runs < len(seeds); {
@@ -188,7 +234,7 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 		for i := 0; i < generation && runs+len(plans) < len(seeds); i++ {
 			var pa *parent
 			if i%blindEvery != 0 || blind == len(seeds) {
-				pa = pick(parents, &nextParent)
+				pa = pickParent(parents, hits, given)
 			}
 			if pa == nil {
 				if blind == len(seeds) {
@@ -199,7 +245,7 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 				g.Blind++
 				continue
 			}
-			plans = append(plans, pa.child(tail))
+			plans = append(plans, pa.child(tail, salt))
 			g.Children++
 		}
 		if len(plans) == 0 {
@@ -207,9 +253,13 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 		}
 		ran, serr := sweepPlans(ctx, subj, b, plans, p, workers, dir, disk, func(res Result) {
 			first, last := -1, -1
+			var news []string
 			for _, m := range res.Reached {
-				if k := m.key(); !seen[k] {
+				k := m.key()
+				hits[k]++
+				if !seen[k] {
 					seen[k] = true
+					news = append(news, k)
 					if first < 0 {
 						first = m.Step
 					}
@@ -217,7 +267,7 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 				}
 			}
 			if first >= 0 && res.Failure == nil && !res.Inconclusive {
-				parents = append(parents, newParent(res, first, last))
+				parents = append(parents, newParent(res, first, last, news))
 				g.Parents++
 			}
 			done(res)
@@ -228,14 +278,15 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 			break
 		}
 	}
-	g.Corpus = corpusOf(seen, parents)
+	g.Corpus = corpusOf(seen, hits, parents)
+	g.Corpus.Made = p.Shape()
 	return g, err
 }
 
-// corpusOf is what a sweep reached: its milestones, sorted, and its
-// parents in the order they became parents.
-func corpusOf(seen map[string]bool, parents []*parent) *reports.Corpus {
-	c := &reports.Corpus{Milestones: slices.Sorted(maps.Keys(seen)), Parents: []reports.CorpusParent{}}
+// corpusOf is what a sweep reached: its milestones, sorted, how many runs
+// reached each, and its parents in the order they became parents.
+func corpusOf(seen map[string]bool, hits map[string]int, parents []*parent) *reports.Corpus {
+	c := &reports.Corpus{Milestones: slices.Sorted(maps.Keys(seen)), Parents: []reports.CorpusParent{}, Hits: hits}
 	for _, pa := range parents {
 		cp := pa.CorpusParent
 		cp.Children = pa.children
@@ -244,15 +295,33 @@ func corpusOf(seen map[string]bool, parents []*parent) *reports.Corpus {
 	return c
 }
 
-// pick is the next parent with children to give, round robin from *next,
-// or nil.
-func pick(parents []*parent, next *int) *parent {
-	for range parents {
-		pa := parents[*next%len(parents)]
-		*next++
-		if pa.room > 0 {
-			return pa
+// pickParent is the parent with children to give, or nil: of the state
+// families (focus) that have had the fewest children, the parent whose
+// rarest state milestone is the rarest, then whose rarest milestone of any
+// is, then the earliest; parents of no state family last. given counts the
+// children each family has had, so that the deepest parent of every family
+// has children before a second of any (FairFuzz, ASE 2018, steers to rare
+// branches; the families keep one kind of depth from taking the budget).
+func pickParent(parents []*parent, hits map[string]int, given map[string]int) *parent {
+	var best *parent
+	var bestKey [4]int
+	bestFamily := ""
+	for _, pa := range parents {
+		if pa.room <= 0 {
+			continue
+		}
+		family, state, any := pa.focus(hits)
+		stateless := 0
+		if family == "" {
+			stateless = 1
+		}
+		key := [4]int{stateless, given[family], state, any}
+		if best == nil || slices.Compare(key[:], bestKey[:]) < 0 {
+			best, bestKey, bestFamily = pa, key, family
 		}
 	}
-	return nil
+	if best != nil {
+		given[bestFamily]++
+	}
+	return best
 }

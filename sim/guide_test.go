@@ -242,12 +242,87 @@ func TestAGuidedSweepStartsFromACorpus(t *testing.T) {
 			t.Fatalf("the next corpus lost %q", m)
 		}
 	}
-	if len(next.Corpus.Parents) < len(c.Parents) || next.Corpus.Parents[0].Children <= c.Parents[0].Children {
-		t.Errorf("the next corpus's parents %+v do not continue the first's %+v", next.Corpus.Parents[:1], c.Parents[:1])
+	children := func(c *reports.Corpus, n int) (sum int) {
+		for _, p := range c.Parents[:n] {
+			sum += p.Children
+		}
+		return sum
+	}
+	if len(next.Corpus.Parents) < len(c.Parents) || children(next.Corpus, len(c.Parents)) <= children(c, len(c.Parents)) {
+		t.Errorf("the next corpus's parents (%d children) do not continue the first's (%d)", children(next.Corpus, len(c.Parents)), children(c, len(c.Parents)))
 	}
 	// Without the corpus the same range is a sweep of its own: blind first.
 	plain, _ := sweep(17, nil)
 	if slices.Equal(plain, nextRuns) {
 		t.Error("the corpus changed nothing")
+	}
+}
+
+// A guided sweep gives children first to the parent of the rarest state of
+// each kind (its family: the feature without its bucket), one of every
+// kind before a second of any, then to parents of no state at all; and a
+// parent that names no new milestone (a corpus older than New) comes last.
+func TestTheRarestStateOfEachKindHasChildrenFirst(t *testing.T) {
+	hits := map[string]int{
+		// The second queue parent is rarer than the lease parent, and
+		// still comes after it: its kind had a child.
+		"state: queued batches: 64-127 x1": 1, "state: queued batches: 8-15 x1": 2,
+		"state: leases held: 1 x16": 3, "fault busy at claim/before_write x1": 1, "claim:ok x1": 9,
+	}
+	mk := func(name string, news ...string) *parent {
+		return &parent{CorpusParent: reports.CorpusParent{Seed: int64(len(name)), New: news}, room: 1}
+	}
+	deepQueue := mk("deep queue", "state: queued batches: 64-127 x1", "claim:ok x1")
+	queue := mk("queue", "state: queued batches: 8-15 x1")
+	lease := mk("lease", "state: leases held: 1 x16")
+	fault := mk("fault at a yield point", "fault busy at claim/before_write x1")
+	old := mk("old")
+	parents := []*parent{old, fault, queue, lease, deepQueue}
+	given := map[string]int{}
+	var order []*parent
+	for pa := pickParent(parents, hits, given); pa != nil; pa = pickParent(parents, hits, given) {
+		pa.room--
+		order = append(order, pa)
+	}
+	want := []*parent{deepQueue, lease, queue, fault, old}
+	if !slices.Equal(order, want) {
+		names := func(ps []*parent) (out []string) {
+			for _, p := range ps {
+				out = append(out, fmt.Sprint(p.New))
+			}
+			return out
+		}
+		t.Fatalf("children went to\n%v\nwant\n%v", names(order), names(want))
+	}
+	if f := familyOf("state: queued batches: 64-127 x128"); f != "state: queued batches" {
+		t.Errorf("family %q", f)
+	}
+	if f := familyOf("size: attachment of 4 MiB x1"); f != "size: attachment of 4 MiB" {
+		t.Errorf("family %q", f)
+	}
+}
+
+// The kit's corpus is for the shape it was made in: another shape's seeds
+// name other runs, so a sweep of another shape gets none; Distil keeps the
+// parents a sweep would pick first, with no children yet.
+func TestTheKitsCorpusIsForItsShape(t *testing.T) {
+	for _, store := range []string{"continuity", "runtime", "client"} {
+		c := BuiltinCorpus(store, Params{})
+		if c == nil || len(c.Parents) == 0 {
+			t.Fatalf("%s: no corpus of the kit's in the default shape", store)
+		}
+		if BuiltinCorpus(store, Params{Steps: 60}) != nil || BuiltinCorpus(store, Params{Processes: 1, Overlap: true}) != nil {
+			t.Errorf("%s: the kit's corpus is given to a sweep of another shape", store)
+		}
+	}
+	c := BuiltinCorpus("runtime", Params{})
+	d := Distil(c, 3)
+	if len(d.Parents) != 3 || len(d.Milestones) != len(c.Milestones) {
+		t.Fatalf("distilled to %d parents, %d milestones", len(d.Parents), len(d.Milestones))
+	}
+	for i, p := range d.Parents {
+		if p.Children != 0 || p.Name() != c.Parents[i].Name() {
+			t.Errorf("parent %d: %s with %d children, want %s first (the corpus is in the order a sweep picks)", i, p.Name(), p.Children, c.Parents[i].Name())
+		}
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +202,35 @@ func TestLoadSessionStatementsAreJudgedInOrder(t *testing.T) {
 			if got := judge(model.Runtime{AtomicReads: true}, readFirst, c.got); got != c.atomic {
 				t.Errorf("read returning first %v, %s: allowed %v under atomic_reads", readFirst, c.name, got)
 			}
+		}
+	}
+}
+
+// rowsState is a state of n rows and nothing else.
+type rowsState struct{ n int }
+
+func (s rowsState) Equal(o model.State) bool { return o.(rowsState) == s }
+func (s rowsState) Hash() uint64             { return uint64(s.n) }
+func (s rowsState) String() string           { return fmt.Sprint(s.n, " rows") }
+func (s rowsState) Rows() int                { return s.n }
+
+// The oracle keeps fewer configurations the more rows their states hold:
+// the count bounds states of a few rows, the rows bound big ones, and a
+// cut is said (o.cut: what it refuses is no verdict).
+func TestTheOracleBoundsConfigurationsByTheirRows(t *testing.T) {
+	for _, c := range []struct{ rows, have, want int }{
+		{0, configLimit + 10, configLimit},
+		{2, configLimit - 1, configLimit - 1},
+		{1000, 1000, rowBudget / 1000},
+		{rowBudget * 2, 5, 1},
+	} {
+		o := &oracle{limit: configLimit}
+		cs := make([]config, c.have)
+		for i := range cs {
+			cs[i].state = rowsState{c.rows}
+		}
+		if got := len(o.bounded(cs)); got != c.want || o.cut != (c.want < c.have) {
+			t.Errorf("%d configurations of %d rows: kept %d (cut %v), want %d", c.have, c.rows, got, o.cut, c.want)
 		}
 	}
 }

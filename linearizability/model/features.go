@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // Featured is a model whose states name a few facts of themselves that a
@@ -45,8 +46,8 @@ func (h *holds) add(held bool, expires, now int64) {
 	h.exact = h.exact || expires == now
 }
 
-// Features of a runtime store: the queue's batches (queued, claimed, a claim
-// expired), the leases (held, expired, taken over: a fence above 1), a lease
+// Features of a runtime store: the queue's batches (queued, claimable in one
+// session, claimed, a claim expired), the leases (held, expired, taken over: a fence above 1), a lease
 // or a claim at its exact expiry, and the graph, turns and attachments.
 func (Runtime) Features(st State, now int64) []string {
 	s := st.(RuntimeState)
@@ -56,6 +57,10 @@ func (Runtime) Features(st State, now int64) []string {
 		claims.add(b.Claimed, b.ClaimExpires, now)
 	}
 	out = sized(out, "queued batches", len(s.batches))
+	// A claim takes at most max_batches of its session's claimable batches
+	// in enqueue order: its bounds and its order show only when a session
+	// has more of them than a claim takes.
+	out = sized(out, "claimable batches of one session", s.mostClaimable(now))
 	out = sized(out, "claimed batches", claims.held)
 	out = sized(out, "batches whose claim expired", claims.past)
 	if claims.exact {
@@ -118,4 +123,28 @@ func (Client) Features(st State, _ int64) []string {
 	out = sized(out, "sessions", len(s.sessions))
 	out = sized(out, "tasks", len(s.tasks))
 	return sized(out, "faults", len(s.faults))
+}
+
+// mostClaimable is how many claimable batches the session with the most
+// has (counted in a slice of the few sessions: no map at every answer).
+func (s RuntimeState) mostClaimable(now int64) int {
+	type count struct {
+		session string
+		n       int
+	}
+	var counts []count
+	most := 0
+	for _, b := range s.batches {
+		if b.B.AvailableAtMs > now || !b.free(now) {
+			continue
+		}
+		i := slices.IndexFunc(counts, func(c count) bool { return c.session == b.B.SessionID })
+		if i < 0 {
+			counts = append(counts, count{session: b.B.SessionID})
+			i = len(counts) - 1
+		}
+		counts[i].n++
+		most = max(most, counts[i].n)
+	}
+	return most
 }

@@ -17,6 +17,9 @@ import (
 	r "github.com/storecheck/storecheck/spec/runtime"
 )
 
+// SizePrefix begins every size event's name.
+const SizePrefix = "size: "
+
 // The size events.
 const (
 	EventSizeResolveChunk  = "size: resolve_many > 50 identities"
