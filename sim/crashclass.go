@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/storecheck/storecheck/fault/lossyfs"
-	"github.com/storecheck/storecheck/internal/sqlitewal"
+	"github.com/storecheck/storecheck/fault/sqlitewal"
 )
 
 // Crash-state classes: the exhaustive mode's reduction, in the spirit of

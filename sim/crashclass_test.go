@@ -15,7 +15,7 @@ import (
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/bugs"
-	"github.com/storecheck/storecheck/internal/sqlitewal"
+	"github.com/storecheck/storecheck/fault/sqlitewal"
 )
 
 // walBuilder writes a WAL as SQLite does (wal.c: the header in one write
