@@ -18,17 +18,18 @@ import (
 func TestSimExhaustiveChecksEveryCrashStateAndSaysHowMany(t *testing.T) {
 	t.Parallel()
 	needFUSE(t)
-	line := regexp.MustCompile(`(?m)^continuity: \d+ workloads, \d+ cuts \(\d+ with writes or entry ops not yet durable, \d+ after a failing sync\): (every one )?of \d+( \([0-9.e]+\))? crash states, in \d+ classes, \d+ classes checked in [0-9.hms]+`)
-	out, errs, code := storecheck(t, "file", "sim", "--store", "continuity", "--exhaustive")
+	// The runtime store's enumeration is the shortest (5 workloads).
+	line := regexp.MustCompile(`(?m)^runtime: \d+ workloads, \d+ cuts \(\d+ with writes or entry ops not yet durable, \d+ after a failing sync\): (every one )?of \d+( \([0-9.e]+\))? crash states, in \d+ classes, \d+ classes checked in [0-9.hms]+`)
+	out, errs, code := storecheck(t, "file", "sim", "--store", "runtime", "--exhaustive")
 	if code != exitPassed || !line.MatchString(out) || !strings.Contains(out, "every one of") || !strings.Contains(out, "(0 unchecked), 0 failing") {
 		t.Fatalf("the reference: exit %d\n%s\n%s", code, out, errs)
 	}
-	const bug = "bug:continuity_synchronous_off"
+	const bug = "bug:runtime_synchronous_off"
 	dir := t.TempDir()
-	out, errs, code = storecheck(t, bug, "sim", "--store", "continuity", "--exhaustive", "--exhaustive-bound", "4", "--report-dir", dir)
+	out, errs, code = storecheck(t, bug, "sim", "--store", "runtime", "--exhaustive", "--exhaustive-bound", "4", "--report-dir", dir)
 	saved := regexp.MustCompile(`saved: (\S+)`).FindAllStringSubmatch(out, -1)
 	if code != exitFailed || !line.MatchString(out) || !strings.Contains(out, "FAIL ") || len(saved) != 1 ||
-		saved[0][1] != filepath.Join(dir, "sim-exhaustive-continuity", "schedule.json") {
+		saved[0][1] != filepath.Join(dir, "sim-exhaustive-runtime", "schedule.json") {
 		t.Fatalf("synchronous=OFF: exit %d, want %d, failures and the first's schedule saved in the report folder\n%s\n%s", code, exitFailed, out, errs)
 	}
 	schedule := saved[0][1]
