@@ -33,7 +33,10 @@ func TestTheStoreOverTheWire(t *testing.T) {
 	b := conformance.Program(os.Args[0]).WithEnv(serveEnv + "=1")
 	rep, err := conformance.Run(context.Background(), b, conformance.Config{
 		Layers: []conformance.Layer{conformance.LayerLinearizability, conformance.LayerSim},
-		Stores: []string{"continuity"}, Seeds: conformance.Seeds(1, 4), Ops: 300, ReportDir: t.TempDir()})
+		// Seeds 3..6: seed 2's history ends with the big lookup of 32,767
+		// identities, 15 s through this example store; the sizes are the
+		// size tests' (linearizability, sim), this test is the wire's.
+		Stores: []string{"continuity"}, Seeds: conformance.Seeds(3, 6), Ops: 300, ReportDir: t.TempDir()})
 	if err != nil || rep.Failed() || len(rep.Checks) != 8 {
 		t.Fatalf("%v: %d checks, failed %v: %+v", err, len(rep.Checks), rep.Failed(), rep.Checks)
 	}
