@@ -14,8 +14,8 @@ import (
 
 	"github.com/storecheck/storecheck/fault"
 	"github.com/storecheck/storecheck/fault/lossyfs"
-	"github.com/storecheck/storecheck/internal/bugs"
 	"github.com/storecheck/storecheck/fault/sqlitewal"
+	"github.com/storecheck/storecheck/internal/bugs"
 )
 
 // walBuilder writes a WAL as SQLite does (wal.c: the header in one write
