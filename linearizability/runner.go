@@ -129,6 +129,33 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 	nextID := cfg.Clients + 1
 	jumps := rand.New(rand.NewPCG(uint64(cfg.Seed), ^uint64(0)))
 	start := time.Now()
+	// issue applies op on target at now as porcupine's client *client, and
+	// records it: a client's operation (id not "") has its references
+	// resolved and its answer kept for later ones, and an indefinite
+	// answer makes *client a new client. Clients call it at once.
+	issue := func(target adapters.Target, client *int, id string, op spec.Op, now int64) {
+		if id != "" {
+			mu.Lock()
+			op = answers.Resolve(op)
+			mu.Unlock()
+		}
+		opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+		call := tick.Add(1)
+		res, err := target.Apply(opCtx, op)
+		ret := tick.Add(1)
+		cancel()
+		out, definite := Outcome(contract, res, err)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && id != "" {
+			answers[id] = res
+		}
+		entries = append(entries, Entry{Client: *client, Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
+		if !definite {
+			*client = nextID
+			nextID++
+		}
+	}
 	// read issues the reader's reads, one at a time, at the clock's now.
 	read := func(ops []spec.Op) {
 		target, now := targets[0], clock.Now().UnixMilli()
@@ -136,17 +163,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 			if ctx.Err() != nil {
 				return
 			}
-			opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
-			call := tick.Add(1)
-			res, err := target.Apply(opCtx, op)
-			ret := tick.Add(1)
-			cancel()
-			out, definite := Outcome(contract, res, err)
-			entries = append(entries, Entry{Client: reader, Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
-			if !definite {
-				reader = nextID
-				nextID++
-			}
+			issue(target, &reader, "", op, now)
 		}
 	}
 	if p, ok := w.(Prologue); ok {
@@ -170,22 +187,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 		}
 		target := targets[cl%len(targets)]
 		for step := issued; step < issued+n && ctx.Err() == nil; step++ {
-			id := spec.OpID(cl, step)
-			op := answers.Resolve(NextOp(w, r, cl, step, now))
-			opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
-			call := tick.Add(1)
-			res, err := target.Apply(opCtx, op)
-			ret := tick.Add(1)
-			cancel()
-			out, definite := Outcome(contract, res, err)
-			if err == nil {
-				answers[id] = res
-			}
-			entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
-			if !definite {
-				ids[cl] = nextID
-				nextID++
-			}
+			issue(target, &ids[cl], spec.OpID(cl, step), NextOp(w, r, cl, step, now), now)
 		}
 	}
 	for done := 0; done < perClient; done += perEpoch {
@@ -204,27 +206,7 @@ func Run(ctx context.Context, contract spec.Contract, open Opener, w Workload, c
 				defer wg.Done()
 				target := targets[cl%len(targets)]
 				for step := done; step < done+n; step++ {
-					id := spec.OpID(cl, step)
-					op := NextOp(w, rngs[cl], cl, step, now)
-					mu.Lock()
-					op = answers.Resolve(op)
-					mu.Unlock()
-					opCtx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
-					call := tick.Add(1)
-					res, err := target.Apply(opCtx, op)
-					ret := tick.Add(1)
-					cancel()
-					out, definite := Outcome(contract, res, err)
-					mu.Lock()
-					if err == nil {
-						answers[id] = res
-					}
-					entries = append(entries, Entry{Client: ids[cl], Op: op, NowMS: now, Call: call, Return: ret, Outcome: out, Indefinite: !definite, Message: OutcomeMessage(err)})
-					if !definite {
-						ids[cl] = nextID
-						nextID++
-					}
-					mu.Unlock()
+					issue(target, &ids[cl], spec.OpID(cl, step), NextOp(w, rngs[cl], cl, step, now), now)
 				}
 			}()
 		}
