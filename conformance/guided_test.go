@@ -113,7 +113,8 @@ func TestGuidedAgainstBlind(t *testing.T) {
 	const budget = 100
 	modes := []string{sim.ExploreBlind, sim.ExploreGuided, guidedFromNothing}
 	var rows []string
-	var hard []bugRuns // the bugs blind needs more than 5 runs for
+	// The median runs of the bugs blind needs more than 5 runs for.
+	var blindHard, guidedHard []int
 	lost := 0
 	for _, store := range stores.Names() {
 		for _, b := range bugs.Of(store) {
@@ -144,11 +145,11 @@ func TestGuidedAgainstBlind(t *testing.T) {
 				}
 			}
 			wg.Wait()
-			br := bugRuns{name: b.Name(), blind: medianRuns(runs[0], budget), guided: medianRuns(runs[1], budget)}
-			if br.blind > 5 {
-				hard = append(hard, br)
+			blind, guided := medianRuns(runs[0], budget), medianRuns(runs[1], budget)
+			if blind > 5 {
+				blindHard, guidedHard = append(blindHard, blind), append(guidedHard, guided)
 			}
-			if br.blind <= budget && br.guided > budget {
+			if blind <= budget && guided > budget {
 				lost++
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", b.Name(), median(runs[0], budget), median(runs[1], budget), median(runs[2], budget)))
@@ -158,24 +159,14 @@ func TestGuidedAgainstBlind(t *testing.T) {
 	}
 	t.Logf("budget %d runs, %d trials; median runs to the first failure (miss: none in the budget)\n| bug | blind | guided | guided from nothing |\n|---|---|---|---|\n%s",
 		budget, trials, strings.Join(rows, "\n"))
-	var blindHard, guidedHard []int
-	for _, br := range hard {
-		blindHard, guidedHard = append(blindHard, br.blind), append(guidedHard, br.guided)
-	}
-	if len(hard) > 0 {
+	if len(blindHard) > 0 {
 		// The target (issue 26): of the bugs blind needs more than 5 runs
 		// for, the median falls 5x; no bug blind catches is lost. A miss
 		// counts as budget+1 runs, which flatters blind's misses.
 		bm, gm := medianRuns(blindHard, budget), medianRuns(guidedHard, budget)
 		t.Logf("the %d bugs blind needs more than 5 runs for: median %d runs blind, %d guided (%.1fx); %d bugs blind catches guided lost",
-			len(hard), bm, gm, float64(bm)/float64(gm), lost)
+			len(blindHard), bm, gm, float64(bm)/float64(gm), lost)
 	}
-}
-
-// bugRuns is a bug's median runs to its first failure, blind and guided.
-type bugRuns struct {
-	name          string
-	blind, guided int
 }
 
 // medianRuns is the median of runs to a failure, a miss (0) counted as
