@@ -56,11 +56,7 @@ func frames(t *testing.T, f *os.File, n int) []byte {
 // cache, even once the backing file changed behind it.
 func TestASyncHandsTheKernelThePagesItsWritesLeftPartlyWritten(t *testing.T) {
 	d, run := mountForTest(t)
-	p := filepath.Join(run, "db-wal")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, f := create(t, run, "db-wal")
 	defer f.Close()
 	want := frames(t, f, 5)
 	if err := f.Sync(); err != nil {
@@ -68,10 +64,7 @@ func TestASyncHandsTheKernelThePagesItsWritesLeftPartlyWritten(t *testing.T) {
 	}
 	scribble(t, d, p)
 	if got := []byte(read(t, p)); !bytes.Equal(got, want) {
-		i := 0
-		for i < len(got) && i < len(want) && got[i] == want[i] {
-			i++
-		}
+		i := firstDiff(got, want)
 		t.Errorf("read back %d bytes, want the %d written: they differ from byte %d (%q, page %d): the kernel asked the server for a page the sync should have stored", len(got), len(want), i, got[i:min(i+8, len(got))], i/int(pageSize))
 	}
 }
@@ -80,11 +73,7 @@ func TestASyncHandsTheKernelThePagesItsWritesLeftPartlyWritten(t *testing.T) {
 // is synced, when no write of it can be under way.
 func TestNoPageIsStoredBeforeTheSync(t *testing.T) {
 	d, run := mountForTest(t)
-	p := filepath.Join(run, "db-wal")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, f := create(t, run, "db-wal")
 	defer f.Close()
 	frames(t, f, 3)
 	scribble(t, d, p)
@@ -97,11 +86,7 @@ func TestNoPageIsStoredBeforeTheSync(t *testing.T) {
 // through a mapping is newer in the kernel than in the backing file.
 func TestNoPageOfAMappedFileIsStored(t *testing.T) {
 	d, run := mountForTest(t)
-	p := filepath.Join(run, "db-shm")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, f := create(t, run, "db-shm")
 	defer f.Close()
 	if err := f.Truncate(2 * pageSize); err != nil {
 		t.Fatal(err)
@@ -137,11 +122,7 @@ func TestNoPageOfAMappedFileIsStored(t *testing.T) {
 // what the kernel keeps, stored or not).
 func TestACutDropsStoredPagesToo(t *testing.T) {
 	d, run := mountForTest(t)
-	p := filepath.Join(run, "db-wal")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, f := create(t, run, "db-wal")
 	synced := frames(t, f, 2)
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
@@ -165,6 +146,18 @@ func TestACutDropsStoredPagesToo(t *testing.T) {
 	}
 }
 
+// create is a new file name in the mount's folder run, open.
+func create(t *testing.T, run, name string) (string, *os.File) {
+	t.Helper()
+	p := filepath.Join(run, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, f
+}
+
+// firstDiff is the first byte a and b differ at.
 func firstDiff(a, b []byte) int {
 	i := 0
 	for i < len(a) && i < len(b) && a[i] == b[i] {
