@@ -184,6 +184,9 @@ func stuck(m model.Model, parts [][]porcupine.Operation, info porcupine.Lineariz
 		}
 		blame := model.BlameOf(m.Contract(), st.Entry.Op, st.Entry.Outcome, branches, writers, again)
 		st.Allowed, st.Rules, st.Why = model.Allowed(branches), blame.Rules, blame.Why
+		if blame.Why == model.NoRuleOfTheContract {
+			st.Allowed = model.AllowedAnswers(branches)
+		}
 		out = append(out, st)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Size < out[j].Size })

@@ -187,4 +187,20 @@ func TestABadRequestIsExplainedByItsMessageAndNoRule(t *testing.T) {
 	if !strings.Contains(text, "broken: no rule of the contract") || strings.Contains(text, "continuity.max_fencing_token.") {
 		t.Errorf("a refused request blames the operation's rules:\n%s", text)
 	}
+
+	// Nor by the rule that decides the answer the contract allows there (a
+	// save for another session than its identity's record: not_found, by
+	// record_must_match).
+	upsert := `{"client": 0, "op": "upsert_continuity_record", "args": {"record": {"identity": "agent-0", "agent_runtime_id": "rt-0", "session_id": "session-0", "generation": 1, "checkpoint_version": 0}, "fence": 0}, "now_ms": 0, "call": 1, "return": 2}`
+	save := `{"client": 0, "op": "save_session_snapshot", "args": {"write": {"identity": "agent-0", "session_id": "session-1", "generation": 1, "checkpoint_version": 3, "fencing_token": 0, "data": ""}}, "now_ms": 0, "call": 3, "return": 4, "error": "bad_request", "message": "refused"}`
+	h, err = Read(strings.NewReader(`{"store": "continuity", "entries": [`+upsert+`, `+save+`]}`), []spec.Contract{m.Contract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Check(m, h, 10*time.Second); err != nil || res.Verdict != Illegal {
+		t.Fatalf("verdict %s, %v", res.Verdict, err)
+	}
+	if text := res.Headline() + "\n" + res.Explain(m.Contract()); !strings.Contains(text, "allows only not_found") || strings.Contains(text, "continuity.save_session_snapshot.") {
+		t.Errorf("a refused save names the save's rules:\n%s", text)
+	}
 }

@@ -282,11 +282,18 @@ func AppendState(states []State, s State) []State {
 // Allowed describes the answers branches allow, one line each, with the
 // rule that decides them: what a report tells a backend that answered
 // something else.
-func Allowed(branches []Branch) []string {
+func Allowed(branches []Branch) []string { return allowed(branches, true) }
+
+// AllowedAnswers is Allowed without the rules: for an answer that breaks
+// none (a bad_request: NoRuleOfTheContract), where naming them would read
+// as blame.
+func AllowedAnswers(branches []Branch) []string { return allowed(branches, false) }
+
+func allowed(branches []Branch, rules bool) []string {
 	var out []string
 	for _, b := range branches {
 		line := b.Outcome.String()
-		if b.Rule != "" {
+		if rules && b.Rule != "" {
 			line += " (rule " + b.Rule + ")"
 		}
 		if !slices.Contains(out, line) {
