@@ -126,6 +126,9 @@ type Config struct {
 	ReportDir string
 	// FailFast stops at the first failure.
 	FailFast bool
+	// LongSpecs runs the long specs too (suite.Long: a count past 65,535,
+	// 65,536 transactions); without it each is skipped and says so.
+	LongSpecs bool
 	// Verbose prints every spec as it runs, and copies a program's stderr
 	// to Log.
 	Verbose bool

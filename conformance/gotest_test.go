@@ -207,6 +207,26 @@ func TestConfigSpecRunsOneSpec(t *testing.T) {
 	if _, err := Run(context.Background(), Reference(), cfg); err == nil || !strings.Contains(err.Error(), `"continuity no such spec"`) {
 		t.Errorf("an unknown spec: %v, want a config error naming it", err)
 	}
+	// A run of every spec after them runs every spec: the focus was the
+	// earlier runs' own (it once stayed Ginkgo's, and the rest read as
+	// skipped, with no reason).
+	cfg.Spec = ""
+	rep, err = Run(context.Background(), Reference(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := 0
+	for _, c := range rep.Checks {
+		switch {
+		case c.Outcome == reports.Passed:
+			passed++
+		case c.Outcome == reports.Skipped && c.Message == "":
+			t.Errorf("after a run of one spec, %q skipped with no reason", c.Name)
+		}
+	}
+	if passed < 2 {
+		t.Errorf("after a run of one spec, %d passed of %d", passed, len(rep.Checks))
+	}
 }
 
 // brokenEnv runs TestBrokenHarness: a harness of the reference with the

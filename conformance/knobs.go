@@ -154,6 +154,8 @@ var knobs = []Knob{
 		TestNote: "storecheck-report/IMPORT/PATH of the test's package in the system's temp folder (os.TempDir), outside the source tree"},
 	{Name: "fail-fast", Field: "FailFast", Kind: KindBool, Commands: []string{cmdRun, cmdLinearize, cmdSim},
 		Help: "stop at the first failure"},
+	{Name: "long-specs", Field: "LongSpecs", Kind: KindBool, Layers: []Layer{LayerSpec}, Commands: []string{cmdRun},
+		Help: "run the long specs too (a count past 65,535: 65,536 transactions of the backend's, a minute on a synced disk); without it each is skipped, saying so"},
 	{Name: "verbose", Field: "Verbose", Kind: KindBool, Commands: []string{cmdRun},
 		Help: "print every spec as it runs, and BACKEND's stderr"},
 }
@@ -161,6 +163,13 @@ var knobs = []Knob{
 // Knobs are the run's knobs, in the order help lists them: each Config
 // field a flag or a config file sets, with every surface it is on.
 func Knobs() []Knob { return slices.Clone(knobs) }
+
+// longSpecsHint says how each surface asks for long specs, for a long
+// spec's skip.
+func longSpecsHint() string {
+	k := knobNamed("long-specs")
+	return fmt.Sprintf("storecheck run --%s, storecheck.json %s, go test -%s", k.Name, k.ConfigKey(), k.TestFlag())
+}
 
 // knobNamed is the knob of that name.
 func knobNamed(name string) Knob {

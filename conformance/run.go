@@ -127,7 +127,7 @@ func (r *runner) specs() error {
 	h.OwnProcess = r.s.ownProcess(r.cfg, answers)
 	seed := r.cfg.SeedsOf(LayerSpec).First
 	results := suite.Run(h, suite.Config{Seed: seed, Stores: r.cfg.Stores, Spec: r.cfg.Spec, FailFast: r.cfg.FailFast,
-		Verbose: r.cfg.Verbose, BackendErr: r.s.err})
+		Long: r.cfg.LongSpecs, LongHint: longSpecsHint(), Verbose: r.cfg.Verbose, BackendErr: r.s.err})
 	if r.cfg.Spec != "" && len(results) == 0 {
 		return configError("Spec", "no spec of the stores %s has the full name or the rule ID %q", strings.Join(r.cfg.Stores, ", "), r.cfg.Spec)
 	}

@@ -275,7 +275,7 @@ func TestBrokenServeFailsTheNamedSpecsOverTheWire(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	h := conformance.Reference()
-	runAccepted := "accepted flags: --store, --layers, --seed, --spec, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --verbose"
+	runAccepted := "accepted flags: --store, --layers, --seed, --spec, --ops, --check-timeout, --reply-timeout, --report-dir, --fail-fast, --long-specs, --verbose"
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -88,8 +88,16 @@ func Test(t GinkgoTestingT, h Harness) bool {
 	defer freshSuite()()
 	RegisterFailHandler(Fail)
 	Define(h)
-	return RunSpecs(t, description(h))
+	sc, rc := ginkgoDefaults()
+	return RunSpecs(t, description(h), sc, rc)
 }
+
+// ginkgoDefaults is Ginkgo's configuration as it was before any run of
+// the suite: RunSpecs keeps the configuration it is given as its global
+// one, which GinkgoConfiguration then returns, so a run of one spec
+// (Config.Spec) would otherwise focus every later run of the process on
+// that spec, and report the rest skipped.
+var ginkgoDefaults = sync.OnceValues(GinkgoConfiguration)
 
 // Config selects what Run runs.
 type Config struct {
@@ -105,6 +113,13 @@ type Config struct {
 	Spec string
 	// FailFast stops at the first failure.
 	FailFast bool
+	// Long runs the long specs too (Long marks them): without it, or a
+	// Spec naming one, each is skipped, saying so and how to ask for it
+	// (LongHint).
+	Long bool
+	// LongHint is how the caller's surface asks for long specs ("--long-specs"),
+	// for a long spec's skip.
+	LongHint string
 	// Verbose prints every spec as it runs, not only failures.
 	Verbose bool
 	// BackendErr, when set, is the backend's own failure (nil while it
@@ -167,6 +182,8 @@ func Run(h Harness, cfg Config) []Result {
 			}
 		})
 	}
+	runLong, longHint = cfg.Long || cfg.Spec != "", cfg.LongHint
+	defer func() { runLong, longHint = false, "" }()
 	define(h, cfg.Stores)
 	var checks []Result
 	ReportAfterSuite("storecheck", func(r Report) {
@@ -180,7 +197,7 @@ func Run(h Harness, cfg Config) []Result {
 			}
 		}
 	})
-	sc, rc := GinkgoConfiguration()
+	sc, rc := ginkgoDefaults()
 	sc.RandomSeed = cfg.Seed
 	sc.RandomizeAllSpecs = true
 	sc.FailFast = cfg.FailFast
@@ -302,6 +319,31 @@ func newFresh(h Harness, file string) *fresh {
 		Fail("the harness declares neither Files nor InMemory: the suite cannot open a store")
 	}
 	return f
+}
+
+// A long spec is one too long for every run (a count past 65,535 takes
+// 65,536 transactions of the seed's, a minute on a synced disk): it runs
+// when the run asks for long specs (Config.Long) or names it, and is
+// otherwise skipped, saying why, never left out unsaid.
+var (
+	// Long labels a long spec, for Ginkgo's own label filter too.
+	Long = Label("long")
+	// runLong and longHint are the running suite's Config.Long (or Spec)
+	// and LongHint: Run sets them in its turn (ginkgoTurn).
+	runLong  bool
+	longHint string
+)
+
+// long skips the running long spec unless the run asks for long specs.
+func long(what string) {
+	if runLong {
+		return
+	}
+	how := longHint
+	if how == "" {
+		how = "suite.Config.Long"
+	}
+	Skip("a long spec, not run: " + what + "; ask for long specs to run it (" + how + ")")
 }
 
 // need skips the current spec unless the harness declares a capability.
