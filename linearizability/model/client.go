@@ -55,7 +55,7 @@ func (m Client) Configure(caps spec.Capabilities) Model {
 // map or slice it changes. Its hash is kept up to date as an XOR of
 // per-entry hashes, so hashing a state costs nothing.
 type ClientState struct {
-	intents  map[string]cintent
+	intents  cow[string, cintent]
 	events   []cevent
 	outHeads map[string]string // task -> the head put
 	previews map[string]string // head -> the backend's preview of it
@@ -63,7 +63,7 @@ type ClientState struct {
 	config   map[string]string
 	sessions map[string]csession
 	bindings map[bindKey]cbinding
-	tasks    map[string]ctask
+	tasks    cow[string, ctask]
 	faults   []cfault
 	// words are the task kinds ("kind:<word>") and verdicts
 	// ("verdict:<word>") outside the contract's own words that the backend
@@ -98,10 +98,10 @@ func (Client) Init() State {
 func (s ClientState) Equal(o State) bool {
 	t, ok := o.(ClientState)
 	return ok && s.h == t.h && s.prec == t.prec && s.unixPrec == t.unixPrec && s.reads == t.reads && s.env == t.env && s.broken == t.broken &&
-		sameMap(s.intents, t.intents) && sameSlice(s.events, t.events) &&
+		sameCow(s.intents, t.intents) && sameSlice(s.events, t.events) &&
 		sameMap(s.outHeads, t.outHeads) && sameMap(s.previews, t.previews) && sameMap(s.prose, t.prose) &&
 		sameMap(s.config, t.config) && sameMap(s.sessions, t.sessions) && sameMap(s.bindings, t.bindings) &&
-		sameMap(s.tasks, t.tasks) && sameSlice(s.faults, t.faults) && sameMap(s.words, t.words)
+		sameCow(s.tasks, t.tasks) && sameSlice(s.faults, t.faults) && sameMap(s.words, t.words)
 }
 
 // sameMap and sameSlice compare two parts of states; a part a step did not
@@ -143,10 +143,22 @@ func put[K, V comparable](domain string, m map[K]V, k K, v *V) (map[K]V, uint64)
 	return next, dh
 }
 
-func (s ClientState) withIntent(id string, in *cintent) ClientState {
+// cowHash is the XOR that moves a state's hash when m's k is set to v
+// (deleted when v is nil).
+func cowHash[K, V comparable](domain string, m cow[K, V], k K, v *V) uint64 {
 	var dh uint64
-	s.intents, dh = put("intent", s.intents, id, in)
-	s.h ^= dh
+	if old, ok := m.get(k); ok {
+		dh ^= entryHash(domain, k, old)
+	}
+	if v != nil {
+		dh ^= entryHash(domain, k, *v)
+	}
+	return dh
+}
+
+func (s ClientState) withIntent(id string, in *cintent) ClientState {
+	s.h ^= cowHash("intent", s.intents, id, in)
+	s.intents = s.intents.with(id, in)
 	return s
 }
 
@@ -158,9 +170,8 @@ func (s ClientState) withSession(id string, v csession) ClientState {
 }
 
 func (s ClientState) withTask(id string, t ctask) ClientState {
-	var dh uint64
-	s.tasks, dh = put("task", s.tasks, id, &t)
-	s.h ^= dh
+	s.h ^= cowHash("task", s.tasks, id, &t)
+	s.tasks = s.tasks.with(id, &t)
 	return s
 }
 
@@ -249,8 +260,8 @@ func (s ClientState) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "readings: time precision %s, unix-seconds precision %s, binding choice %s, duplicate members %s\n",
 		precNames(s.prec), precNames(s.unixPrec), readNames(s.reads), envNames(s.env))
-	for _, id := range slices.Sorted(maps.Keys(s.intents)) {
-		in := s.intents[id]
+	for _, id := range slices.Sorted(s.intents.keys()) {
+		in := s.intents.at(id)
 		fmt.Fprintf(&b, "intent %s: %s attempt %d next %s order %d error %q envelope %s", id, in.State, in.Attempt, nsString(in.Next), in.Order, in.LastError, in.Env)
 		if in.HasReceipt {
 			fmt.Fprintf(&b, " receipt %s", in.Receipt)
@@ -290,8 +301,8 @@ func (s ClientState) String() string {
 		}
 		b.WriteString("\n")
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.tasks)) {
-		t := s.tasks[id]
+	for _, id := range slices.Sorted(s.tasks.keys()) {
+		t := s.tasks.at(id)
 		fmt.Fprintf(&b, "task %s: %s kind %q parent %q hop %d attempt %d\n", id, t.State, t.Kind, t.Parent, t.Hop, t.Attempt)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.words)) {

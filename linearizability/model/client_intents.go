@@ -109,18 +109,18 @@ func (in cintent) live() bool { return in.State == cli.IntentPending || in.State
 // creation time, enqueue order) at precision d, at most n of them.
 func (s ClientState) due(nowNS int64, n int, d int64) []cli.Intent {
 	var ids []string
-	for id, in := range s.intents {
+	for id, in := range s.intents.all() {
 		if in.live() && cut(in.Next, d) <= cut(nowNS, d) {
 			ids = append(ids, id)
 		}
 	}
 	slices.SortFunc(ids, func(a, b string) int {
-		x, y := s.intents[a], s.intents[b]
+		x, y := s.intents.at(a), s.intents.at(b)
 		return cmp.Or(cmp.Compare(cut(x.Next, d), cut(y.Next, d)), cmp.Compare(cut(x.Created, d), cut(y.Created, d)), cmp.Compare(x.Order, y.Order))
 	})
 	var out []cli.Intent
 	for _, id := range ids[:min(n, len(ids))] {
-		out = append(out, s.intents[id].value(id, d))
+		out = append(out, s.intents.at(id).value(id, d))
 	}
 	return out
 }
@@ -135,7 +135,7 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 		return m.enqueue(s, o, now), true
 
 	case cli.GetIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		if !ok {
 			return One(s, OK((*cli.Intent)(nil))), true
 		}
@@ -148,7 +148,7 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 		return s.timed(func(d int64) any { return s.due(now, cli.FlushBatchSize, d) }), true
 
 	case cli.BumpIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		if !ok || !in.live() {
 			return One(s, OK(false)), true
 		}
@@ -157,7 +157,7 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 		return One(s.withIntent(o.OpID, &in), OK(true)), true
 
 	case cli.DeferIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		if !ok || !in.live() {
 			return One(s, OK(false)), true
 		}
@@ -166,7 +166,7 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 
 	case cli.AcceptIntent:
 		acted := func() []Branch {
-			in, ok := s.intents[o.OpID]
+			in, ok := s.intents.get(o.OpID)
 			if !ok || !in.live() {
 				return One(s, OK(false))
 			}
@@ -179,7 +179,7 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 		return acted(), true
 
 	case cli.ExhaustIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		if !ok || !in.live() {
 			return One(s, OK(false)), true
 		}
@@ -187,14 +187,14 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 		return One(s.withIntent(o.OpID, &in), OK(true)), true
 
 	case cli.DeleteIntent:
-		if _, ok := s.intents[o.OpID]; !ok {
+		if _, ok := s.intents.get(o.OpID); !ok {
 			return One(s, OK(false)), true
 		}
 		return One(s.withIntent(o.OpID, nil), OK(true)), true
 
 	case cli.PendingIntentCount:
 		var n int64
-		for _, in := range s.intents {
+		for _, in := range s.intents.all() {
 			if in.live() {
 				n++
 			}
@@ -205,11 +205,11 @@ func (m Client) stepIntents(s ClientState, op spec.Op, now int64) ([]Branch, boo
 }
 
 func (Client) enqueue(s ClientState, o cli.EnqueueIntent, now int64) []Branch {
-	if _, ok := s.intents[o.OpID]; ok {
+	if _, ok := s.intents.get(o.OpID); ok {
 		return One(s, OK(false))
 	}
 	var order int64
-	for _, in := range s.intents {
+	for _, in := range s.intents.all() {
 		if in.live() {
 			order = max(order, in.Order)
 		}

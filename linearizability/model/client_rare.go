@@ -63,22 +63,22 @@ func (m Client) Events(st State, op spec.Op, nowMS int64, out Outcome) []string 
 	d := firstPrec(s.prec)
 	switch o := op.(type) {
 	case cli.SettleTask:
-		t, ok := s.tasks[o.TaskID]
+		t, ok := s.tasks.get(o.TaskID)
 		add(ok && t.IsSettled, EventVerdictContested)
 		add(!ok, EventSettleBeforeOpen)
 	case cli.OpenTask:
-		t, ok := s.tasks[o.Causality.Task]
+		t, ok := s.tasks.get(o.Causality.Task)
 		add(ok && t.IsSettled, EventOpenAfterSettle)
 		add(ok && t.Attempt > int64(o.Causality.Attempt), EventReopenKeptAttempt)
 	case cli.BumpIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		add(ok && !in.live(), EventSettledIntentTouched)
 	case cli.DeferIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		add(ok && !in.live(), EventSettledIntentTouched)
 		add(ok && in.live() && in.Attempt > 0, EventDeferKeptAttempt)
 	case cli.EnqueueIntent:
-		in, ok := s.intents[o.OpID]
+		in, ok := s.intents.get(o.OpID)
 		add(ok && in.Attempt > 0, EventRedeliveryKeptBudget)
 	case cli.DueIntents:
 		due, _ := out.Result.([]cli.Intent)

@@ -53,7 +53,7 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 		return s.settleTask(o, now), true
 
 	case cli.GetTask:
-		t, ok := s.tasks[o.TaskID]
+		t, ok := s.tasks.get(o.TaskID)
 		if !ok {
 			return One(s, OK((*cli.Task)(nil))), true
 		}
@@ -61,19 +61,19 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 
 	case cli.OpenTasks:
 		var ids []string
-		for id, t := range s.tasks {
+		for id, t := range s.tasks.all() {
 			if !t.IsSettled {
 				ids = append(ids, id)
 			}
 		}
 		return s.timed(func(d int64) any {
 			slices.SortFunc(ids, func(a, b string) int {
-				x, y := s.tasks[a], s.tasks[b]
+				x, y := s.tasks.at(a), s.tasks.at(b)
 				return cmp.Or(cmp.Compare(cut(x.Opened, d), cut(y.Opened, d)), cmp.Compare(x.Order, y.Order))
 			})
 			var out []cli.Task
 			for _, id := range ids[:min(len(ids), cli.EffectiveLimit(o.Limit))] {
-				out = append(out, s.tasks[id].value(id, d))
+				out = append(out, s.tasks.at(id).value(id, d))
 			}
 			return out
 		}), true
@@ -85,7 +85,7 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 			}
 		}
 		return s.byEnvelope(func(first bool) any {
-			for _, in := range s.intents {
+			for _, in := range s.intents.all() {
 				if in.names(o.TaskID, first) {
 					return true
 				}
@@ -103,7 +103,7 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 
 	case knownByIntent:
 		return s.byEnvelope(func(first bool) any {
-			for _, in := range s.intents {
+			for _, in := range s.intents.all() {
 				if in.names(o.TaskID, first) {
 					return true
 				}
@@ -114,7 +114,7 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 	case cli.TaskAttempt:
 		return s.byEnvelope(func(first bool) any {
 			var attempt int64
-			for _, in := range s.intents {
+			for _, in := range s.intents.all() {
 				if in.names(o.TaskID, first) {
 					attempt = max(attempt, in.Attempt)
 				}
@@ -128,12 +128,12 @@ func (m Client) stepTasks(s ClientState, op spec.Op, now int64) ([]Branch, bool)
 func (s ClientState) openTask(o cli.OpenTask, now int64) []Branch {
 	cz := o.Causality
 	act := func(s ClientState) ClientState {
-		if t, ok := s.tasks[cz.Task]; ok {
+		if t, ok := s.tasks.get(cz.Task); ok {
 			t.Kind, t.Parent, t.Hop, t.Attempt = o.Kind, cz.ParentTask, int64(cz.Hop), max(t.Attempt, int64(cz.Attempt))
 			return s.withTask(cz.Task, t)
 		}
 		var order int64
-		for _, t := range s.tasks {
+		for _, t := range s.tasks.all() {
 			if !t.IsSettled {
 				order = max(order, t.Order)
 			}
@@ -143,7 +143,7 @@ func (s ClientState) openTask(o cli.OpenTask, now int64) []Branch {
 	}
 	if o.Kind == cli.KindRoot || o.Kind == cli.KindRelay {
 		b := One(act(s), OK(true))
-		if _, ok := s.tasks[cz.Task]; ok {
+		if _, ok := s.tasks.get(cz.Task); ok {
 			b[0].Rule = cli.RuleOpenTaskRefresh
 		}
 		return b
@@ -163,7 +163,7 @@ func (s ClientState) openTask(o cli.OpenTask, now int64) []Branch {
 }
 
 func (s ClientState) settleTask(o cli.SettleTask, now int64) []Branch {
-	t, exists := s.tasks[o.TaskID]
+	t, exists := s.tasks.get(o.TaskID)
 	settled := exists && t.IsSettled
 	act := func(s ClientState) []Branch {
 		if settled {

@@ -113,15 +113,15 @@ func (Continuity) Features(st State, _ int64) []string {
 func (Client) Features(st State, _ int64) []string {
 	s := st.(ClientState)
 	var attempts int64
-	for _, in := range s.intents {
+	for _, in := range s.intents.all() {
 		attempts = max(attempts, in.Attempt)
 	}
 	var out []string
-	out = sized(out, "intents", len(s.intents))
+	out = sized(out, "intents", s.intents.len())
 	out = sized(out, "an intent's attempts", int(min(attempts, 1<<20)))
 	out = sized(out, "events", len(s.events))
 	out = sized(out, "sessions", len(s.sessions))
-	out = sized(out, "tasks", len(s.tasks))
+	out = sized(out, "tasks", s.tasks.len())
 	return sized(out, "faults", len(s.faults))
 }
 

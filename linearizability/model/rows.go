@@ -20,6 +20,6 @@ func (s ContinuityState) Rows() int { return len(s.records) + len(s.snaps) }
 
 // Rows of a client state: every table's.
 func (s ClientState) Rows() int {
-	return len(s.intents) + len(s.events) + len(s.outHeads) + len(s.previews) + len(s.prose) + len(s.config) +
-		len(s.sessions) + len(s.bindings) + len(s.tasks) + len(s.faults)
+	return s.intents.len() + len(s.events) + len(s.outHeads) + len(s.previews) + len(s.prose) + len(s.config) +
+		len(s.sessions) + len(s.bindings) + s.tasks.len() + len(s.faults)
 }

@@ -118,7 +118,7 @@ func clientSizes(s ClientState, op any, nowMS int64, out Outcome) []string {
 	}
 	switch o := op.(type) {
 	case cli.BumpIntent:
-		if in, ok := s.intents[o.OpID]; ok && out.Result == true && in.Attempt >= spec.Counter8 {
+		if in, ok := s.intents.get(o.OpID); ok && out.Result == true && in.Attempt >= spec.Counter8 {
 			return []string{EventSizeAttempts8}
 		}
 	case cli.OpenTask:
@@ -150,7 +150,7 @@ func clientSizes(s ClientState, op any, nowMS int64, out Outcome) []string {
 func (s ClientState) dueCount(nowNS int64) int {
 	d := firstPrec(s.prec)
 	n := 0
-	for _, in := range s.intents {
+	for _, in := range s.intents.all() {
 		if in.live() && cut(in.Next, d) <= cut(nowNS, d) {
 			n++
 		}
@@ -161,7 +161,7 @@ func (s ClientState) dueCount(nowNS int64) int {
 // openCount is how many tasks are open (unsettled).
 func (s ClientState) openCount() int {
 	n := 0
-	for _, t := range s.tasks {
+	for _, t := range s.tasks.all() {
 		if !t.IsSettled {
 			n++
 		}
