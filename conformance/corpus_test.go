@@ -89,7 +89,10 @@ func makeTheKitsCorpus(t *testing.T) {
 			t.Fatalf("%s: the sweep kept no corpus: %+v", name, r.Reach)
 		}
 		made := r.Reach[0].Guided.Corpus
-		c := sim.Distil(made, corpusParents)
+		c, err := favor(sim.Distil(made, corpusParents), name, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
 		data, err := json.MarshalIndent(c, "", " ")
 		if err != nil {
 			t.Fatal(err)
@@ -100,6 +103,21 @@ func makeTheKitsCorpus(t *testing.T) {
 		t.Logf("%s: %d milestones, %d of %d parents kept", name, len(c.Milestones), len(c.Parents), len(made.Parents))
 	}
 	t.Fatal("the kit's corpus was made: build again (it is embedded) and run the test without STORECHECK_UPDATE_CORPUS")
+}
+
+// favor is c with its favored parents first (sim.Favor), their runs on
+// the reference in the default shape.
+func favor(c *reports.Corpus, name, dir string) (*reports.Corpus, error) {
+	ctx := context.Background()
+	s, err := Reference().open(ctx, Config{}.WithDefaults())
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	reg, _ := stores.Lookup(name)
+	caps := s.caps(name)
+	p, _ := processesFor(sim.Params{}, caps, name)
+	return sim.Favor(ctx, storeOf(reg).Subject(caps), s.simBackend(name), c, p, dir)
 }
 
 // A guided sweep in the default shape starts from the kit's corpus, its
