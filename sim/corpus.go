@@ -97,11 +97,11 @@ func Unreached(ctx context.Context, subj Subject, b Launcher, cp reports.CorpusP
 
 // Favor is c with its favored parents first (Corpus.Favored): each parent's
 // run in p reaches milestones (its own and its ancestors'), and of the
-// parents, greedily, the one whose runs reach the most that no favored one
-// before it reaches, each weighed by how rare it is (1/hits), until the
-// favored reach all any of them reach (a weighted set cover, as AFL's
-// favored entries and afl-cmin). A guided sweep replays them first, so a
-// backend meets every state the reference was driven to in its first runs.
+// parents, greedily, the one whose run reaches the most that no favored one
+// before it reaches, each weighed by how rare it is (1/hits), up to
+// maxFavored (a weighted set cover, as AFL's favored entries and afl-cmin).
+// A guided sweep replays them first, so a backend meets the states the
+// reference was driven to in its first runs.
 func Favor(ctx context.Context, subj Subject, b Launcher, c *reports.Corpus, p Params, dir string) (*reports.Corpus, error) {
 	p.PowerCuts = false
 	reach := make([][]string, len(c.Parents))
@@ -114,19 +114,44 @@ func Favor(ctx context.Context, subj Subject, b Launcher, c *reports.Corpus, p P
 			reach[i] = append(reach[i], m.key())
 		}
 	}
+	order := favorOrder(reach, c.Hits, maxFavored)
+	out := &reports.Corpus{Milestones: c.Milestones, Hits: c.Hits, Made: c.Made, Favored: len(order), Parents: []reports.CorpusParent{}}
+	for _, i := range order {
+		out.Parents = append(out.Parents, c.Parents[i])
+	}
+	for i, cp := range c.Parents {
+		if !slices.Contains(order, i) {
+			out.Parents = append(out.Parents, cp)
+		}
+	}
+	return out, nil
+}
+
+// maxFavored is how many parents a corpus favors: a generation's worth.
+// With all that cover what any reaches (30 to 36 of 48), the replays held
+// the children of the rarest states back by four generations, and a bug of
+// a state no replay reaches came later than before.
+const maxFavored = generation
+
+// favorOrder is the greedy weighted cover of reach (the milestones each
+// parent's run reaches) by hits: at most n of them, in order, each the
+// one adding the most weight (1/hits of each milestone no earlier one
+// reached), the earliest of equals; none that adds nothing.
+func favorOrder(reach [][]string, hits map[string]int, n int) []int {
 	covered := map[string]bool{}
-	taken := make([]bool, len(c.Parents))
 	var order []int
-	for {
+	for len(order) < n {
 		best, bestScore := -1, 0.0
 		for i, ms := range reach {
-			if taken[i] {
+			if slices.Contains(order, i) {
 				continue
 			}
 			score := 0.0
+			seen := map[string]bool{}
 			for _, m := range ms {
-				if !covered[m] {
-					score += 1 / float64(max(c.Hits[m], 1))
+				if !covered[m] && !seen[m] {
+					seen[m] = true
+					score += 1 / float64(max(hits[m], 1))
 				}
 			}
 			if score > bestScore {
@@ -136,20 +161,10 @@ func Favor(ctx context.Context, subj Subject, b Launcher, c *reports.Corpus, p P
 		if best < 0 {
 			break
 		}
-		taken[best] = true
 		order = append(order, best)
 		for _, m := range reach[best] {
 			covered[m] = true
 		}
 	}
-	out := &reports.Corpus{Milestones: c.Milestones, Hits: c.Hits, Made: c.Made, Favored: len(order), Parents: []reports.CorpusParent{}}
-	for _, i := range order {
-		out.Parents = append(out.Parents, c.Parents[i])
-	}
-	for i, cp := range c.Parents {
-		if !taken[i] {
-			out.Parents = append(out.Parents, cp)
-		}
-	}
-	return out, nil
+	return order
 }
