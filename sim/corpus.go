@@ -129,8 +129,9 @@ func Favor(ctx context.Context, subj Subject, b Launcher, c *reports.Corpus, p P
 
 // maxFavored is how many parents a corpus favors: a generation's worth.
 // With all that cover what any reaches (30 to 36 of 48), the replays held
-// the children of the rarest states back by four generations, and a bug of
-// a state no replay reaches came later than before.
+// the children of the rarest states back by four generations: a bug of a
+// state no replay reaches (runtime_claim_exceeds_max_batches) was found no
+// sooner than blind (docs/guided.md).
 const maxFavored = generation
 
 // favorOrder is the greedy weighted cover of reach (the milestones each
