@@ -89,7 +89,10 @@ func makeTheKitsCorpus(t *testing.T) {
 			t.Fatalf("%s: the sweep kept no corpus: %+v", name, r.Reach)
 		}
 		made := r.Reach[0].Guided.Corpus
-		c := sim.Distil(made, corpusParents)
+		c, err := favor(sim.Distil(made, corpusParents), name, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
 		data, err := json.MarshalIndent(c, "", " ")
 		if err != nil {
 			t.Fatal(err)
@@ -102,10 +105,25 @@ func makeTheKitsCorpus(t *testing.T) {
 	t.Fatal("the kit's corpus was made: build again (it is embedded) and run the test without STORECHECK_UPDATE_CORPUS")
 }
 
+// favor is c with its favored parents first (sim.Favor), their runs on
+// the reference in the default shape.
+func favor(c *reports.Corpus, name, dir string) (*reports.Corpus, error) {
+	ctx := context.Background()
+	s, err := Reference().open(ctx, Config{}.WithDefaults())
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	reg, _ := stores.Lookup(name)
+	caps := s.caps(name)
+	p, _ := processesFor(sim.Params{}, caps, name)
+	return sim.Favor(ctx, storeOf(reg).Subject(caps), s.simBackend(name), c, p, dir)
+}
+
 // A guided sweep in the default shape starts from the kit's corpus, its
-// first generation already half children of the corpus's parents, and
-// says so; with the corpus none it starts from nothing, its first
-// generation blind.
+// first runs the replays of the corpus's favored parents (a quarter of the
+// generation blind), and says so; with the corpus none it starts from
+// nothing, its first generation blind.
 func TestAGuidedSweepStartsFromTheKitsCorpus(t *testing.T) {
 	sweep := func(corpus string) reports.Run {
 		cfg := Config{Stores: []string{"continuity"}, Layers: []Layer{LayerSim}, Seeds: &SeedRange{First: 1, Last: 4},
@@ -118,11 +136,12 @@ func TestAGuidedSweepStartsFromTheKitsCorpus(t *testing.T) {
 	}
 	kit := sweep("")
 	g := kit.Reach[0].Guided
-	if g.From != "the kit's corpus" || g.Children != 2 || !strings.Contains(kit.Reach[0].Summary(), "started from the kit's corpus") {
+	if g.From != "the kit's corpus" || g.Children != 3 || !strings.Contains(kit.Reach[0].Summary(), "started from the kit's corpus") {
 		t.Errorf("a default guided sweep: from %q, %d children: %s", g.From, g.Children, kit.Reach[0].Summary())
 	}
-	if len(kit.Checks) != 4 || !strings.Contains(kit.Checks[1].Name, ">") {
-		t.Errorf("a default guided sweep ran %v, want a child second", kit.Checks)
+	c := sim.BuiltinCorpus("continuity", sim.Params{})
+	if len(kit.Checks) != 4 || c.Favored == 0 || !strings.HasPrefix(kit.Checks[0].Name, c.Parents[0].Name()+" > ") || kit.Checks[3].Name != "seed 1" {
+		t.Errorf("a default guided sweep ran %v, want the replay of %s first and blind seed 1 fourth", kit.Checks, c.Parents[0].Name())
 	}
 	nothing := sweep(NoCorpus)
 	if g := nothing.Reach[0].Guided; g.From != "" || g.Children != 0 || strings.Contains(nothing.Reach[0].Summary(), "started from") {

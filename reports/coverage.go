@@ -377,6 +377,11 @@ type Corpus struct {
 	// clients, 2 processes"): a parent's seed names another run in
 	// another shape.
 	Made string `json:"made,omitempty"`
+	// Favored is how many of the first parents are the favored ones: in
+	// order, the fewest whose runs together reach every milestone any of
+	// them reaches, the rarest first (AFL's favored entries). A guided
+	// sweep replays each whole, with a tail, before anything else.
+	Favored int `json:"favored,omitempty"`
 }
 
 // CorpusParent is a run a guided sweep branches from: its seed and
@@ -392,15 +397,27 @@ type CorpusParent struct {
 	Children int      `json:"children"`
 	// New are the milestones it was the first run to reach.
 	New []string `json:"new,omitempty"`
+	// Pairs are the steps of the interleavings among them (sim's
+	// "interleave: " milestones), where its children swap who moves.
+	Pairs []int `json:"pairs,omitempty"`
+	// Swaps is how many of its children swapped who moves at a pair (of
+	// Children): the first of each pair swaps the two, the others draw
+	// the scheduler afresh there.
+	Swaps int `json:"swaps,omitempty"`
 }
 
 // Branch is where a guided sweep's child leaves its parent's run: from
 // step At on, its choices are drawn from Seed, and it issues Tail more
-// operations than its parent did.
+// operations than its parent did. A branch of the schedule alone changes
+// who moves and nothing else: Flip, the operation that would move at At
+// waits until another one ends (the two of an interleaving swap); Sched,
+// the scheduler's priorities and change points are drawn from Seed.
 type Branch struct {
-	At   int   `json:"at"`
-	Seed int64 `json:"seed"`
-	Tail int   `json:"tail,omitempty"`
+	At    int   `json:"at"`
+	Seed  int64 `json:"seed"`
+	Tail  int   `json:"tail,omitempty"`
+	Flip  bool  `json:"flip,omitempty"`
+	Sched bool  `json:"sched,omitempty"`
 }
 
 // Name names a parent as its run's check does.
@@ -411,7 +428,14 @@ func (p CorpusParent) Name() string { return RunName(p.Seed, p.Branches) }
 func RunName(seed int64, branches []Branch) string {
 	name := fmt.Sprintf("seed %d", seed)
 	for _, b := range branches {
-		name += fmt.Sprintf(" > %d@%d", b.Seed, b.At)
+		switch {
+		case b.Flip:
+			name += fmt.Sprintf(" > flip@%d", b.At)
+		case b.Sched:
+			name += fmt.Sprintf(" > sched %d@%d", b.Seed, b.At)
+		default:
+			name += fmt.Sprintf(" > %d@%d", b.Seed, b.At)
+		}
 		if b.Tail > 0 {
 			name += fmt.Sprintf("+%d", b.Tail)
 		}
@@ -458,10 +482,11 @@ func (a *Corpus) clone() *Corpus {
 	if a == nil {
 		return nil
 	}
-	out := &Corpus{Milestones: slices.Clone(a.Milestones), Hits: maps.Clone(a.Hits), Made: a.Made}
+	out := &Corpus{Milestones: slices.Clone(a.Milestones), Hits: maps.Clone(a.Hits), Made: a.Made, Favored: a.Favored}
 	for _, p := range a.Parents {
 		p.Branches = slices.Clone(p.Branches)
 		p.New = slices.Clone(p.New)
+		p.Pairs = slices.Clone(p.Pairs)
 		out.Parents = append(out.Parents, p)
 	}
 	return out

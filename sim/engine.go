@@ -57,6 +57,8 @@ type engine struct {
 	lanes   []chan func()
 	// at is the step being taken, for the coverage it reaches (cover).
 	at int
+	// pairs are the interleavings reached so far (interleaved).
+	pairs map[string]bool
 	// cutAt is the step of the run's last power cut (-1: none yet), and
 	// cutStates the crash state each cut left, in order (crashState).
 	cutAt     int
@@ -412,6 +414,7 @@ func (e *engine) await(i int, p *proc, f *flight) bool {
 	} else {
 		ev = <-f.events
 	}
+	e.interleaved(f, f.place)
 	if !ev.done {
 		f.place = ev.place
 		f.yields++
@@ -422,6 +425,41 @@ func (e *engine) await(i int, p *proc, f *flight) bool {
 	}
 	p.land(f)
 	return e.returned(i, p, f, ev.res, ev.err)
+}
+
+// InterleavePrefix marks a milestone of interleaving (interleaved).
+const InterleavePrefix = "interleave: "
+
+// interleaved notes, f having moved on from yield point from, each
+// operation g in flight beside it that touches one of f's keys
+// (model.Touches) and waits at a yield point past its first: g has run a
+// transaction (its first yield point comes before its first,
+// docs/protocol.md) and has more to do, and f ran one of its own in
+// between. The pair "g waits at X while f moves on from Y" is the
+// black-box proxy of RFF's reads-from pairs (ASPLOS 2024): a write landing
+// between a check and a write. Only its first time is a milestone, for a
+// guided sweep (guide.go) to keep the run that reached it and swap the two
+// in its children; it is no coverage a report lists. Place names are free
+// text (the protocol): they name the pair, nothing reads them.
+func (e *engine) interleaved(f *flight, from string) {
+	if from == "" {
+		return // f moved from its send to its first yield point: it ran nothing
+	}
+	for _, p := range e.procs {
+		for _, g := range p.flights {
+			if g == f || g.yields < 2 || !model.Touches(e.subj.Model, g.op, f.op) {
+				continue
+			}
+			k := fmt.Sprintf("%s%s waits, %s moves on from %s", InterleavePrefix, g.place, f.op.Name(), from)
+			if e.pairs == nil {
+				e.pairs = map[string]bool{}
+			}
+			if !e.pairs[k] {
+				e.pairs[k] = true
+				e.res.Reached = append(e.res.Reached, Milestone{Event: k, Count: 1, Step: e.at})
+			}
+		}
+	}
 }
 
 // stuck fails the run: f neither returned nor reached a yield point while

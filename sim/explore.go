@@ -257,7 +257,14 @@ func exploreFrom(ctx context.Context, subj Subject, b Launcher, seed int64, bran
 		// A branch at the step the clients would stop at still branches
 		// (its tail goes on from there).
 		for len(branches) > 0 && step >= branches[0].At {
-			x.branch(branches[0].Seed, threads)
+			switch b := branches[0]; {
+			case b.Flip:
+				x.sched.flip()
+			case b.Sched:
+				x.sched = newScheduler(rand.New(rand.NewPCG(uint64(b.Seed), 0x9c7)), threads, x.swarm.Depth, p.Steps*3)
+			default:
+				x.branch(b.Seed, threads)
+			}
 			// A longer tail: the child issues more than its parent did.
 			limit += branches[0].Tail
 			branches = branches[1:]

@@ -86,7 +86,14 @@ func (s Schedule) Name() string { return reports.RunName(s.Seed, s.Branches) }
 func (s Schedule) Slug() string {
 	slug := fmt.Sprintf("seed-%d", s.Seed)
 	for _, b := range s.Branches {
-		slug += fmt.Sprintf("-b%d-%d", b.Seed, b.At)
+		switch {
+		case b.Flip:
+			slug += fmt.Sprintf("-f%d", b.At)
+		case b.Sched:
+			slug += fmt.Sprintf("-s%d-%d", b.Seed, b.At)
+		default:
+			slug += fmt.Sprintf("-b%d-%d", b.Seed, b.At)
+		}
 		if b.Tail > 0 {
 			slug += fmt.Sprintf("-t%d", b.Tail)
 		}
@@ -120,6 +127,10 @@ type parent struct {
 	// the sweeps whose corpus this one started from (their seeds differ
 	// by it); room is how many more it may have in this one.
 	children, room int
+	// favored is its rank among the corpus's favored parents (1 first; 0:
+	// not one), and replayed whether this sweep has replayed it whole.
+	favored  int
+	replayed bool
 }
 
 // newParent is the run of res as a parent: its first and last new
@@ -129,8 +140,29 @@ func newParent(res Result, first, last int, news []string) *parent {
 	if issued <= 0 {
 		issued = last
 	}
-	return &parent{CorpusParent: reports.CorpusParent{Seed: res.Schedule.Seed, Branches: res.Schedule.Branches,
+	pa := &parent{CorpusParent: reports.CorpusParent{Seed: res.Schedule.Seed, Branches: res.Schedule.Branches,
 		First: min(first, issued), Last: min(last, issued), Issued: issued, New: news}, room: childrenEach}
+	pa.Pairs = pairSteps(res.Reached, news)
+	return pa
+}
+
+// maxPairs is how many of a parent's new interleavings its children swap:
+// the first ones it reached.
+const maxPairs = 4
+
+// pairSteps are the steps at which reached reached the interleavings of
+// news (InterleavePrefix), the first maxPairs of them, in order.
+func pairSteps(reached []Milestone, news []string) []int {
+	var out []int
+	for _, m := range reached {
+		if len(out) == maxPairs {
+			break
+		}
+		if strings.HasPrefix(m.Event, InterleavePrefix) && slices.Contains(news, m.key()) && !slices.Contains(out, m.Step) {
+			out = append(out, m.Step)
+		}
+	}
+	return out
 }
 
 // focus is what pa is a parent for: the family of the rarest of its new
@@ -145,7 +177,7 @@ func (pa *parent) focus(hits map[string]int) (family string, state, any int) {
 	for _, m := range pa.New {
 		n := hits[m]
 		any = min(any, n)
-		if n < state && (strings.HasPrefix(m, FeaturePrefix) || strings.HasPrefix(m, model.SizePrefix)) {
+		if n < state && (strings.HasPrefix(m, FeaturePrefix) || strings.HasPrefix(m, model.SizePrefix) || strings.HasPrefix(m, InterleavePrefix)) {
 			state, family = n, familyOf(m)
 		}
 	}
@@ -156,6 +188,10 @@ func (pa *parent) focus(hits map[string]int) (family string, state, any int) {
 // feature, its bucket ("state: queued batches: 64-127 x128" is "state:
 // queued batches").
 func familyOf(m string) string {
+	if strings.HasPrefix(m, InterleavePrefix) {
+		// One family: the pairs are many, and each is one race to try.
+		return InterleavePrefix
+	}
 	if i := strings.LastIndex(m, " x"); i >= 0 {
 		m = m[:i]
 	}
@@ -175,24 +211,52 @@ func familyOf(m string) string {
 // of children, and any child branching where its parent's clients stopped,
 // issues tail more operations than its parent (a longer run, for the
 // states a count past a bound needs).
+//
+// A favored parent of the corpus's is first replayed whole, its tail
+// after it: the run reaches every state the parent reached and goes on.
+// A parent that reached new interleavings (Pairs) has every other child
+// change only who moves at one of them: first the two swap (Flip), then
+// the scheduler is drawn afresh there (Sched), so that a write that landed
+// between another's check and its write lands before the check or after
+// the write.
 func (pa *parent) child(tail int, salt int64) plan {
 	last := uint64(pa.Seed)
 	if n := len(pa.Branches); n > 0 {
 		last = uint64(pa.Branches[n-1].Seed)
 	}
-	n := pa.children
-	pa.children++
+	derive := func(at, n int) int64 {
+		return int64(mix64(last^mix64(uint64(at)<<8|uint64(n))^mix64(uint64(salt))) >> 1)
+	}
+	branch := func(b Branch) plan {
+		return plan{seed: pa.Seed, branches: append(append([]Branch(nil), pa.Branches...), b)}
+	}
 	pa.room--
+	if pa.favored > 0 && !pa.replayed {
+		pa.replayed = true
+		pa.children++
+		return branch(Branch{At: pa.Issued, Seed: derive(pa.Issued, pa.children), Tail: tail})
+	}
+	if len(pa.Pairs) > 0 && pa.children%2 == 0 {
+		k := pa.Swaps
+		pa.Swaps++
+		pa.children++
+		at := pa.Pairs[k%len(pa.Pairs)]
+		if k < len(pa.Pairs) {
+			return branch(Branch{At: at, Flip: true})
+		}
+		return branch(Branch{At: at, Seed: derive(at, k), Sched: true})
+	}
+	n := pa.children - pa.Swaps
+	pa.children++
 	at := pa.First
 	if n%2 == 1 {
 		at = pa.Last
 	}
-	seed := int64(mix64(last^mix64(uint64(at)<<8|uint64(pa.children))^mix64(uint64(salt))) >> 1)
-	b := Branch{At: at, Seed: seed}
+	b := Branch{At: at, Seed: derive(at, pa.children)}
 	if n%4 >= 2 || at >= pa.Issued {
 		b.Tail = tail
 	}
-	return plan{seed: pa.Seed, branches: append(append([]Branch(nil), pa.Branches...), b)}
+	return branch(b)
 }
 
 // GuidedSweep is Sweep spending len(seeds) runs as a guided sweep: blind
@@ -216,8 +280,13 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 			seen[m] = true
 		}
 		maps.Copy(hits, from.Hits)
-		for _, cp := range from.Parents {
-			parents = append(parents, &parent{CorpusParent: cp, children: cp.Children, room: childrenEach})
+		for i, cp := range from.Parents {
+			pa := &parent{CorpusParent: cp, children: cp.Children, room: childrenEach}
+			if i < from.Favored {
+				// Its whole replay is one child more.
+				pa.favored, pa.room = i+1, childrenEach+1
+			}
+			parents = append(parents, pa)
 		}
 	}
 	var salt int64
@@ -231,9 +300,15 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 			break
 		}
 		var plans []plan
+		// While favored parents are to be replayed, a quarter of a
+		// generation is blind; then half.
+		every, at := blindEvery, 0
+		if unreplayed(parents) {
+			every, at = 4, 3
+		}
 		for i := 0; i < generation && runs+len(plans) < len(seeds); i++ {
 			var pa *parent
-			if i%blindEvery != 0 || blind == len(seeds) {
+			if i%every != at || blind == len(seeds) {
 				pa = pickParent(parents, hits, given)
 			}
 			if pa == nil {
@@ -280,7 +355,15 @@ func GuidedSweep(ctx context.Context, subj Subject, b Launcher, seeds []int64, p
 	}
 	g.Corpus = corpusOf(seen, hits, parents)
 	g.Corpus.Made = p.Shape()
+	if from != nil {
+		g.Corpus.Favored = from.Favored
+	}
 	return g, err
+}
+
+// unreplayed reports whether a favored parent is still to be replayed.
+func unreplayed(parents []*parent) bool {
+	return slices.ContainsFunc(parents, func(pa *parent) bool { return pa.favored > 0 && !pa.replayed && pa.room > 0 })
 }
 
 // corpusOf is what a sweep reached: its milestones, sorted, how many runs
@@ -303,6 +386,12 @@ func corpusOf(seen map[string]bool, hits map[string]int, parents []*parent) *rep
 // has children before a second of any (FairFuzz, ASE 2018, steers to rare
 // branches; the families keep one kind of depth from taking the budget).
 func pickParent(parents []*parent, hits map[string]int, given map[string]int) *parent {
+	// The favored parents' replays first, in their order.
+	for _, pa := range parents {
+		if pa.favored > 0 && !pa.replayed && pa.room > 0 {
+			return pa
+		}
+	}
 	var best *parent
 	var bestKey [4]int
 	bestFamily := ""

@@ -22,7 +22,16 @@ type scheduler struct {
 	change []int // the decisions at which the running thread is demoted
 	demote int   // how many change points have passed
 	n      int   // decisions so far
+	// flipping: the thread the next decision picks is held instead
+	// (flip); held threads move only when no other can, until their
+	// operation or another thread's ends.
+	flipping bool
+	held     []bool
 }
+
+// flip holds the thread the next decision would move: another moves
+// first (a guided sweep's child swapping the two of an interleaving).
+func (s *scheduler) flip() { s.flipping = true }
 
 func newScheduler(r *rand.Rand, procs, depth, k int) *scheduler {
 	s := &scheduler{r: r, depth: depth, prio: make([]float64, procs), busy: make([]bool, procs)}
@@ -42,17 +51,56 @@ func (s *scheduler) fresh() float64 { return float64(s.depth) + s.r.Float64() }
 // sync tells the scheduler which processes have an operation in flight: a
 // process whose operation ended will run a new thread.
 func (s *scheduler) sync(busy []bool) {
+	ended := false
 	for i, b := range busy {
 		if s.busy[i] && !b {
 			s.prio[i] = s.fresh()
+			ended = true
 		}
 		s.busy[i] = b
+	}
+	if ended {
+		s.held = nil
 	}
 }
 
 // pick is the thread that moves at this decision, among the enabled ones
-// (nil: every one; PCT runs the enabled thread of highest priority).
+// (nil: every one), past the held ones while another can move.
 func (s *scheduler) pick(enabled []bool) int {
+	top := s.choose(enabled)
+	if s.flipping {
+		s.flipping = false
+		s.held = make([]bool, len(s.prio))
+		s.held[top] = true
+	}
+	if s.held == nil || !s.held[top] {
+		return top
+	}
+	rest := make([]bool, len(s.prio))
+	any := false
+	for i := range rest {
+		rest[i] = (enabled == nil || enabled[i]) && !s.held[i]
+		any = any || rest[i]
+	}
+	if !any {
+		return top
+	}
+	if s.depth == 0 {
+		var on []int
+		for i, ok := range rest {
+			if ok {
+				on = append(on, i)
+			}
+		}
+		return on[s.r.IntN(len(on))]
+	}
+	return s.highest(rest)
+}
+
+// choose is the thread the strategy moves at this decision, among the
+// enabled ones (nil: every one; PCT runs the enabled thread of highest
+// priority).
+func (s *scheduler) choose(enabled []bool) int {
 	defer func() { s.n++ }()
 	if s.depth == 0 {
 		if enabled == nil {
