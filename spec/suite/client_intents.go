@@ -195,31 +195,28 @@ func clientIntentSpecs(fx *clientFixture) {
 		// No seed bounds the count, but a store may keep it in fewer bits
 		// than the seed's INTEGER (issue 26 item 6): 256 refusals read back
 		// 256, not 0, wherever the attempt is read.
-		It("counts refusals past what 8 bits keep: the 256th reads attempt 256", Rules("client.bump_intent.refusal", "client.intent.read"), func() {
+		// refusals bumps a fresh intent n times and reads the count back
+		// wherever the attempt is read.
+		refusals := func(n int) {
 			fx.enqueue(opA, fx.env(taskA))
-			for range spec.Counter8 + 1 {
+			for range n {
 				Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "refused"))).To(BeTrue())
 			}
-			Expect(fx.intent(opA).Attempt).To(Equal(int64(spec.Counter8+1)), "intent")
+			Expect(fx.intent(opA).Attempt).To(Equal(int64(n)), "intent")
 			due, err := fx.s.DueIntents(fx.ctx, fx.at(0), 1)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(due).To(HaveLen(1))
-			Expect(due[0].Attempt).To(Equal(int64(spec.Counter8+1)), "due_intents")
+			Expect(due[0].Attempt).To(Equal(int64(n)), "due_intents")
+		}
+		It("counts refusals past what 8 bits keep: the 256th reads attempt 256", Rules("client.bump_intent.refusal", "client.intent.read"), func() {
+			refusals(spec.Counter8 + 1)
 		})
 		// The same past what 16 bits keep: 65,536 refusals, one call and
 		// one transaction each (bump_intent is the count's only writer, and
 		// the seed has no bulk form), so a long spec.
 		It("counts refusals past what 16 bits keep: the 65,536th reads attempt 65,536", Long, Rules("client.bump_intent.refusal", "client.intent.read"), func() {
 			long("65,536 calls of bump_intent, a transaction each")
-			fx.enqueue(opA, fx.env(taskA))
-			for range spec.Counter16 + 1 {
-				Expect(fx.acted(fx.s.BumpIntent(fx.ctx, opA, fx.at(0), "refused"))).To(BeTrue())
-			}
-			Expect(fx.intent(opA).Attempt).To(Equal(int64(spec.Counter16+1)), "intent")
-			due, err := fx.s.DueIntents(fx.ctx, fx.at(0), 1)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(due).To(HaveLen(1))
-			Expect(due[0].Attempt).To(Equal(int64(spec.Counter16+1)), "due_intents")
+			refusals(spec.Counter16 + 1)
 		})
 	})
 
