@@ -17,6 +17,7 @@ import (
 
 	"github.com/storecheck/storecheck/adapters"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/internal/testmain"
 	"github.com/storecheck/storecheck/spec"
 	c "github.com/storecheck/storecheck/spec/continuity"
 	"github.com/storecheck/storecheck/spec/suite"
@@ -98,7 +99,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testmain.OnTmpfs(m.Run))
 }
 
 // reverseBackend answers max_fencing_token with the request's id, four at a

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(testmain.LeavesNoFolder(DefaultReportDir, m.Run))
+	os.Exit(testmain.OnTmpfs(func() int { return testmain.LeavesNoFolder(DefaultReportDir, m.Run) }))
 }
 
 // served is the reference with bug (the zero Bug: none) served over the

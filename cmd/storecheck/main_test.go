@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, conformance.Adapter(stores.Backend(o))))
 	}
-	os.Exit(testmain.LeavesNoFolder(conformance.DefaultReportDir, m.Run))
+	os.Exit(testmain.OnTmpfs(func() int { return testmain.LeavesNoFolder(conformance.DefaultReportDir, m.Run) }))
 }
 
 // storecheck runs the command in a new process against the named harness.

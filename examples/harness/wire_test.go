@@ -8,6 +8,7 @@ import (
 
 	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/examples/harness/mystore"
+	"github.com/storecheck/storecheck/internal/testmain"
 )
 
 // serveEnv starts this test binary as the store over the wire, as
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testmain.OnTmpfs(m.Run))
 }
 
 // The same store over the wire (conformance.Serve, as ./serve runs it)

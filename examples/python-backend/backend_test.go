@@ -16,6 +16,7 @@ import (
 	"github.com/storecheck/storecheck/conformance"
 	"github.com/storecheck/storecheck/fault/lossyfs"
 	"github.com/storecheck/storecheck/internal/stores"
+	"github.com/storecheck/storecheck/internal/testmain"
 	"github.com/storecheck/storecheck/reports"
 	"github.com/storecheck/storecheck/spec"
 	"github.com/storecheck/storecheck/spec/suite"
@@ -72,7 +73,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testmain.OnTmpfs(m.Run))
 }
 
 // runSuite runs the suite in a child process with the given readings and

@@ -4,7 +4,6 @@ package client
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -18,19 +17,21 @@ import (
 
 // Open opens (or creates) a store. A file of another marker or version is
 // refused with schema_mismatch before anything is written to it: the marker
-// is read first over a read-only connection, and read again in the
-// transaction that writes the schema.
+// is read first on the writer's connection, before its journal mode is set
+// (sqlitedb.Options.Check; a connection of its own was 40% of an open), and
+// read again in the transaction that writes the schema.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
 	s := &Store{clock: o.Clock, rules: o.Rules.complete()}
+	var check func(ctx context.Context, tx *sqlitedb.Tx) error
 	if !sqlitedb.InMemory(o.Path) {
-		if err := s.precheck(ctx, o); err != nil {
-			return nil, err
+		if _, err := os.Stat(o.Path); err == nil {
+			check = func(ctx context.Context, tx *sqlitedb.Tx) error { return s.precheck(ctx, tx, o.Path) }
 		}
 	}
-	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, IOKind: cli.ErrIO})
+	db, err := sqlitedb.Open(ctx, sqlitedb.Options{Path: o.Path, BusyTimeout: o.BusyTimeout, Synchronous: o.Synchronous, IOKind: cli.ErrIO, Check: check})
 	if err != nil {
 		return nil, err
 	}
@@ -59,44 +60,23 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
-// precheck reads the marker of an existing file without writing to it.
-func (s *Store) precheck(ctx context.Context, o Options) error {
-	if _, err := os.Stat(o.Path); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	busy := o.BusyTimeout
-	if busy <= 0 {
-		busy = sqlitedb.DefaultBusyTimeout
-	}
-	ro, err := sql.Open("sqlite", fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", o.Path, busy.Milliseconds()))
-	if err != nil {
-		return spec.Errorf(cli.ErrIO, "open %q: %w", o.Path, err)
-	}
-	defer ro.Close()
-	tx, err := ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return spec.Errorf(cli.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
-	}
-	defer tx.Rollback()
-	if _, err := s.checkSchema(ctx, tx, o.Path); err != nil {
+// precheck reads the marker of an existing file before anything is written
+// to it (sqlitedb.Options.Check: on the writer's connection, before its
+// journal mode is set).
+func (s *Store) precheck(ctx context.Context, tx *sqlitedb.Tx, path string) error {
+	if _, err := s.checkSchema(ctx, tx, path); err != nil {
 		var ke *spec.Error
 		if errors.As(err, &ke) {
 			return err
 		}
-		return spec.Errorf(cli.ErrIO, "open %q: read the schema marker: %w", o.Path, err)
+		return spec.Errorf(cli.ErrIO, "open %q: read the schema marker: %w", path, err)
 	}
 	return nil
 }
 
-// schemaReader is the transaction checkSchema reads in: the open's own
-// (*sqlitedb.Tx) or the read-only look before it (*sql.Tx).
-type schemaReader interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // checkSchema says whether the database is new (no tables at all), and fails
 // with schema_mismatch when it carries another marker or version.
-func (s *Store) checkSchema(ctx context.Context, tx schemaReader, path string) (fresh bool, err error) {
+func (s *Store) checkSchema(ctx context.Context, tx *sqlitedb.Tx, path string) (fresh bool, err error) {
 	var tables, metas int
 	counts, err := tx.QueryContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'schema_meta')
 		FROM sqlite_master WHERE type = 'table'`)

@@ -41,6 +41,12 @@ type Options struct {
 	ReadPool int
 	// Schema is run (idempotently) when the database opens.
 	Schema string
+	// Check, when set, reads the file before anything is written to it
+	// (before the journal mode is set and the schema run): on the writer's
+	// connection, in a read transaction that is rolled back. A store that
+	// must refuse a file unchanged (the client's marker) checks it here,
+	// with no connection of its own to open.
+	Check func(ctx context.Context, tx *Tx) error
 	// IOKind is the contract's kind for failures of the database itself.
 	IOKind spec.Kind
 	// Synchronous is SQLite's synchronous setting for every connection
@@ -111,6 +117,12 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		return fail("writer", err)
 	}
 	db.writer = &conn{c: c, begin: "BEGIN IMMEDIATE", stmts: map[string]*sql.Stmt{}}
+	if o.Check != nil {
+		if err := db.check(ctx, o.Check); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if !InMemory(o.Path) {
 		mode := o.JournalMode
 		if mode == "" {
@@ -150,6 +162,20 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		db.readers.put(r)
 	}
 	return db, nil
+}
+
+// check runs fn on the writer's connection in a read transaction (BEGIN,
+// which takes no lock until fn reads, and never a write lock), rolled back.
+// Its errors are fn's, unwrapped: the store says what a failed check is.
+func (db *DB) check(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	if _, err := db.writer.c.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	tx := &Tx{conn: db.writer}
+	err := fn(ctx, tx)
+	tx.closeRows()
+	db.writer.rollback()
+	return err
 }
 
 // Write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits when
