@@ -22,9 +22,15 @@ func BenchmarkOpenExisting(b *testing.B) {
 		name string
 		open func(path string) (interface{ Close() error }, error)
 	}{
-		{"continuity", func(p string) (interface{ Close() error }, error) { return refcontinuity.Open(ctx, refcontinuity.Options{Path: p}) }},
-		{"runtime", func(p string) (interface{ Close() error }, error) { return refruntime.Open(ctx, refruntime.Options{Path: p}) }},
-		{"client", func(p string) (interface{ Close() error }, error) { return refclient.Open(ctx, refclient.Options{Path: p}) }},
+		{"continuity", func(p string) (interface{ Close() error }, error) {
+			return refcontinuity.Open(ctx, refcontinuity.Options{Path: p})
+		}},
+		{"runtime", func(p string) (interface{ Close() error }, error) {
+			return refruntime.Open(ctx, refruntime.Options{Path: p})
+		}},
+		{"client", func(p string) (interface{ Close() error }, error) {
+			return refclient.Open(ctx, refclient.Options{Path: p})
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			path := filepath.Join(dir, tc.name+".db")
