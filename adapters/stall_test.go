@@ -47,6 +47,12 @@ func TestAKitStalledPastTheTimeoutTakesTheReplyThatCame(t *testing.T) {
 	for i := range 3 {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), backendEnv+"=kit")
+		// A group of its own: the kit's child (the backend) is in the
+		// kit's group, and when a group is orphaned (its parent shell
+		// exits, as a CI job's may) while a member is stopped, the kernel
+		// sends the group SIGHUP. In the test's group that would reach the
+		// go test binary's siblings; here it reaches only the kit's.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var out strings.Builder
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {
